@@ -1,0 +1,82 @@
+#pragma once
+// Box<N>: a half-open N-d index box [lo, hi). Pure index math, no MPI.
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <ostream>
+
+namespace garray {
+
+/// Signed 64-bit index used for every extent, index and stride.
+using index = std::int64_t;
+
+template <std::size_t N>
+using Shape = std::array<index, N>;
+
+/// Number of elements of a shape (1 for N == 0).
+template <std::size_t N>
+constexpr index volume(const Shape<N>& s) noexcept {
+  index v = 1;
+  for (auto e : s) v *= e;
+  return v;
+}
+
+/// Row-major strides (in elements) of a dense array of shape `s`.
+template <std::size_t N>
+constexpr Shape<N> row_major_strides(const Shape<N>& s) noexcept {
+  Shape<N> st{};
+  index acc = 1;
+  for (std::size_t d = N; d-- > 0;) {
+    st[d] = acc;
+    acc *= s[d];
+  }
+  return st;
+}
+
+/// Half-open box [lo, hi) in N dimensions. Empty when any hi <= lo.
+template <std::size_t N>
+struct Box {
+  Shape<N> lo{};
+  Shape<N> hi{};
+
+  constexpr bool empty() const noexcept {
+    for (std::size_t d = 0; d < N; ++d)
+      if (hi[d] <= lo[d]) return true;
+    return false;
+  }
+  constexpr index extent(std::size_t d) const noexcept { return std::max<index>(0, hi[d] - lo[d]); }
+  constexpr Shape<N> extents() const noexcept {
+    Shape<N> e{};
+    for (std::size_t d = 0; d < N; ++d) e[d] = extent(d);
+    return e;
+  }
+  constexpr index volume() const noexcept { return garray::volume(extents()); }
+  constexpr bool contains(const Shape<N>& i) const noexcept {
+    for (std::size_t d = 0; d < N; ++d)
+      if (i[d] < lo[d] || i[d] >= hi[d]) return false;
+    return true;
+  }
+  friend constexpr bool operator==(const Box&, const Box&) = default;
+};
+
+/// Intersection of two boxes (possibly empty).
+template <std::size_t N>
+constexpr Box<N> intersect(const Box<N>& a, const Box<N>& b) noexcept {
+  Box<N> r;
+  for (std::size_t d = 0; d < N; ++d) {
+    r.lo[d] = std::max(a.lo[d], b.lo[d]);
+    r.hi[d] = std::max(r.lo[d], std::min(a.hi[d], b.hi[d]));
+  }
+  return r;
+}
+
+template <std::size_t N>
+std::ostream& operator<<(std::ostream& os, const Box<N>& b) {
+  os << '[';
+  for (std::size_t d = 0; d < N; ++d) os << (d ? ", " : "") << b.lo[d] << ':' << b.hi[d];
+  return os << ')';
+}
+
+}  // namespace garray

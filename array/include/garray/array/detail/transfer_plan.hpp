@@ -1,0 +1,147 @@
+#pragma once
+// Transfer plans: which part of a section each owner holds, and the strided geometry of
+// that part on both sides (owner block memory, dense user buffer). Pure index math, no MPI.
+//
+// A section selects, per base dimension d, base indices start[d] + k*step[d] for
+// 0 <= k < count[d]. For an owner whose block is [lo, hi) the selected k form a contiguous
+// range [k0, k1) per dimension, so every owner piece is a box in k-space: one piece per
+// owner, moved with one MPI call (or one strided memory copy).
+
+#include <garray/array/distribution.hpp>
+#include <garray/array/slice.hpp>
+
+#include <array>
+#include <cstddef>
+#include <cstring>
+
+namespace garray::detail {
+
+/// The k-range [k0, k1) of section dimension (start, step, count) inside block [lo, hi).
+inline std::array<index, 2> k_range(index start, index step, index count, index lo, index hi) noexcept {
+  index k0, k1;
+  if (step > 0) {
+    k0 = ceil_div(lo - start, step);
+    k1 = ceil_div(hi - start, step);
+  } else {
+    const index t = -step;
+    k0 = floor_div(start - hi, t) + 1;
+    k1 = floor_div(start - lo, t) + 1;
+  }
+  k0 = std::max<index>(k0, 0);
+  k1 = std::min<index>(k1, count);
+  return {k0, std::max(k0, k1)};
+}
+
+/// One owner's part of a transfer, already in strided form.
+template <std::size_t N>
+struct Piece {
+  int rank = 0;
+  Shape<N> count{};      ///< elements per dimension
+  index block_off = 0;   ///< element offset of the first element in the owner's block
+  Shape<N> block_str{};  ///< strides in the owner's block (signed)
+  index buf_off = 0;     ///< element offset of the first element in the dense buffer
+  Shape<N> buf_str{};    ///< strides in the dense buffer (row-major over section counts)
+  index size() const noexcept { return volume(count); }
+};
+
+/// Calls f(const Piece<N>&) once for every owner holding part of `sec`. Never allocates.
+template <std::size_t N, class F>
+void for_each_piece(const Distribution<N>& dist, const Section<N>& sec, F&& f) {
+  const Box<N> bb = sec.bounding_box();
+  if (bb.empty()) return;
+  const Shape<N> buf_str = row_major_strides(sec.count);
+  dist.for_each_block(bb, [&](int r, const Box<N>&) {
+    const Box<N> blk = dist.block(r);
+    const Shape<N> bstr = row_major_strides(blk.extents());
+    Piece<N> p;
+    p.rank = r;
+    for (std::size_t d = 0; d < N; ++d) {
+      const auto [k0, k1] = k_range(sec.start[d], sec.step[d], sec.count[d], blk.lo[d], blk.hi[d]);
+      if (k1 <= k0) return;  // the stride skips this block entirely
+      p.count[d] = k1 - k0;
+      p.block_off += (sec.start[d] + k0 * sec.step[d] - blk.lo[d]) * bstr[d];
+      p.block_str[d] = sec.step[d] * bstr[d];
+      p.buf_off += k0 * buf_str[d];
+      p.buf_str[d] = buf_str[d];
+    }
+    f(p);
+  });
+}
+
+/// A joint strided iteration space over two regions A and B with the same shape, reduced to
+/// as few dimensions as possible: unit dimensions dropped, dimensions merged where both
+/// regions are contiguous across them. Dimension 0 is outermost.
+template <std::size_t N>
+struct Strided2 {
+  int nd = 0;
+  bool empty = false;
+  std::array<index, N> count{}, sa{}, sb{};
+};
+
+template <std::size_t N>
+Strided2<N> collapse(const Shape<N>& count, const Shape<N>& sa, const Shape<N>& sb) noexcept {
+  Strided2<N> r;
+  for (std::size_t d = 0; d < N; ++d) {
+    if (count[d] == 0) {
+      r.empty = true;
+      return r;
+    }
+    if (count[d] == 1) continue;
+    if (r.nd > 0) {
+      const int i = r.nd - 1;  // try merging the previous (outer) kept dim with this one
+      if (r.sa[i] == sa[d] * count[d] && r.sb[i] == sb[d] * count[d]) {
+        r.count[i] *= count[d];
+        r.sa[i] = sa[d];
+        r.sb[i] = sb[d];
+        continue;
+      }
+    }
+    r.count[r.nd] = count[d];
+    r.sa[r.nd] = sa[d];
+    r.sb[r.nd] = sb[d];
+    ++r.nd;
+  }
+  return r;
+}
+
+/// Calls run(a, b, n, sa_inner, sb_inner) for every innermost run of the iteration space,
+/// with a/b pointing at the run's first elements.
+template <std::size_t N, class TA, class TB, class Run>
+void for_each_run(const Strided2<N>& it, TA* a, TB* b, Run&& run) {
+  if (it.empty) return;
+  if (it.nd <= 1) {
+    run(a, b, it.nd ? it.count[0] : index{1}, it.nd ? it.sa[0] : 1, it.nd ? it.sb[0] : 1);
+    return;
+  }
+  const int outer = it.nd - 1;
+  std::array<index, N> k{};
+  while (true) {
+    index oa = 0, ob = 0;
+    for (int d = 0; d < outer; ++d) {
+      oa += k[static_cast<std::size_t>(d)] * it.sa[static_cast<std::size_t>(d)];
+      ob += k[static_cast<std::size_t>(d)] * it.sb[static_cast<std::size_t>(d)];
+    }
+    run(a + oa, b + ob, it.count[static_cast<std::size_t>(outer)], it.sa[static_cast<std::size_t>(outer)],
+        it.sb[static_cast<std::size_t>(outer)]);
+    int d = outer - 1;
+    for (; d >= 0; --d) {
+      if (++k[static_cast<std::size_t>(d)] < it.count[static_cast<std::size_t>(d)]) break;
+      k[static_cast<std::size_t>(d)] = 0;
+    }
+    if (d < 0) return;
+  }
+}
+
+/// dst[i] = src[i] over a strided region (dst strides sa, src strides sb).
+template <std::size_t N, class T>
+void strided_copy(const Strided2<N>& it, T* dst, const T* src) {
+  for_each_run(it, dst, src, [](T* a, const T* b, index n, index sa, index sb) {
+    if (sa == 1 && sb == 1) {
+      std::memcpy(a, b, static_cast<std::size_t>(n) * sizeof(T));
+    } else {
+      for (index i = 0; i < n; ++i) a[i * sa] = b[i * sb];
+    }
+  });
+}
+
+}  // namespace garray::detail

@@ -1,0 +1,57 @@
+#pragma once
+// LocalBlock: RAII access to the block of a GlobalArray that this rank owns.
+//
+//   auto blk = a.access();                 // MPI_Win_sync on entry
+//   auto& v = blk.view();                  // boost::multi_array_ref, GLOBAL indices
+//   for (auto i = blk.lo(0); i < blk.hi(0); ++i) v[i][blk.lo(1)] = 0.0;
+//                                          // MPI_Win_sync on exit (destructor)
+//
+// The view's index bases are the block's global low corner, so kernels index with global
+// coordinates. Local loads and stores are consistent with remote get/put/accumulate after
+// the next collective sync() (see docs/semantics.md). Bind views by reference or `auto&`:
+// boost::multi_array_ref's operator= copies elements.
+
+#include <garray/array/box.hpp>
+#include <garray/runtime/window.hpp>
+
+#include <boost/multi_array.hpp>
+
+#include <cstddef>
+
+namespace garray {
+
+template <class T, std::size_t N>
+class LocalBlock {
+ public:
+  using view_type = boost::multi_array_ref<T, N>;
+
+  /// Local. `data` is the block (row-major, extents of `box`), exposed by `win`.
+  LocalBlock(T* data, const Box<N>& box, const detail::Window* win)
+      : box_(box), win_(win), view_(data, box.extents()) {
+    view_.reindex(box.lo);
+    if (win_) win_->memory_sync();
+  }
+  ~LocalBlock() {
+    if (win_) MPI_Win_sync(win_->win());  // never throws; errors here cannot be acted on
+  }
+  LocalBlock(const LocalBlock&) = delete;
+  LocalBlock& operator=(const LocalBlock&) = delete;
+
+  /// The block as a multi_array_ref with global index bases.
+  view_type& view() noexcept { return view_; }
+  const view_type& view() const noexcept { return view_; }
+  const Box<N>& box() const noexcept { return box_; }
+  index lo(std::size_t d) const noexcept { return box_.lo[d]; }
+  index hi(std::size_t d) const noexcept { return box_.hi[d]; }
+  bool empty() const noexcept { return box_.empty(); }
+  index size() const noexcept { return box_.volume(); }
+  /// Row-major pointer to the block's first element (may be null for an empty block).
+  T* data() const noexcept { return const_cast<T*>(view_.data()); }
+
+ private:
+  Box<N> box_;
+  const detail::Window* win_;
+  view_type view_;
+};
+
+}  // namespace garray

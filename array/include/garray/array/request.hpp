@@ -1,0 +1,86 @@
+#pragma once
+// Request: the handle of a nonblocking one-sided operation (get_nb / put_nb / acc_nb).
+//
+// wait() gives the same guarantee as the blocking call on return (get: the data is in the
+// buffer; put/acc: the buffer may be reused; remote completion still needs fence()/sync()).
+// Nonblocking operations are unordered with respect to each other. A Request that is
+// destroyed without wait() waits in its destructor.
+
+#include <garray/runtime/error.hpp>
+
+#include <mpi.h>
+
+#include <functional>
+#include <memory>
+#include <utility>
+#include <vector>
+
+namespace garray {
+
+class [[nodiscard]] Request {
+ public:
+  Request() = default;
+  Request(Request&& o) noexcept { swap(o); }
+  Request& operator=(Request&& o) noexcept {
+    if (this != &o) {
+      finish_noexcept();
+      reqs_.clear();
+      finishers_.clear();
+      swap(o);
+    }
+    return *this;
+  }
+  Request(const Request&) = delete;
+  Request& operator=(const Request&) = delete;
+  ~Request() { finish_noexcept(); }
+
+  /// Local. Blocks until the operation is locally complete.
+  void wait() {
+    if (!reqs_.empty()) {
+      detail::check_mpi(MPI_Waitall(static_cast<int>(reqs_.size()), reqs_.data(), MPI_STATUSES_IGNORE),
+                        "MPI_Waitall");
+      reqs_.clear();
+    }
+    run_finishers();
+  }
+  /// Local. True (and completes like wait()) if the operation is locally complete.
+  bool test() {
+    if (!reqs_.empty()) {
+      int flag = 0;
+      detail::check_mpi(MPI_Testall(static_cast<int>(reqs_.size()), reqs_.data(), &flag, MPI_STATUSES_IGNORE),
+                        "MPI_Testall");
+      if (!flag) return false;
+      reqs_.clear();
+    }
+    run_finishers();
+    return true;
+  }
+  /// True when nothing is outstanding.
+  bool done() const noexcept { return reqs_.empty() && finishers_.empty(); }
+
+  // ---- used by the array layer to build a request ----
+  MPI_Request* add_mpi() { return &reqs_.emplace_back(MPI_REQUEST_NULL); }
+  void add_finisher(std::function<void()> f) { finishers_.push_back(std::move(f)); }
+
+ private:
+  void run_finishers() {
+    auto fs = std::move(finishers_);
+    finishers_.clear();
+    for (auto& f : fs) f();
+  }
+  void finish_noexcept() noexcept {
+    try {
+      wait();
+    } catch (const std::exception& e) {
+      garray::abort(e.what());
+    }
+  }
+  void swap(Request& o) noexcept {
+    reqs_.swap(o.reqs_);
+    finishers_.swap(o.finishers_);
+  }
+  std::vector<MPI_Request> reqs_;
+  std::vector<std::function<void()>> finishers_;
+};
+
+}  // namespace garray

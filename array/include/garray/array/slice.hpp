@@ -1,0 +1,242 @@
+#pragma once
+// Slices with numpy semantics, and their canonical form over a base array (Section).
+//
+//   using garray::idx, garray::range, garray::all, garray::_;
+//   idx[range(1, -1)][all][3]     // numpy a[1:-1, :, 3]       -> Slice<3, 2>
+//   idx[range(_, _, -2)]          // numpy a[::-2]             -> Slice<1, 1>
+//   idx[range(2, _)]              // numpy a[2:]
+//
+// A Slice<K, M> holds K per-dimension items (ranges or integers); M of them are ranges and
+// keep their dimension. Dimensions past K are taken whole, as in numpy. Normalising a slice
+// against a shape gives a Section: per base dimension (start, step, count) and whether an
+// integer dropped it. count = len(range(start, stop, step)) after numpy's clamping of
+// out-of-range starts/stops; integer indices (negative ones count from the end) must be in
+// range or BoundsError is thrown; step 0 throws InvalidSlice.
+//
+// Slice arithmetic: applying a slice to a section (`compose`) gives the section of the base
+// array that numpy would select by applying the slices one after another. Pure index math,
+// no MPI.
+
+#include <garray/array/box.hpp>
+#include <garray/runtime/error.hpp>
+
+#include <array>
+#include <concepts>
+#include <cstddef>
+#include <ostream>
+#include <string_view>
+
+namespace garray {
+
+/// Placeholder for an omitted bound: range(_, _, -1) is numpy's [::-1].
+struct Omitted {};
+inline constexpr Omitted _{};
+
+/// Selects a whole dimension: numpy's `:`.
+struct All {};
+inline constexpr All all{};
+
+/// A bound of a range: an index or omitted.
+class Bound {
+ public:
+  constexpr Bound(Omitted) noexcept {}
+  template <std::integral I>
+  constexpr Bound(I v) noexcept : value_(static_cast<index>(v)), set_(true) {}
+  constexpr bool set() const noexcept { return set_; }
+  constexpr index value() const noexcept { return value_; }
+
+ private:
+  index value_ = 0;
+  bool set_ = false;
+};
+
+/// numpy's start:stop:step. `range(a, b)`, `range(a, b, s)`, `range(_, _, -1)`, `range()`.
+struct range {
+  Bound start = _;
+  Bound stop = _;
+  index step = 1;
+  constexpr range() noexcept = default;
+  constexpr range(Bound start_, Bound stop_, index step_ = 1) noexcept
+      : start(start_), stop(stop_), step(step_) {}
+};
+
+/// One item of a slice: a range (keeps the dimension) or an integer (drops it).
+struct SliceItem {
+  bool is_index = false;
+  index value = 0;  // the integer when is_index
+  range r{};
+};
+
+/// K slice items, M of them ranges. Build with `idx[...][...]`.
+template <std::size_t K, std::size_t M>
+struct Slice {
+  static constexpr std::size_t items_count = K;
+  static constexpr std::size_t kept = M;
+  std::array<SliceItem, K> items{};
+
+  constexpr Slice<K + 1, M + 1> operator[](range r) const noexcept { return extend<M + 1>({false, 0, r}); }
+  constexpr Slice<K + 1, M + 1> operator[](All) const noexcept { return extend<M + 1>({false, 0, range{}}); }
+  template <std::integral I>
+  constexpr Slice<K + 1, M> operator[](I i) const noexcept {
+    return extend<M>({true, static_cast<index>(i), range{}});
+  }
+
+ private:
+  template <std::size_t M2>
+  constexpr Slice<K + 1, M2> extend(SliceItem it) const noexcept {
+    Slice<K + 1, M2> s;
+    for (std::size_t k = 0; k < K; ++k) s.items[k] = items[k];
+    s.items[K] = it;
+    return s;
+  }
+};
+
+/// The empty slice: start of every `idx[...]` chain; on its own it selects everything.
+inline constexpr Slice<0, 0> idx{};
+
+/// Canonical selection over a base array of rank N: element k (0 <= k < count[d]) of
+/// dimension d is base index start[d] + k * step[d]. Dropped dimensions have count 1.
+template <std::size_t N>
+struct Section {
+  Shape<N> start{};
+  Shape<N> step{};
+  Shape<N> count{};
+  std::array<bool, N> dropped{};
+
+  /// The whole array.
+  static constexpr Section full(const Shape<N>& shape) noexcept {
+    Section s;
+    for (std::size_t d = 0; d < N; ++d) {
+      s.start[d] = 0;
+      s.step[d] = 1;
+      s.count[d] = shape[d];
+    }
+    return s;
+  }
+  /// Number of selected elements.
+  constexpr index size() const noexcept { return volume(count); }
+  /// Number of dimensions not dropped.
+  constexpr std::size_t rank() const noexcept {
+    std::size_t r = 0;
+    for (bool b : dropped) r += b ? 0 : 1;
+    return r;
+  }
+  /// Extents of the kept dimensions, in order (the shape of the selection as an array).
+  template <std::size_t R>
+  constexpr Shape<R> kept_shape() const noexcept {
+    Shape<R> s{};
+    std::size_t j = 0;
+    for (std::size_t d = 0; d < N; ++d)
+      if (!dropped[d] && j < R) s[j++] = count[d];
+    return s;
+  }
+  /// Smallest box of base indices containing the selection (empty if nothing selected).
+  constexpr Box<N> bounding_box() const noexcept {
+    Box<N> b;
+    for (std::size_t d = 0; d < N; ++d) {
+      if (count[d] == 0) {
+        b.lo[d] = b.hi[d] = 0;
+        continue;
+      }
+      const index last = start[d] + (count[d] - 1) * step[d];
+      b.lo[d] = std::min(start[d], last);
+      b.hi[d] = std::max(start[d], last) + 1;
+    }
+    return b;
+  }
+  friend constexpr bool operator==(const Section&, const Section&) = default;
+};
+
+template <std::size_t N>
+std::ostream& operator<<(std::ostream& os, const Section<N>& s) {
+  os << '[';
+  for (std::size_t d = 0; d < N; ++d) {
+    os << (d ? ", " : "");
+    if (s.dropped[d]) os << s.start[d];
+    else os << s.start[d] << ':' << s.step[d] << 'x' << s.count[d];
+  }
+  return os << ']';
+}
+
+namespace detail {
+
+/// Ceiling division for b > 0.
+constexpr index ceil_div(index a, index b) noexcept { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
+/// Floor division for b > 0.
+constexpr index floor_div(index a, index b) noexcept { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+/// numpy's slice(start, stop, step).indices(len) followed by len(range(...)).
+/// Returns {start, count}. Throws InvalidSlice for step 0.
+inline std::array<index, 2> normalize_range(const range& r, index len, std::size_t dim,
+                                            std::string_view what) {
+  const index step = r.step;
+  if (step == 0) raise<InvalidSlice>(what, ": slice step cannot be zero (dim ", dim, ")");
+  const index lower = step < 0 ? -1 : 0;
+  const index upper = step < 0 ? len - 1 : len;
+  auto clamp = [&](const Bound& b, index dflt) {
+    if (!b.set()) return dflt;
+    index v = b.value();
+    if (v < 0) {
+      v += len;
+      if (v < lower) v = lower;
+    } else if (v > upper) {
+      v = upper;
+    }
+    return v;
+  };
+  const index start = clamp(r.start, step < 0 ? upper : lower);
+  const index stop = clamp(r.stop, step < 0 ? lower : upper);
+  index count = 0;
+  if (step > 0 && stop > start) count = ceil_div(stop - start, step);
+  if (step < 0 && start > stop) count = ceil_div(start - stop, -step);
+  return {start, count};
+}
+
+/// An integer index (negative counts from the end) checked against [0, len).
+inline index normalize_index(index i, index len, std::size_t dim, std::string_view what) {
+  const index v = i < 0 ? i + len : i;
+  if (v < 0 || v >= len)
+    raise<BoundsError>(what, ": index ", i, " out of range for extent ", len, " in dim ", dim);
+  return v;
+}
+
+}  // namespace detail
+
+/// Applies slice `s` to the kept dimensions of `base` (slice arithmetic). Items beyond K
+/// select whole dimensions. `what` names the calling operation in error messages.
+/// Throws InvalidSlice (step 0) or BoundsError (integer out of range); `base` is unchanged.
+template <std::size_t N, std::size_t K, std::size_t M>
+Section<N> compose(const Section<N>& base, const Slice<K, M>& s, std::string_view what = "slice") {
+  Section<N> out = base;
+  std::size_t k = 0;  // next slice item
+  std::size_t j = 0;  // kept-dimension number, for messages
+  for (std::size_t d = 0; d < N && k < K; ++d) {
+    if (base.dropped[d]) continue;
+    const SliceItem& it = s.items[k++];
+    const index len = base.count[d];
+    if (it.is_index) {
+      const index i = detail::normalize_index(it.value, len, j, what);
+      out.start[d] = base.start[d] + i * base.step[d];
+      out.count[d] = 1;
+      out.dropped[d] = true;
+    } else {
+      const auto [st, cnt] = detail::normalize_range(it.r, len, j, what);
+      out.start[d] = base.start[d] + st * base.step[d];
+      out.step[d] = base.step[d] * it.r.step;
+      out.count[d] = cnt;
+      if (cnt == 0) out.start[d] = base.start[d];  // canonical empty: start stays in range
+    }
+    ++j;
+  }
+  if (k < K) detail::raise<InvalidSlice>(what, ": ", K, " indices for a selection with ", j, " dimensions");
+  return out;
+}
+
+/// Normalises slice `s` against an array of shape `shape`.
+template <std::size_t N, std::size_t K, std::size_t M>
+Section<N> normalize(const Shape<N>& shape, const Slice<K, M>& s, std::string_view what = "slice") {
+  static_assert(K <= N, "garray: too many indices for the array's number of dimensions");
+  return compose(Section<N>::full(shape), s, what);
+}
+
+}  // namespace garray

@@ -1,0 +1,12 @@
+#pragma once
+// Umbrella header: everything a garray user needs.
+#include <garray/array/box.hpp>
+#include <garray/array/distribution.hpp>
+#include <garray/array/global_array.hpp>
+#include <garray/array/local_block.hpp>
+#include <garray/array/request.hpp>
+#include <garray/array/slice.hpp>
+#include <garray/runtime/context.hpp>
+#include <garray/runtime/datatype.hpp>
+#include <garray/runtime/error.hpp>
+#include <garray/runtime/stats.hpp>

@@ -1,0 +1,180 @@
+// bench_util.hpp - small helpers shared by the libgarray benchmarks (header only).
+//
+//   Timer t; ...; t.seconds()            wall-clock timer on MPI_Wtime
+//   median(v)                            median of a sample (v taken by value)
+//   time_reps(R, W, body, between)       run body W times untimed, then R timed reps
+//   calibrate_iters(op, min_s)           inner-loop count so one rep lasts >= min_s
+//   CsvWriter                            append rows to a CSV file, header on creation
+//   mpi_library_version(), osc_setup()   what the numbers were measured with
+//   parse_bytes("64K"), format_bytes(n)  size helpers for command lines and tables
+#pragma once
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstddef>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <ostream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace garray::bench {
+
+// ---- timing ------------------------------------------------------------------------------
+
+class Timer {
+ public:
+  Timer() : t0_(MPI_Wtime()) {}
+  void reset() { t0_ = MPI_Wtime(); }
+  [[nodiscard]] double seconds() const { return MPI_Wtime() - t0_; }
+
+ private:
+  double t0_;
+};
+
+inline double median(std::vector<double> v) {
+  if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
+  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  if (v.size() % 2 == 1) return *mid;
+  return 0.5 * (*mid + *std::max_element(v.begin(), mid));
+}
+
+inline void no_between() {}
+
+// Runs `body` `warmup` times untimed, then `reps` times timed; returns seconds per rep.
+// `between` runs after every rep (warmups included) outside the timed region, e.g. to
+// complete outstanding operations so that one rep's backlog does not leak into the next.
+template <class Body, class Between = void (*)()>
+std::vector<double> time_reps(int reps, int warmup, Body&& body, Between&& between = no_between) {
+  for (int i = 0; i < warmup; ++i) {
+    body();
+    between();
+  }
+  std::vector<double> times;
+  times.reserve(static_cast<std::size_t>(std::max(reps, 0)));
+  for (int i = 0; i < reps; ++i) {
+    const Timer t;
+    body();
+    times.push_back(t.seconds());
+    between();
+  }
+  return times;
+}
+
+// Number of back-to-back calls of `op` needed for one rep to last at least `min_seconds`
+// (doubling probe, then extrapolation). Returns at least 1 and at most `max_iters`.
+template <class Op>
+std::size_t calibrate_iters(Op&& op, double min_seconds, std::size_t max_iters = std::size_t{1} << 22) {
+  std::size_t n = 1;
+  for (;;) {
+    const Timer t;
+    for (std::size_t i = 0; i < n; ++i) op();
+    const double s = t.seconds();
+    if (s >= min_seconds / 4 || n >= max_iters) {
+      const double per_op = std::max(s, 1e-9) / static_cast<double>(n);
+      const double want = std::ceil(min_seconds / per_op);
+      return std::clamp<std::size_t>(static_cast<std::size_t>(want), 1, max_iters);
+    }
+    n *= 2;
+  }
+}
+
+// Keeps the compiler from discarding stores whose results are never read (memcpy variants).
+inline void clobber_memory() { asm volatile("" ::: "memory"); }
+inline void do_not_optimize(const void* p) { asm volatile("" : : "r"(p) : "memory"); }
+
+// ---- CSV ---------------------------------------------------------------------------------
+
+// Appends rows to `path`; writes `header` first if the file is new or empty. A writer built
+// from an empty path is disabled and ignores rows. Fields are written as-is (no quoting).
+class CsvWriter {
+ public:
+  CsvWriter() = default;
+  CsvWriter(const std::string& path, std::string_view header) {
+    if (path.empty()) return;
+    std::error_code ec;
+    const bool fresh = !std::filesystem::exists(path, ec) || std::filesystem::file_size(path, ec) == 0;
+    out_.open(path, std::ios::app);
+    if (!out_) throw std::runtime_error("cannot open CSV file '" + path + "'");
+    if (fresh) out_ << header << '\n';
+  }
+
+  [[nodiscard]] bool enabled() const { return out_.is_open(); }
+
+  template <class... Fields>
+  void row(const Fields&... fields) {
+    if (!enabled()) return;
+    const char* sep = "";
+    ((out_ << sep << fields, sep = ","), ...);
+    out_ << '\n';
+    out_.flush();
+  }
+
+ private:
+  std::ofstream out_;
+};
+
+// ---- what are we running on --------------------------------------------------------------
+
+inline std::string mpi_library_version() {
+  char buf[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int len = 0;
+  MPI_Get_library_version(buf, &len);
+  std::string s(buf, static_cast<std::size_t>(std::max(len, 0)));
+  if (const auto nl = s.find('\n'); nl != std::string::npos) s.resize(nl);
+  while (!s.empty() && (s.back() == '\0' || std::isspace(static_cast<unsigned char>(s.back())))) s.pop_back();
+  return s;
+}
+
+// One-sided component selection as requested by the environment (mpiexec --mca osc X sets
+// OMPI_MCA_osc in the ranks' environment). "default" means the MPI library chooses.
+inline std::string osc_setup() {
+  const char* v = std::getenv("OMPI_MCA_osc");
+  return (v != nullptr && *v != '\0') ? std::string(v) : std::string("default");
+}
+
+inline void print_run_info(std::ostream& os, std::string_view bench_name, int nranks) {
+  os << "# " << bench_name << '\n'
+     << "# MPI library : " << mpi_library_version() << '\n'
+     << "# osc         : " << osc_setup() << '\n'
+     << "# ranks       : " << nranks << '\n';
+}
+
+// ---- sizes -------------------------------------------------------------------------------
+
+// "8", "64K", "1KiB", "8M", "1G" -> bytes (binary multiples). Throws on malformed input.
+inline std::size_t parse_bytes(std::string_view text) {
+  std::size_t pos = 0;
+  while (pos < text.size() && std::isdigit(static_cast<unsigned char>(text[pos]))) ++pos;
+  if (pos == 0) throw std::invalid_argument("bad size '" + std::string(text) + "'");
+  const std::size_t value = std::stoull(std::string(text.substr(0, pos)));
+  std::string unit;
+  for (char c : text.substr(pos)) unit += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (unit.size() > 1 && unit.back() == 'B') unit.pop_back();  // KB, KIB, MB, ...
+  if (unit.size() > 1 && unit.back() == 'I') unit.pop_back();  // KI, MI, ...
+  if (unit.empty() || unit == "B") return value;
+  if (unit == "K") return value << 10;
+  if (unit == "M") return value << 20;
+  if (unit == "G") return value << 30;
+  throw std::invalid_argument("bad size unit in '" + std::string(text) + "'");
+}
+
+inline std::string format_bytes(std::size_t n) {
+  static constexpr const char* units[] = {"B", "KiB", "MiB", "GiB"};
+  int u = 0;
+  while (u < 3 && n >= 1024 && n % 1024 == 0) {
+    n /= 1024;
+    ++u;
+  }
+  return std::to_string(n) + " " + units[u];
+}
+
+}  // namespace garray::bench

@@ -1,0 +1,27 @@
+# garray_add_mpi_test(<target> [RANKS 1 2 3 4] [VARIANT name ENV "A=B;C=D"] [TIMEOUT s])
+#
+# Registers <target> under ctest once per rank count, launched with mpiexec. The
+# environment lets Open MPI run as root and oversubscribe the 2-core CI machine; MPICH
+# ignores these variables. With VARIANT, the tests are named <target>.<variant>.np<n> and get
+# the extra environment (e.g. GARRAY_WINDOW=rma to exercise the MPI RMA path).
+function(garray_add_mpi_test target)
+  cmake_parse_arguments(ARG "" "VARIANT;TIMEOUT" "RANKS;ENV" ${ARGN})
+  if(NOT ARG_RANKS)
+    set(ARG_RANKS 1 2 3 4)
+  endif()
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 300)
+  endif()
+  set(name ${target})
+  if(ARG_VARIANT)
+    set(name ${target}.${ARG_VARIANT})
+  endif()
+  foreach(np IN LISTS ARG_RANKS)
+    add_test(NAME ${name}.np${np}
+             COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${np} ${MPIEXEC_PREFLAGS}
+                     $<TARGET_FILE:${target}> ${MPIEXEC_POSTFLAGS})
+    set_tests_properties(${name}.np${np} PROPERTIES
+      PROCESSORS ${np} TIMEOUT ${ARG_TIMEOUT} LABELS mpi
+      ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;${ARG_ENV}")
+  endforeach()
+endfunction()

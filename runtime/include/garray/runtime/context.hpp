@@ -1,0 +1,100 @@
+#pragma once
+// Context: garray's handle on an MPI program and a group of its ranks.
+//
+// A Context works on its own duplicate of the communicator it is given (default
+// MPI_COMM_WORLD) with MPI_ERRORS_RETURN installed, so library traffic never mixes with the
+// user's and every MPI error code reaches garray's checks. Arrays live on the ranks of one
+// Context; `split()` makes process groups so arrays can live on a subset of ranks.
+//
+// MPI lifetime: if MPI is not initialised when the first Context is made, garray calls
+// MPI_Init_thread (MPI_THREAD_FUNNELED) and calls MPI_Finalize when the last Context (and
+// the last array) is gone. If the program initialised MPI itself, garray never finalises it.
+//
+// Windows: on a communicator whose ranks all share one node, arrays use shared-memory
+// windows (MPI_Win_allocate_shared) and move data with plain memory copies; otherwise
+// MPI_Win_allocate and MPI RMA calls. GARRAY_WINDOW=rma|shared|auto overrides (see
+// docs/semantics.md).
+
+#include <garray/runtime/stats.hpp>
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace garray {
+
+/// How arrays of a context expose their blocks.
+enum class WindowKind {
+  shared,  ///< MPI_Win_allocate_shared: every rank can load/store every block directly
+  rma      ///< MPI_Win_allocate: remote blocks only through MPI_Get/Put/Accumulate
+};
+
+namespace detail {
+struct ContextState;
+}
+
+/// A group of ranks garray works on. Cheap to copy (a shared handle); all copies refer to
+/// the same duplicated communicator and statistics.
+class Context {
+ public:
+  /// Attaches to `comm` (initialising MPI if nobody did). **Collective over comm.**
+  /// Throws MpiError if duplicating the communicator fails.
+  explicit Context(MPI_Comm comm = MPI_COMM_WORLD);
+
+  /// Splits into process groups like MPI_Comm_split. Ranks passing `MPI_UNDEFINED` get an
+  /// empty context (`valid() == false`). **Collective over this context.**
+  Context split(int color, int key = 0) const;
+
+  bool valid() const noexcept { return state_ != nullptr; }
+  int rank() const noexcept;   ///< Local. This rank within the context.
+  int size() const noexcept;   ///< Local. Number of ranks in the context.
+  MPI_Comm comm() const noexcept;  ///< Local. garray's duplicated communicator (do not free).
+  WindowKind window_kind() const noexcept;  ///< Local. Identical on every rank.
+
+  /// Local. This rank's counters (writable, e.g. to reset; a Context is a handle, so the
+  /// counters are shared by all copies and are not part of its constness).
+  Stats& stats() const noexcept;
+
+  /// Local. A number identifying the next array created on this context; identical on every
+  /// rank because array creation is collective. Used in collective signatures.
+  std::uint64_t next_array_id() noexcept;
+
+  /// Collective barrier over the context.
+  void barrier() const;
+
+  /// Local. One line per setting: MPI library version, ranks, window kind, Open MPI's osc
+  /// selection if set. Printed by verbose apps and benchmarks.
+  std::string describe() const;
+
+  /// Shared handle on the state, for the lower layers (arrays keep their context alive).
+  const std::shared_ptr<detail::ContextState>& state() const noexcept { return state_; }
+
+ private:
+  explicit Context(std::shared_ptr<detail::ContextState> s) : state_(std::move(s)) {}
+  std::shared_ptr<detail::ContextState> state_;
+};
+
+namespace detail {
+
+/// True on every rank iff `ok` is true on every rank of `comm`. **Collective.**
+bool all_ok(MPI_Comm comm, bool ok);
+
+/// The collective handshake every garray collective starts with: one allreduce comparing a
+/// signature of the call and its arguments. If any rank passed a different signature, every
+/// rank throws CollectiveMismatch naming `what` and `describe_local` (this rank's view of the
+/// arguments). Doubles as a barrier. **Collective.**
+void agree_signature(MPI_Comm comm, std::uint64_t signature, std::string_view what,
+                     std::string_view describe_local);
+
+/// FNV-1a style hashing for signatures.
+inline std::uint64_t hash_mix(std::uint64_t h, std::uint64_t v) noexcept {
+  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  return h * 0x100000001b3ULL;
+}
+std::uint64_t hash_string(std::string_view s) noexcept;
+
+}  // namespace detail
+}  // namespace garray

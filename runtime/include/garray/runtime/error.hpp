@@ -1,0 +1,122 @@
+#pragma once
+// The garray exception hierarchy and the helpers every layer uses to raise it.
+//
+//   Error                  base of all; carries the rank that raised it
+//   ├── BoundsError        an index or index list outside the array
+//   ├── SizeMismatch       buffer size or shape differs from the section's
+//   ├── InvalidSlice       zero step, too many indices
+//   ├── InvalidArgument    bad shape, distribution or other argument
+//   ├── TypeMismatch       element types disagree (collectives, files)
+//   ├── CollectiveMismatch ranks disagreed on a collective call or its arguments
+//   └── MpiError           an MPI call failed; code() and MPI's own text
+//
+// Messages name the call, the offending values and the rank:
+//   "GlobalArray<double,2>::get: index 12 out of range [0, 10) in dim 1 [rank 2/4]"
+
+#include <mpi.h>
+
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace garray {
+
+/// Base of every exception garray throws. `rank()` is the world rank that raised it.
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& what);
+  int rank() const noexcept { return rank_; }
+
+ private:
+  int rank_;
+};
+
+class BoundsError : public Error {
+ public:
+  using Error::Error;
+};
+class SizeMismatch : public Error {
+ public:
+  using Error::Error;
+};
+class InvalidSlice : public Error {
+ public:
+  using Error::Error;
+};
+/// Invalid shape, distribution or other argument.
+class InvalidArgument : public Error {
+ public:
+  using Error::Error;
+};
+class TypeMismatch : public Error {
+ public:
+  using Error::Error;
+};
+/// Ranks disagreed on which collective they called or on its arguments. Thrown on every rank.
+class CollectiveMismatch : public Error {
+ public:
+  using Error::Error;
+};
+/// An MPI call returned an error code. `code()` is that code; the message includes MPI's text.
+class MpiError : public Error {
+ public:
+  MpiError(const std::string& what, int code);
+  int code() const noexcept { return code_; }
+
+ private:
+  int code_;
+};
+
+/// Prints "garray: fatal on rank r: msg" to stderr and calls MPI_Abort. For states that
+/// cannot be recovered or are inconsistent across ranks.
+[[noreturn]] void abort(std::string_view msg) noexcept;
+
+namespace detail {
+
+/// " [rank r/p]" for the world communicator (empty before MPI_Init / after finalize).
+std::string rank_suffix();
+
+/// Builds a message from any streamable pieces and appends the rank suffix.
+template <class... Args>
+std::string message(const Args&... args) {
+  std::ostringstream os;
+  (os << ... << args);
+  os << rank_suffix();
+  return os.str();
+}
+
+/// Throws `E` with a message built from `args` (and the rank).
+template <class E, class... Args>
+[[noreturn]] void raise(const Args&... args) {
+  throw E(message(args...));
+}
+
+/// Turns a non-success MPI return code into an MpiError naming `call`.
+void throw_mpi_error(int rc, std::string_view call);
+inline void check_mpi(int rc, std::string_view call) {
+  if (rc != MPI_SUCCESS) [[unlikely]]
+    throw_mpi_error(rc, call);
+}
+
+/// Streams a std::array / span-like sequence as "[a, b, c]".
+template <class Seq>
+struct SeqPrinter {
+  const Seq& seq;
+  friend std::ostream& operator<<(std::ostream& os, const SeqPrinter& p) {
+    os << '[';
+    bool first = true;
+    for (const auto& v : p.seq) {
+      os << (first ? "" : ", ") << v;
+      first = false;
+    }
+    return os << ']';
+  }
+};
+template <class Seq>
+SeqPrinter<Seq> seq(const Seq& s) {
+  return {s};
+}
+
+}  // namespace detail
+}  // namespace garray

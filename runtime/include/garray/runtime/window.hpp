@@ -1,0 +1,88 @@
+#pragma once
+// Window: one MPI window exposing one block of memory per rank, locked for its whole life.
+//
+// Created collectively with MPI_Win_allocate_shared (WindowKind::shared) or MPI_Win_allocate
+// (WindowKind::rma), then MPI_Win_lock_all(MPI_MODE_NOCHECK) once: a passive-target epoch
+// to every rank that lasts until destruction. Completion is by flush / flush_local, never by
+// per-operation lock/unlock (the pattern of ARMCI-MPI and GA on MPI-3).
+//
+// For shared windows `peer(r)` is a pointer to rank r's block in this process' address
+// space, so data moves with memcpy. Accumulates always go through MPI_Accumulate, which keeps
+// them atomic per element with respect to each other.
+
+#include <garray/runtime/context.hpp>
+#include <garray/runtime/error.hpp>
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <vector>
+
+namespace garray::detail {
+
+class Window {
+ public:
+  /// Allocates `bytes` on this rank (may differ per rank, may be 0). **Collective over ctx.**
+  /// Throws MpiError (with advice if the MPI library cannot create windows on ctx) on every
+  /// rank if the allocation fails anywhere.
+  Window(const Context& ctx, std::size_t bytes);
+  /// Unlocks and frees the window. **Collective.** Never throws; if called while an exception
+  /// unwinds the stack, the window is leaked (counted in Stats::leaked_windows) instead of
+  /// risking a collective call that other ranks may never make.
+  ~Window();
+  Window(const Window&) = delete;
+  Window& operator=(const Window&) = delete;
+
+  std::byte* base() const noexcept { return base_; }  ///< This rank's block.
+  std::size_t bytes() const noexcept { return bytes_; }
+  MPI_Win win() const noexcept { return win_; }
+  WindowKind kind() const noexcept { return kind_; }
+  /// Rank r's block in this address space (shared windows), nullptr otherwise.
+  std::byte* peer(int r) const noexcept { return peers_.empty() ? nullptr : peers_[r]; }
+
+  void flush(int r) const { check_mpi(MPI_Win_flush(r, win_), "MPI_Win_flush"); }
+  void flush_local(int r) const { check_mpi(MPI_Win_flush_local(r, win_), "MPI_Win_flush_local"); }
+  void flush_all() const { check_mpi(MPI_Win_flush_all(win_), "MPI_Win_flush_all"); }
+  void flush_local_all() const {
+    check_mpi(MPI_Win_flush_local_all(win_), "MPI_Win_flush_local_all");
+  }
+  /// Memory barrier between this process' loads/stores and the window's public copy.
+  void memory_sync() const { check_mpi(MPI_Win_sync(win_), "MPI_Win_sync"); }
+
+  /// Marks that this rank has put/accumulated to `r` since the last remote flush of r.
+  void mark_dirty(int r) noexcept {
+    if (!dirty_[r]) {
+      dirty_[r] = 1;
+      ++ndirty_;
+    }
+  }
+  /// Before reading from r: completes our own outstanding writes to r so a get sees them
+  /// ("read your own writes"). No-op when nothing is outstanding.
+  void complete_writes_to(int r) const {
+    if (dirty_[r]) {
+      flush(r);
+      dirty_[r] = 0;
+      --ndirty_;
+    }
+  }
+  /// Remote completion of everything this rank issued (fence).
+  void complete_all() const {
+    flush_all();
+    std::fill(dirty_.begin(), dirty_.end(), 0);
+    ndirty_ = 0;
+  }
+
+ private:
+  Context ctx_;
+  MPI_Win win_ = MPI_WIN_NULL;
+  std::byte* base_ = nullptr;
+  std::size_t bytes_ = 0;
+  WindowKind kind_;
+  std::vector<std::byte*> peers_;
+  mutable std::vector<unsigned char> dirty_;
+  mutable int ndirty_ = 0;
+  int uncaught_at_creation_;
+};
+
+}  // namespace garray::detail

@@ -1,0 +1,154 @@
+#include <garray/runtime/context.hpp>
+
+#include <garray/runtime/error.hpp>
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <sstream>
+
+namespace garray {
+namespace detail {
+
+/// Finalises MPI when the last holder goes away, if (and only if) garray initialised it.
+struct MpiLifetime {
+  MpiLifetime() {
+    int provided = 0;
+    check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+  }
+  ~MpiLifetime() {
+    int fin = 0;
+    MPI_Finalized(&fin);
+    if (!fin) MPI_Finalize();
+  }
+  MpiLifetime(const MpiLifetime&) = delete;
+  MpiLifetime& operator=(const MpiLifetime&) = delete;
+};
+
+struct ContextState {
+  std::shared_ptr<MpiLifetime> lifetime;  // null when the user owns MPI
+  MPI_Comm comm = MPI_COMM_NULL;
+  int rank = 0;
+  int size = 1;
+  WindowKind kind = WindowKind::rma;
+  Stats stats;
+  std::uint64_t next_array_id = 1;
+
+  ~ContextState() {
+    int fin = 0;
+    MPI_Finalized(&fin);
+    if (!fin && comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
+    // `lifetime` is released after the communicator is freed (member order).
+  }
+};
+
+namespace {
+
+std::shared_ptr<MpiLifetime> acquire_mpi() {
+  static std::mutex m;
+  static std::weak_ptr<MpiLifetime> ours;
+  std::lock_guard lock(m);
+  if (auto p = ours.lock()) return p;
+  int init = 0;
+  MPI_Initialized(&init);
+  if (init) return nullptr;  // the program owns MPI
+  auto p = std::make_shared<MpiLifetime>();
+  ours = p;
+  return p;
+}
+
+WindowKind choose_kind(MPI_Comm comm, int size) {
+  const char* env = std::getenv("GARRAY_WINDOW");
+  std::string_view want = env ? env : "auto";
+  // Every rank must choose the same kind: decide from the node split (collective) and let
+  // rank agreement handle a per-rank environment that differs.
+  MPI_Comm node = MPI_COMM_NULL;
+  check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node),
+            "MPI_Comm_split_type");
+  int node_size = 0;
+  MPI_Comm_size(node, &node_size);
+  MPI_Comm_free(&node);
+  const bool one_node = node_size == size;
+  int shared = (want == "rma") ? 0 : (one_node ? 1 : 0);
+  if (want == "shared" && !one_node) shared = 0;  // impossible: fall back quietly (documented)
+  int all_shared = 0;
+  check_mpi(MPI_Allreduce(&shared, &all_shared, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
+  return all_shared ? WindowKind::shared : WindowKind::rma;
+}
+
+}  // namespace
+
+bool all_ok(MPI_Comm comm, bool ok) {
+  int mine = ok ? 1 : 0, all = 0;
+  check_mpi(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
+  return all != 0;
+}
+
+void agree_signature(MPI_Comm comm, std::uint64_t signature, std::string_view what,
+                     std::string_view describe_local) {
+  // max(s) and max(~s) = ~min(s) in one allreduce: equal everywhere iff max == min.
+  std::uint64_t in[2] = {signature, ~signature}, out[2] = {0, 0};
+  check_mpi(MPI_Allreduce(in, out, 2, MPI_UINT64_T, MPI_MAX, comm), "MPI_Allreduce");
+  if (out[0] != ~out[1]) {
+    throw CollectiveMismatch(message(
+        what, ": ranks called different collectives or passed different arguments (this rank: ",
+        describe_local, ")"));
+  }
+}
+
+std::uint64_t hash_string(std::string_view s) noexcept {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ULL;
+  return h;
+}
+
+}  // namespace detail
+
+Context::Context(MPI_Comm comm) {
+  auto life = detail::acquire_mpi();
+  auto s = std::make_shared<detail::ContextState>();
+  s->lifetime = std::move(life);
+  detail::check_mpi(MPI_Comm_dup(comm, &s->comm), "MPI_Comm_dup");
+  detail::check_mpi(MPI_Comm_set_errhandler(s->comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+  MPI_Comm_rank(s->comm, &s->rank);
+  MPI_Comm_size(s->comm, &s->size);
+  s->kind = detail::choose_kind(s->comm, s->size);
+  state_ = std::move(s);
+}
+
+Context Context::split(int color, int key) const {
+  MPI_Comm sub = MPI_COMM_NULL;
+  detail::check_mpi(MPI_Comm_split(state_->comm, color, key, &sub), "MPI_Comm_split");
+  if (sub == MPI_COMM_NULL) return Context(std::shared_ptr<detail::ContextState>{});
+  Context c(sub);  // duplicates again with the error handler; free the intermediate
+  MPI_Comm_free(&sub);
+  return c;
+}
+
+int Context::rank() const noexcept { return state_->rank; }
+int Context::size() const noexcept { return state_->size; }
+MPI_Comm Context::comm() const noexcept { return state_->comm; }
+WindowKind Context::window_kind() const noexcept { return state_->kind; }
+Stats& Context::stats() const noexcept { return state_->stats; }
+
+std::uint64_t Context::next_array_id() noexcept { return state_->next_array_id++; }
+
+void Context::barrier() const { detail::check_mpi(MPI_Barrier(state_->comm), "MPI_Barrier"); }
+
+std::string Context::describe() const {
+  char lib[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int len = 0;
+  MPI_Get_library_version(lib, &len);
+  std::string first(lib, static_cast<std::size_t>(len));
+  if (auto nl = first.find_first_of("\r\n"); nl != std::string::npos) first.resize(nl);
+  while (!first.empty() && (first.back() == ' ' || first.back() == ',')) first.pop_back();
+  std::ostringstream os;
+  os << "mpi_library=" << first << "\n";
+  os << "ranks=" << size() << "\n";
+  os << "window_kind=" << (window_kind() == WindowKind::shared ? "shared" : "rma") << "\n";
+  const char* osc = std::getenv("OMPI_MCA_osc");
+  os << "osc=" << (osc ? osc : "default") << "\n";
+  return os.str();
+}
+
+}  // namespace garray

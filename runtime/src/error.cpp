@@ -1,0 +1,63 @@
+#include <garray/runtime/error.hpp>
+
+#include <cstdio>
+
+namespace garray {
+namespace {
+int world_rank_or_minus_one() {
+  int init = 0, fin = 0;
+  MPI_Initialized(&init);
+  MPI_Finalized(&fin);
+  if (!init || fin) return -1;
+  int r = -1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+}  // namespace
+
+Error::Error(const std::string& what) : std::runtime_error(what), rank_(world_rank_or_minus_one()) {}
+
+MpiError::MpiError(const std::string& what, int code) : Error(what), code_(code) {}
+
+void abort(std::string_view msg) noexcept {
+  std::fprintf(stderr, "garray: fatal%s: %.*s\n", detail::rank_suffix().c_str(),
+               static_cast<int>(msg.size()), msg.data());
+  std::fflush(stderr);
+  int init = 0, fin = 0;
+  MPI_Initialized(&init);
+  MPI_Finalized(&fin);
+  if (init && !fin) MPI_Abort(MPI_COMM_WORLD, 1);
+  std::abort();
+}
+
+namespace detail {
+
+std::string rank_suffix() {
+  const int r = world_rank_or_minus_one();
+  if (r < 0) return {};
+  int p = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
+  return " [rank " + std::to_string(r) + "/" + std::to_string(p) + "]";
+}
+
+void throw_mpi_error(int rc, std::string_view call) {
+  char text[MPI_MAX_ERROR_STRING] = {};
+  int len = 0;
+  if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS) len = 0;
+  int cls = rc;
+  MPI_Error_class(rc, &cls);
+  std::string msg = std::string(call) + " failed with error " + std::to_string(rc) + ": " +
+                    std::string(text, static_cast<std::size_t>(len));
+  if (cls == MPI_ERR_WIN && call.find("MPI_Win_allocate") != std::string_view::npos) {
+    // The one failure users hit in practice: Open MPI's osc/rdma cannot span hosts without an
+    // RDMA network. Say what to do instead of leaving them with MPI_ERR_WIN.
+    msg +=
+        ". The MPI library could not create a one-sided window on this communicator; across "
+        "hosts without an RDMA network Open MPI needs another one-sided component: run with "
+        "`mpiexec --mca osc pt2pt` (or `--mca osc ucx` with UCX), or set OMPI_MCA_osc=pt2pt";
+  }
+  throw MpiError(msg + rank_suffix(), rc);
+}
+
+}  // namespace detail
+}  // namespace garray

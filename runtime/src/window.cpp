@@ -1,0 +1,73 @@
+#include <garray/runtime/window.hpp>
+
+#include <exception>
+
+namespace garray::detail {
+
+namespace {
+MPI_Info make_info(WindowKind kind) {
+  MPI_Info info = MPI_INFO_NULL;
+  check_mpi(MPI_Info_create(&info), "MPI_Info_create");
+  // Accumulates only ever use MPI_SUM (and Fetch_and_op MPI_SUM / MPI_NO_OP): lets the
+  // implementation pick hardware atomics.
+  MPI_Info_set(info, "accumulate_ops", "same_op_no_op");
+  if (kind == WindowKind::shared) {
+    // Each rank's segment separately page-aligned, first-touched by its owner.
+    MPI_Info_set(info, "alloc_shared_noncontig", "true");
+  }
+  return info;
+}
+}  // namespace
+
+Window::Window(const Context& ctx, std::size_t bytes)
+    : ctx_(ctx), bytes_(bytes), kind_(ctx.window_kind()),
+      uncaught_at_creation_(std::uncaught_exceptions()) {
+  MPI_Info info = make_info(kind_);
+  void* base = nullptr;
+  const auto size = static_cast<MPI_Aint>(bytes);
+  int rc = kind_ == WindowKind::shared
+               ? MPI_Win_allocate_shared(size, 1, info, ctx.comm(), &base, &win_)
+               : MPI_Win_allocate(size, 1, info, ctx.comm(), &base, &win_);
+  MPI_Info_free(&info);
+  // Window creation is collective but can fail on some ranks only (memory): agree first.
+  if (!all_ok(ctx.comm(), rc == MPI_SUCCESS)) {
+    if (rc == MPI_SUCCESS) MPI_Win_free(&win_);
+    if (rc != MPI_SUCCESS)
+      throw_mpi_error(rc, kind_ == WindowKind::shared ? "MPI_Win_allocate_shared" : "MPI_Win_allocate");
+    throw MpiError(message("MPI_Win_allocate failed on another rank of the communicator"), MPI_ERR_WIN);
+  }
+  base_ = static_cast<std::byte*>(base);
+  check_mpi(MPI_Win_set_errhandler(win_, MPI_ERRORS_RETURN), "MPI_Win_set_errhandler");
+  if (kind_ == WindowKind::shared) {
+    peers_.resize(static_cast<std::size_t>(ctx.size()));
+    for (int r = 0; r < ctx.size(); ++r) {
+      MPI_Aint sz = 0;
+      int unit = 0;
+      void* p = nullptr;
+      check_mpi(MPI_Win_shared_query(win_, r, &sz, &unit, &p), "MPI_Win_shared_query");
+      peers_[static_cast<std::size_t>(r)] = static_cast<std::byte*>(p);
+    }
+  }
+  dirty_.assign(static_cast<std::size_t>(ctx.size()), 0);
+  check_mpi(MPI_Win_lock_all(MPI_MODE_NOCHECK, win_), "MPI_Win_lock_all");
+  auto& st = ctx_.stats();
+  ++st.windows_allocated;
+  st.window_bytes += static_cast<std::int64_t>(bytes_);
+}
+
+Window::~Window() {
+  auto& st = ctx_.stats();
+  if (std::uncaught_exceptions() > uncaught_at_creation_) {
+    ++st.leaked_windows;  // unwinding: other ranks may never reach MPI_Win_free
+    return;
+  }
+  int fin = 0;
+  MPI_Finalized(&fin);
+  if (fin) return;
+  MPI_Win_unlock_all(win_);
+  MPI_Win_free(&win_);
+  ++st.windows_freed;
+  st.window_bytes -= static_cast<std::int64_t>(bytes_);
+}
+
+}  // namespace garray::detail

@@ -1,0 +1,209 @@
+// Differential tests: random put/get/accumulate (blocking and nonblocking) on random strided
+// slices of random shapes and distributions, against a serial reference on every rank.
+//
+// Every rank draws every rank's operations from the same seeded generator, so each can apply
+// all of them to its reference; each rank executes only its own. Puts come from one writer
+// per round (overlapping puts from different ranks have no defined winner); accumulates come
+// from everyone (integer-valued, so any order gives the exact same sum).
+#include "support/test_support.hpp"
+
+#include <complex>
+
+using garray::_;
+using garray::all;
+using garray::idx;
+using garray::range;
+
+namespace {
+
+template <class T, std::size_t N>
+std::vector<T> random_values(test::Rng& g, garray::index n) {
+  std::vector<T> v(static_cast<std::size_t>(n));
+  for (auto& x : v) x = test::make_value<T>(test::uniform(g, -40, 40));
+  return v;
+}
+
+template <class T, std::size_t N>
+void differential_case(const garray::Context& ctx, test::Rng& g, garray::index max_extent, int rounds) {
+  const int p = ctx.size(), me = ctx.rank();
+  const auto shape = test::random_shape<N>(g, max_extent);
+  const auto dist = test::random_distribution<N>(g, shape, p);
+  garray::GlobalArray<T, N> a(ctx, shape, dist);
+  test::Reference<T, N> ref(shape);
+  INFO("shape " << garray::detail::seq(shape) << " " << a.distribution().describe());
+  bool ok = true;
+  for (int round = 0; round < rounds; ++round) {
+    // -- puts, one writer; each put read back at once (read-your-writes), then fenced
+    const int writer = round % p;
+    const int nputs = static_cast<int>(test::uniform(g, 1, 3));
+    for (int k = 0; k < nputs; ++k) {
+      const auto rs = test::random_slice<N>(g, shape);
+      const auto sec = garray::compose(garray::Section<N>::full(shape), rs.slice);
+      const auto vals = random_values<T, N>(g, sec.size());
+      const bool nb = test::uniform(g, 0, 1) == 1;
+      test::for_each_selected<N>(rs.ref, [&](const garray::Shape<N>& i, garray::index pos) {
+        ref.at(i) = vals[static_cast<std::size_t>(pos)];
+      });
+      if (me == writer) {
+        if (nb) {
+          auto r = a.put_section_nb(sec, vals);
+          r.wait();
+        } else {
+          a.put_section(sec, vals);
+        }
+        std::vector<T> back(vals.size());
+        a.get_section(sec, back);
+        ok = ok && back == vals;
+        a.fence();
+      }
+    }
+    a.sync();
+    // -- accumulates from every rank
+    for (int r = 0; r < p; ++r) {
+      const auto rs = test::random_slice<N>(g, shape);
+      const auto sec = garray::compose(garray::Section<N>::full(shape), rs.slice);
+      const auto vals = random_values<T, N>(g, sec.size());
+      const T alpha = test::make_value<T>(test::uniform(g, -2, 3));
+      const bool nb = test::uniform(g, 0, 1) == 1;
+      test::for_each_selected<N>(rs.ref, [&](const garray::Shape<N>& i, garray::index pos) {
+        ref.at(i) += alpha * vals[static_cast<std::size_t>(pos)];
+      });
+      if (me == r) {
+        if (nb) {
+          auto req = a.acc_section_nb(sec, vals, alpha);
+          req.wait();
+        } else {
+          a.acc_section(sec, vals, alpha);
+        }
+      }
+    }
+    a.sync();
+    // -- gets by everyone, checked against the reference
+    for (int r = 0; r < p; ++r) {
+      const auto rs = test::random_slice<N>(g, shape);
+      const auto sec = garray::compose(garray::Section<N>::full(shape), rs.slice);
+      const bool nb = test::uniform(g, 0, 1) == 1;
+      if (me != r) continue;
+      std::vector<T> got(static_cast<std::size_t>(sec.size()));
+      if (nb) {
+        auto req = a.get_section_nb(sec, got);
+        req.wait();
+      } else {
+        a.get_section(sec, got);
+      }
+      test::for_each_selected<N>(rs.ref, [&](const garray::Shape<N>& i, garray::index pos) {
+        ok = ok && got[static_cast<std::size_t>(pos)] == ref.at(i);
+      });
+    }
+    ok = test::equal_on_all_ranks(a, ref) && ok;
+  }
+  CHECK(test::all_ranks(ok));
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("random put/get/acc on random slices match the serial reference", T, double, std::int32_t,
+                   std::complex<double>) {
+  garray::Context ctx;
+  const auto seed = test::shared_seed();
+  INFO("seed " << seed << " (rerun with GARRAY_TEST_SEED=" << seed << ")");
+  test::Rng g(seed);
+  const garray::index big = ctx.size() + 6;
+  for (int c = 0; c < 6; ++c) differential_case<T, 1>(ctx, g, 3 * big, 6);
+  for (int c = 0; c < 6; ++c) differential_case<T, 2>(ctx, g, big, 6);
+  for (int c = 0; c < 5; ++c) differential_case<T, 3>(ctx, g, 7, 5);
+  for (int c = 0; c < 4; ++c) differential_case<T, 4>(ctx, g, 5, 4);
+}
+
+TEST_CASE("typed slice API: numpy spellings, multi_array buffers, scalar get") {
+  garray::Context ctx;
+  garray::GlobalArray<double, 2> a(ctx, {7, 9});
+  // every rank fills its own block with 100*i + j through access()
+  {
+    auto blk = a.access();
+    auto& v = blk.view();
+    for (auto i = blk.lo(0); i < blk.hi(0); ++i)
+      for (auto j = blk.lo(1); j < blk.hi(1); ++j) v[i][j] = 100.0 * static_cast<double>(i) + static_cast<double>(j);
+  }
+  a.sync();
+  auto val = [](garray::index i, garray::index j) { return 100.0 * static_cast<double>(i) + static_cast<double>(j); };
+  CHECK(a.get(idx[3][4]) == val(3, 4));
+  CHECK(a.get(idx[-1][-1]) == val(6, 8));
+  auto row = a.get(idx[2]);  // trailing dims whole: a[2] -> shape {9}
+  REQUIRE(row.shape()[0] == 9);
+  for (garray::index j = 0; j < 9; ++j) CHECK(row[j] == val(2, j));
+  auto rev = a.get(idx[range(_, _, -2)][range(1, -1)]);  // a[::-2, 1:-1] -> {4, 7}
+  CHECK(rev.shape()[0] == 4);
+  CHECK(rev.shape()[1] == 7);
+  CHECK(rev[0][0] == val(6, 1));
+  CHECK(rev[3][6] == val(0, 7));
+  auto col = a.get(idx[all][-3]);
+  CHECK(col.shape()[0] == 7);
+  CHECK(col[5] == val(5, 6));
+  auto empty = a.get(idx[range(5, 2)][all]);
+  CHECK(empty.num_elements() == 0);
+  a.sync();
+  // put through a multi_array and a span on a strided selection, then read back
+  if (ctx.rank() == ctx.size() - 1) {
+    boost::multi_array<double, 2> blk(boost::extents[2][3]);
+    for (int i = 0; i < 2; ++i)
+      for (int j = 0; j < 3; ++j) blk[i][j] = -1.0 - i * 3 - j;
+    a.put(idx[range(1, 5, 2)][range(8, 0, -3)], blk);  // rows 1,3; cols 8,5,2
+    std::vector<double> ones(9, 1.0);
+    a.accumulate(idx[6], std::span<const double>(ones), 0.5);
+  }
+  a.sync();
+  CHECK(a.get(idx[1][8]) == -1.0);
+  CHECK(a.get(idx[3][2]) == -6.0);
+  CHECK(a.get(idx[6][0]) == val(6, 0) + 0.5);
+  a.fill(2.5);
+  CHECK(a.get(idx[4][4]) == 2.5);
+}
+
+TEST_CASE("get_nb/put_nb/acc_nb complete at wait() and test()") {
+  garray::Context ctx;
+  garray::GlobalArray<std::int64_t, 1> a(ctx, {static_cast<garray::index>(ctx.size()) * 50});
+  const auto n = a.size();
+  std::vector<std::int64_t> v(static_cast<std::size_t>(n));
+  for (garray::index i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = i;
+  if (ctx.rank() == 0) {
+    auto r1 = a.put_nb(idx[range(_, _, -1)], v);  // reversed: a[i] = n-1-i
+    r1.wait();
+    CHECK(r1.done());
+  }
+  a.sync();
+  std::vector<std::int64_t> got(static_cast<std::size_t>(n));
+  auto r2 = a.get_nb(idx[all], got);
+  while (!r2.test()) {
+  }
+  bool ok = true;
+  for (garray::index i = 0; i < n; ++i) ok = ok && got[static_cast<std::size_t>(i)] == n - 1 - i;
+  CHECK(ok);
+  a.sync();
+  {
+    auto r3 = a.acc_nb(idx[all], v, std::int64_t{2});
+  }  // destructor waits
+  a.sync();
+  a.get(idx[all], got);
+  ok = true;
+  for (garray::index i = 0; i < n; ++i) ok = ok && got[static_cast<std::size_t>(i)] == n - 1 - i + 2 * i * ctx.size();
+  CHECK(ok);
+}
+
+TEST_CASE("large contiguous and strided transfers of floats and int64 across owners") {
+  garray::Context ctx;
+  garray::GlobalArray<float, 2> a(ctx, {300, 257}, garray::Distribution<2>::slab(1));
+  std::vector<float> v(300 * 257);
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i % 1000);
+  if (ctx.rank() == 0) a.put(idx[all][all], v);
+  a.sync();
+  std::vector<float> back(v.size());
+  a.get(idx[all][all], back);
+  CHECK(back == v);
+  std::vector<float> strided(150 * 129);
+  a.get(idx[range(_, _, 2)][range(_, _, 2)], strided);
+  bool ok = true;
+  for (int i = 0; i < 150; ++i)
+    for (int j = 0; j < 129; ++j) ok = ok && strided[static_cast<std::size_t>(i * 129 + j)] == v[static_cast<std::size_t>(2 * i * 257 + 2 * j)];
+  CHECK(ok);
+}

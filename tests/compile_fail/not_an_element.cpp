@@ -1,0 +1,2 @@
+#include <garray/garray.hpp>
+void f(garray::GlobalArray<char, 1>* a) { (void)a; }

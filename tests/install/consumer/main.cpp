@@ -1,0 +1,22 @@
+// A user program built against the installed package: create, put, get, check.
+#include <garray/garray.hpp>
+
+#include <cstdio>
+#include <vector>
+
+int main() {
+  int bad = 0;
+  {
+    garray::Context ctx;  // initialises MPI and finalises it when the last handle goes
+    garray::GlobalArray<double, 2> a(ctx, {10, 10});
+    std::vector<double> row(10);
+    for (int j = 0; j < 10; ++j) row[j] = ctx.rank() + 0.5 * j;
+    a.put(garray::idx[ctx.rank()], std::span<const double>(row));
+    a.sync();
+    std::vector<double> back(10);
+    a.get(garray::idx[ctx.rank()], std::span<double>(back));
+    bad = back != row;
+    std::printf("consumer rank %d: %s\n", ctx.rank(), bad ? "MISMATCH" : "ok");
+  }
+  return bad;
+}

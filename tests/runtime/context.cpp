@@ -1,0 +1,116 @@
+// Context, groups, windows and statistics on real MPI processes.
+#include "support/test_support.hpp"
+
+#include <garray/runtime/window.hpp>
+
+#include <sstream>
+
+TEST_CASE("a context duplicates the communicator and installs MPI_ERRORS_RETURN") {
+  garray::Context ctx;
+  int wr = 0, ws = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &wr);
+  MPI_Comm_size(MPI_COMM_WORLD, &ws);
+  CHECK(ctx.rank() == wr);
+  CHECK(ctx.size() == ws);
+  int cmp = MPI_UNEQUAL;
+  MPI_Comm_compare(ctx.comm(), MPI_COMM_WORLD, &cmp);
+  CHECK(cmp == MPI_CONGRUENT);  // same group, different context
+  MPI_Errhandler eh;
+  MPI_Comm_get_errhandler(ctx.comm(), &eh);
+  CHECK(eh == MPI_ERRORS_RETURN);
+  MPI_Errhandler_free(&eh);
+  // An invalid call now returns a code, which check_mpi turns into MpiError.
+  int bogus = 0;
+  const int rc = MPI_Send(&bogus, 1, MPI_INT, ctx.size() + 5, 0, ctx.comm());
+  CHECK(rc != MPI_SUCCESS);
+  CHECK_THROWS_AS(garray::detail::check_mpi(rc, "MPI_Send"), garray::MpiError);
+  try {
+    garray::detail::check_mpi(rc, "MPI_Send");
+  } catch (const garray::MpiError& e) {
+    CHECK(e.code() == rc);
+    CHECK(std::string(e.what()).find("MPI_Send failed") != std::string::npos);
+    CHECK(e.rank() == wr);
+  }
+}
+
+TEST_CASE("split makes process groups; ranks outside get an empty context") {
+  garray::Context world;
+  const int color = world.rank() % 2 == 0 ? 0 : MPI_UNDEFINED;
+  auto sub = world.split(color);
+  if (color == MPI_UNDEFINED) {
+    CHECK_FALSE(sub.valid());
+  } else {
+    REQUIRE(sub.valid());  // only the even ranks reach this, and they agree
+    CHECK(sub.size() == (world.size() + 1) / 2);
+    CHECK(sub.rank() == world.rank() / 2);
+  }
+}
+
+TEST_CASE("windows: allocation counted, shared peers visible, flushes work") {
+  garray::Context ctx;
+  const auto before = ctx.stats().windows_allocated;
+  {
+    garray::detail::Window w(ctx, static_cast<std::size_t>(8 * (ctx.rank() + 1)));
+    CHECK(ctx.stats().windows_allocated == before + 1);
+    CHECK(w.bytes() == static_cast<std::size_t>(8 * (ctx.rank() + 1)));
+    if (w.kind() == garray::WindowKind::shared) {
+      for (int r = 0; r < ctx.size(); ++r) CHECK(w.peer(r) != nullptr);
+      CHECK(w.peer(ctx.rank()) == w.base());
+    } else {
+      CHECK(w.peer(0) == nullptr);
+    }
+    w.flush_all();
+    w.memory_sync();
+  }
+  CHECK(ctx.stats().windows_freed == ctx.stats().windows_allocated);
+}
+
+TEST_CASE("the window kind follows GARRAY_WINDOW and is the same on every rank") {
+  garray::Context ctx;
+  const char* env = std::getenv("GARRAY_WINDOW");
+  if (env && std::string(env) == "rma") CHECK(ctx.window_kind() == garray::WindowKind::rma);
+  int k = static_cast<int>(ctx.window_kind()), kmin = 0, kmax = 0;
+  MPI_Allreduce(&k, &kmin, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(&k, &kmax, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  CHECK(kmin == kmax);
+  const auto d = ctx.describe();
+  CHECK(d.find("mpi_library=") != std::string::npos);
+  CHECK(d.find("window_kind=") != std::string::npos);
+}
+
+TEST_CASE("statistics reduce over ranks into one table on rank 0") {
+  garray::Context ctx;
+  ctx.stats() = garray::Stats{};
+  ctx.stats()[garray::Op::get].calls = ctx.rank() + 1;
+  ctx.stats()[garray::Op::get].remote_bytes = 100;
+  std::ostringstream os;
+  garray::print_stats(ctx, os);
+  if (ctx.rank() == 0) {
+    const std::string t = os.str();
+    const auto p = ctx.size();
+    std::ostringstream want_sum;
+    want_sum << p * (p + 1) / 2;
+    CHECK(t.find("get.calls") != std::string::npos);
+    // the row holds the sum over ranks and the max per rank
+    const auto row = t.substr(t.find("get.calls"));
+    std::istringstream is(row);
+    std::string name;
+    long long sum = 0, max = 0;
+    is >> name >> sum >> max;
+    CHECK(sum == p * (p + 1) / 2);
+    CHECK(max == p);
+  } else {
+    CHECK(os.str().empty());
+  }
+}
+
+TEST_CASE("agree_signature throws CollectiveMismatch on every rank when ranks differ") {
+  garray::Context ctx;
+  CHECK_NOTHROW(garray::detail::agree_signature(ctx.comm(), 42, "t", "x"));
+  if (ctx.size() > 1) {
+    CHECK_THROWS_AS(garray::detail::agree_signature(ctx.comm(), ctx.rank() == 1 ? 7 : 42, "t", "x"),
+                    garray::CollectiveMismatch);
+  }
+  CHECK(garray::detail::all_ok(ctx.comm(), true));
+  CHECK_FALSE(garray::detail::all_ok(ctx.comm(), ctx.rank() != ctx.size() - 1));
+}

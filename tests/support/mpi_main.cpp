@@ -1,0 +1,85 @@
+// Our own doctest main for MPI test binaries (distro doctest has no MPI extension).
+//
+// Every rank runs every test in the same order. Rank 0 prints normally; other ranks print
+// only failures, each line prefixed with "[rank r]". At the end the failure count is reduced
+// so rank 0 names the failing ranks, and every rank returns the same exit code.
+
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+#include <mpi.h>
+
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+#include <streambuf>
+#include <string>
+#include <vector>
+
+namespace {
+
+/// Forwards to another streambuf, inserting a prefix at the start of every line.
+class PrefixBuf : public std::streambuf {
+ public:
+  PrefixBuf(std::streambuf* out, std::string prefix) : out_(out), prefix_(std::move(prefix)) {}
+
+ protected:
+  int overflow(int c) override {
+    if (c == traits_type::eof()) return traits_type::not_eof(c);
+    if (at_line_start_) out_->sputn(prefix_.data(), static_cast<std::streamsize>(prefix_.size()));
+    at_line_start_ = c == '\n';
+    return out_->sputc(static_cast<char>(c));
+  }
+  int sync() override { return out_->pubsync(); }
+
+ private:
+  std::streambuf* out_;
+  std::string prefix_;
+  bool at_line_start_ = true;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+
+  PrefixBuf buf(std::cout.rdbuf(), "[rank " + std::to_string(rank) + "] ");
+  std::ostream prefixed(&buf);
+
+  int failed = 0;
+  {
+    doctest::Context ctx;
+    ctx.setOption("order-by", "file");
+    ctx.setOption("no-colors", true);
+    ctx.applyCommandLine(argc, argv);
+    if (rank != 0) {
+      ctx.setOption("minimal", true);
+      ctx.setCout(&prefixed);
+    }
+    const int rc = ctx.run();
+    failed = rc != 0 ? 1 : 0;
+    if (ctx.shouldExit()) {
+      MPI_Finalize();
+      return rc;
+    }
+  }
+  prefixed.flush();
+  std::cout.flush();
+
+  std::vector<int> all(static_cast<std::size_t>(size), 0);
+  MPI_Gather(&failed, 1, MPI_INT, all.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+  int any = 0;
+  MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (rank == 0) {
+    std::ostringstream os;
+    for (int r = 0; r < size; ++r)
+      if (all[static_cast<std::size_t>(r)]) os << ' ' << r;
+    std::printf("[mpi] %d ranks: %s%s\n", size, any ? "FAILED on ranks" : "all passed", os.str().c_str());
+    std::fflush(stdout);
+  }
+  MPI_Finalize();
+  return any ? 1 : 0;
+}
