@@ -73,6 +73,17 @@ WindowKind choose_kind(MPI_Comm comm, int size) {
   if (want == "shared" && !one_node) shared = 0;  // impossible: fall back quietly (documented)
   int all_shared = 0;
   check_mpi(MPI_Allreduce(&shared, &all_shared, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
+  if (all_shared) {
+    // The one-sided component may not support shared windows (Open MPI with `--mca osc
+    // pt2pt`, or osc/ucx, fails MPI_Win_allocate_shared): probe once, fall back to
+    // MPI_Win_allocate windows if it fails anywhere.
+    MPI_Win probe = MPI_WIN_NULL;
+    void* base = nullptr;
+    const int rc = MPI_Win_allocate_shared(8, 1, MPI_INFO_NULL, comm, &base, &probe);
+    if (rc == MPI_SUCCESS) MPI_Win_free(&probe);
+    int ok = rc == MPI_SUCCESS ? 1 : 0;
+    check_mpi(MPI_Allreduce(&ok, &all_shared, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
+  }
   return all_shared ? WindowKind::shared : WindowKind::rma;
 }
 

@@ -105,7 +105,7 @@ TEST_CASE("transfer plans cover every selected element exactly once with correct
     });
     std::vector<std::pair<int, test::index>> got(want.size(), {-1, -1});
     bool dup = false;
-    garray::detail::for_each_piece(d, sec, [&](const garray::detail::Piece<3>& p) {
+    garray::detail::for_each_piece(d, sec, garray::Shape<3>{}, [&](const garray::detail::Piece<3>& p) {
       std::array<std::vector<test::index>, 3> ks;
       for (std::size_t k = 0; k < 3; ++k)
         for (test::index j = 0; j < p.count[k]; ++j) ks[k].push_back(j);

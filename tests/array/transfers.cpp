@@ -207,3 +207,25 @@ TEST_CASE("large contiguous and strided transfers of floats and int64 across own
     for (int j = 0; j < 129; ++j) ok = ok && strided[static_cast<std::size_t>(i * 129 + j)] == v[static_cast<std::size_t>(2 * i * 257 + 2 * j)];
   CHECK(ok);
 }
+
+TEST_CASE("views: a[...] composes without copying and moves data like the array") {
+  garray::Context ctx;
+  garray::GlobalArray<double, 2> u(ctx, {8, 6});
+  {
+    auto blk = u.access();
+    for (auto i = blk.lo(0); i < blk.hi(0); ++i)
+      for (auto j = blk.lo(1); j < blk.hi(1); ++j) blk.view()[i][j] = static_cast<double>(10 * i + j);
+  }
+  u.sync();
+  auto inner = u[idx[range(1, -1)][range(1, -1)]];  // 6x4
+  CHECK(inner.shape() == garray::Shape<2>{6, 4});
+  auto rev = inner[idx[range(_, _, -2)]];  // rows 6,4,2 of u; cols 1..4
+  CHECK(rev.shape() == garray::Shape<2>{3, 4});
+  CHECK(rev[idx[0][0]].get() == 61.0);
+  auto col = u[idx[all][3]];
+  CHECK(col.shape() == garray::Shape<1>{8});
+  CHECK(col[idx[-1]].get() == 73.0);
+  const auto m = rev.get();
+  CHECK(m[2][3] == 24.0);
+  u.sync();
+}

@@ -6,6 +6,7 @@
 #include <garray/array/local_block.hpp>
 #include <garray/array/request.hpp>
 #include <garray/array/slice.hpp>
+#include <garray/array/view.hpp>
 #include <garray/runtime/context.hpp>
 #include <garray/runtime/datatype.hpp>
 #include <garray/runtime/error.hpp>

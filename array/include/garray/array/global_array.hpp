@@ -55,6 +55,9 @@ namespace garray {
 template <std::size_t N, std::size_t K, std::size_t M>
 inline constexpr std::size_t selection_rank = M + (N - K);
 
+template <Element T, std::size_t N, std::size_t M>
+class View;
+
 namespace detail {
 enum class Dir { get, put, acc };
 enum class Call { create, get, put, acc, gather, scatter, scatter_acc, read_inc, fill, sync, owner, count_ };
@@ -70,15 +73,19 @@ class GlobalArray {
   static constexpr std::size_t dims = N;
 
   /// Creates a distributed array of zeros. **Collective over ctx.** Every rank must pass the
-  /// same shape and distribution: otherwise every rank throws CollectiveMismatch. A bad shape
-  /// or distribution throws InvalidArgument (on every rank).
+  /// same shape, distribution and ghost width: otherwise every rank throws
+  /// CollectiveMismatch. A bad shape or distribution throws InvalidArgument (on every rank).
+  /// `ghost[d]` cells of padding surround each block along d (filled by update_ghosts()).
   GlobalArray(const Context& ctx, const shape_type& shape,
-              const Distribution<N>& dist = Distribution<N>::blocked())
-      : ctx_(ctx) {
+              const Distribution<N>& dist = Distribution<N>::blocked(), const shape_type& ghost = {})
+      : ctx_(ctx), ghost_(ghost) {
     std::exception_ptr err;
     std::optional<Distribution<N>> resolved;
     try {
       resolved = dist.resolve(shape, ctx.size(), name(detail::Call::create));
+      for (std::size_t d = 0; d < N; ++d)
+        if (ghost[d] < 0)
+          detail::raise<InvalidArgument>(name(detail::Call::create), ": negative ghost width ", ghost[d], " in dim ", d);
     } catch (const Error&) {
       err = std::current_exception();
     }
@@ -87,6 +94,7 @@ class GlobalArray {
       sig = detail::hash_mix(detail::hash_string("create"), static_cast<std::uint64_t>(detail::type_code<T>()));
       sig = detail::hash_mix(sig, N);
       sig = detail::hash_mix(sig, resolved->signature());
+      for (auto g : ghost) sig = detail::hash_mix(sig, static_cast<std::uint64_t>(g));
     }
     try {
       detail::agree_signature(ctx.comm(), sig, name(detail::Call::create), describe_args(shape, dist));
@@ -97,11 +105,12 @@ class GlobalArray {
     if (err) std::rethrow_exception(err);
     dist_ = std::move(*resolved);
     my_box_ = dist_.block(ctx.rank());
-    win_ = std::make_unique<detail::Window>(ctx, static_cast<std::size_t>(my_box_.volume()) * sizeof(T));
+    my_layout_ = detail::block_layout(my_box_, ghost_);
+    win_ = std::make_unique<detail::Window>(ctx, static_cast<std::size_t>(my_layout_.elements) * sizeof(T));
     id_ = ctx_.next_array_id();
     ++ctx_.stats().arrays_created;
     // MPI_Win_allocate memory is uninitialised: zero it, then make it visible to everyone.
-    if (!my_box_.empty()) std::fill_n(local_data(), my_box_.volume(), T{});
+    std::fill_n(local_data(), my_layout_.elements, T{});
     win_->memory_sync();
     ctx_.barrier();
   }
@@ -113,6 +122,8 @@ class GlobalArray {
       ctx_ = std::move(o.ctx_);
       dist_ = std::move(o.dist_);
       my_box_ = o.my_box_;
+      ghost_ = o.ghost_;
+      my_layout_ = o.my_layout_;
       win_ = std::move(o.win_);
       id_ = o.id_;
     }
@@ -133,17 +144,18 @@ class GlobalArray {
   /// The rank owning global index `i` (negative indices count from the end).
   /// Throws BoundsError.
   int owner(const shape_type& i) const { return dist_.owner(checked_index(i, detail::Call::owner)); }
-  /// The element offset of global index `i` in its owner's block (row-major).
-  index offset_in_block(int rank, const shape_type& i) const noexcept {
-    const Box<N> b = dist_.block(rank);
-    const auto st = row_major_strides(b.extents());
-    index off = 0;
-    for (std::size_t d = 0; d < N; ++d) off += (i[d] - b.lo[d]) * st[d];
-    return off;
+  /// Ghost width per dimension.
+  const shape_type& ghost() const noexcept { return ghost_; }
+  /// Where `rank`'s block lives in its window memory (ghost padding included).
+  detail::BlockLayout<N> layout_of(int rank) const noexcept {
+    return rank == ctx_.rank() ? my_layout_ : detail::block_layout(dist_.block(rank), ghost_);
   }
+  /// The element offset of global index `i` in `rank`'s window memory.
+  index offset_in_block(int rank, const shape_type& i) const noexcept { return layout_of(rank).offset(i); }
 
-  /// Local. RAII access to this rank's block, indexed with global coordinates.
-  LocalBlock<T, N> access() { return LocalBlock<T, N>(local_data(), my_box_, win_.get()); }
+  /// Local. RAII access to this rank's block, indexed with global coordinates. With ghost
+  /// cells the view spans [lo - ghost, hi + ghost) (box() is still the owned block).
+  LocalBlock<T, N> access() { return LocalBlock<T, N>(local_data(), my_box_, ghost_, win_.get()); }
 
   // ---- one-sided transfers over slices ----------------------------------------------
   /// One-sided. Copies the selection into `out` (dense, row-major over the selection's
@@ -246,6 +258,12 @@ class GlobalArray {
     transfer<detail::Dir::acc>(sec, const_cast<T*>(in.data()), alpha, &r);
     return r;
   }
+  /// A view of the selection: no data moves; views compose (see view.hpp).
+  template <std::size_t K, std::size_t M>
+  View<T, N, selection_rank<N, K, M>> operator[](const Slice<K, M>& s);
+  /// A view of the whole array.
+  View<T, N, N> view();
+
   /// Normalises a slice against this array (throws as get/put would).
   template <std::size_t K, std::size_t M>
   Section<N> section(const Slice<K, M>& s) const {
@@ -310,7 +328,7 @@ class GlobalArray {
   /// **Collective.** Sets every element to `value` (with a sync before and after).
   void fill(const T& value) {
     sync();
-    if (!my_box_.empty()) std::fill_n(local_data(), my_box_.volume(), value);
+    std::fill_n(local_data(), my_layout_.elements, value);  // ghosts too: they mirror neighbours
     sync();
   }
 
@@ -437,7 +455,7 @@ class GlobalArray {
     int ntargets = 0, last_target = -1;
     std::vector<Unpack> unpacks;              // gets through temporaries (negative steps)
     std::vector<std::shared_ptr<T[]>> keep;   // put/acc temporaries, alive until completion
-    detail::for_each_piece(dist_, sec, [&](const detail::Piece<N>& p) {
+    detail::for_each_piece(dist_, sec, ghost_, [&](const detail::Piece<N>& p) {
       const int r = p.rank;
       count_piece(oc, r, static_cast<std::size_t>(p.size()) * sizeof(T));
       if (D != detail::Dir::acc && (r == me || shm)) {
@@ -653,8 +671,12 @@ class GlobalArray {
   Context ctx_;
   Distribution<N> dist_ = Distribution<N>::blocked();
   Box<N> my_box_{};
+  shape_type ghost_{};
+  detail::BlockLayout<N> my_layout_{};
   std::unique_ptr<detail::Window> win_;
   std::uint64_t id_ = 0;
 };
 
 }  // namespace garray
+
+#include <garray/array/view.hpp>  // View is part of GlobalArray's interface

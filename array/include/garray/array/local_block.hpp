@@ -25,10 +25,13 @@ class LocalBlock {
  public:
   using view_type = boost::multi_array_ref<T, N>;
 
-  /// Local. `data` is the block (row-major, extents of `box`), exposed by `win`.
-  LocalBlock(T* data, const Box<N>& box, const detail::Window* win)
-      : box_(box), win_(win), view_(data, box.extents()) {
-    view_.reindex(box.lo);
+  /// Local. `data` is the block's window memory: row-major, extents of `box` plus `ghost`
+  /// cells on each side (an empty block has no memory and no ghosts).
+  LocalBlock(T* data, const Box<N>& box, const Shape<N>& ghost, const detail::Window* win)
+      : box_(box), ghost_(box.empty() ? Shape<N>{} : ghost), win_(win), view_(data, padded(box, ghost_)) {
+    Shape<N> base{};
+    for (std::size_t d = 0; d < N; ++d) base[d] = box.lo[d] - ghost_[d];
+    view_.reindex(base);
     if (win_) win_->memory_sync();
   }
   ~LocalBlock() {
@@ -37,19 +40,28 @@ class LocalBlock {
   LocalBlock(const LocalBlock&) = delete;
   LocalBlock& operator=(const LocalBlock&) = delete;
 
-  /// The block as a multi_array_ref with global index bases.
+  /// The block (with its ghost cells, if any) as a multi_array_ref with global index bases.
   view_type& view() noexcept { return view_; }
   const view_type& view() const noexcept { return view_; }
   const Box<N>& box() const noexcept { return box_; }
   index lo(std::size_t d) const noexcept { return box_.lo[d]; }
   index hi(std::size_t d) const noexcept { return box_.hi[d]; }
   bool empty() const noexcept { return box_.empty(); }
+  index ghost(std::size_t d) const noexcept { return ghost_[d]; }
   index size() const noexcept { return box_.volume(); }
-  /// Row-major pointer to the block's first element (may be null for an empty block).
+  /// Row-major pointer to the first element of the block's memory (ghosts included; may be
+  /// null for an empty block).
   T* data() const noexcept { return const_cast<T*>(view_.data()); }
 
  private:
+  static Shape<N> padded(const Box<N>& b, const Shape<N>& g) noexcept {
+    Shape<N> e = b.extents();
+    if (!b.empty())
+      for (std::size_t d = 0; d < N; ++d) e[d] += 2 * g[d];
+    return e;
+  }
   Box<N> box_;
+  Shape<N> ghost_;
   const detail::Window* win_;
   view_type view_;
 };

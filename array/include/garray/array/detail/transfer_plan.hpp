@@ -32,6 +32,36 @@ inline std::array<index, 2> k_range(index start, index step, index count, index 
   return {k0, std::max(k0, k1)};
 }
 
+/// Where a rank's block lives in its window: the block `box` is stored row-major inside a
+/// frame padded by `ghost` elements on each side of every dimension (ghost cells).
+/// Element i of the block is at element offset origin + sum_d (i[d] - box.lo[d]) * strides[d].
+template <std::size_t N>
+struct BlockLayout {
+  Box<N> box{};
+  Shape<N> strides{};
+  index origin = 0;
+  index elements = 0;  ///< elements of window memory, ghosts included (0 for an empty block)
+
+  index offset(const Shape<N>& i) const noexcept {
+    index off = origin;
+    for (std::size_t d = 0; d < N; ++d) off += (i[d] - box.lo[d]) * strides[d];
+    return off;
+  }
+};
+
+template <std::size_t N>
+BlockLayout<N> block_layout(const Box<N>& box, const Shape<N>& ghost) noexcept {
+  BlockLayout<N> l;
+  l.box = box;
+  if (box.empty()) return l;
+  Shape<N> padded{};
+  for (std::size_t d = 0; d < N; ++d) padded[d] = box.extent(d) + 2 * ghost[d];
+  l.strides = row_major_strides(padded);
+  for (std::size_t d = 0; d < N; ++d) l.origin += ghost[d] * l.strides[d];
+  l.elements = volume(padded);
+  return l;
+}
+
 /// One owner's part of a transfer, already in strided form.
 template <std::size_t N>
 struct Piece {
@@ -44,17 +74,20 @@ struct Piece {
   index size() const noexcept { return volume(count); }
 };
 
-/// Calls f(const Piece<N>&) once for every owner holding part of `sec`. Never allocates.
+/// Calls f(const Piece<N>&) once for every owner holding part of `sec`; blocks are stored
+/// with `ghost` cells of padding (all zero for none). Never allocates.
 template <std::size_t N, class F>
-void for_each_piece(const Distribution<N>& dist, const Section<N>& sec, F&& f) {
+void for_each_piece(const Distribution<N>& dist, const Section<N>& sec, const Shape<N>& ghost, F&& f) {
   const Box<N> bb = sec.bounding_box();
   if (bb.empty()) return;
   const Shape<N> buf_str = row_major_strides(sec.count);
   dist.for_each_block(bb, [&](int r, const Box<N>&) {
     const Box<N> blk = dist.block(r);
-    const Shape<N> bstr = row_major_strides(blk.extents());
+    const BlockLayout<N> lay = block_layout(blk, ghost);
+    const Shape<N>& bstr = lay.strides;
     Piece<N> p;
     p.rank = r;
+    p.block_off = lay.origin;
     for (std::size_t d = 0; d < N; ++d) {
       const auto [k0, k1] = k_range(sec.start[d], sec.step[d], sec.count[d], blk.lo[d], blk.hi[d]);
       if (k1 <= k0) return;  // the stride skips this block entirely
