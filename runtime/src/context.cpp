@@ -1,6 +1,7 @@
 #include <garray/runtime/context.hpp>
 
 #include <garray/runtime/error.hpp>
+#include <garray/runtime/window_cache.hpp>
 
 #include <cstdlib>
 #include <cstring>
@@ -33,8 +34,10 @@ struct ContextState {
   WindowKind kind = WindowKind::rma;
   Stats stats;
   std::uint64_t next_array_id = 1;
+  std::unique_ptr<WindowCache> cache;  // holds windows, not the state: no ownership cycle
 
   ~ContextState() {
+    cache.reset();  // frees cached windows (collective, like the MPI_Comm_free below)
     int fin = 0;
     MPI_Finalized(&fin);
     if (!fin && comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
@@ -124,7 +127,17 @@ Context::Context(MPI_Comm comm) {
   MPI_Comm_rank(s->comm, &s->rank);
   MPI_Comm_size(s->comm, &s->size);
   s->kind = detail::choose_kind(s->comm, s->size);
-  state_ = std::move(s);
+  s->cache = std::make_unique<WindowCache>(s->comm, s->stats);
+  *this = Context(std::move(s));
+}
+
+Context::Context(std::shared_ptr<detail::ContextState> s) : state_(std::move(s)) {
+  if (!state_) return;
+  stats_ = &state_->stats;
+  comm_ = state_->comm;
+  rank_ = state_->rank;
+  size_ = state_->size;
+  kind_ = state_->kind;
 }
 
 Context Context::split(int color, int key) const {
@@ -136,11 +149,8 @@ Context Context::split(int color, int key) const {
   return c;
 }
 
-int Context::rank() const noexcept { return state_->rank; }
-int Context::size() const noexcept { return state_->size; }
-MPI_Comm Context::comm() const noexcept { return state_->comm; }
-WindowKind Context::window_kind() const noexcept { return state_->kind; }
-Stats& Context::stats() const noexcept { return state_->stats; }
+
+WindowCache& Context::cache() const noexcept { return *state_->cache; }
 
 std::uint64_t Context::next_array_id() noexcept { return state_->next_array_id++; }
 

@@ -7,6 +7,14 @@
 #include <cstdint>
 #include <ostream>
 
+/// Forces inlining of the few small functions on the one-sided transfer path, where a call
+/// boundary costs a store-forwarding stall or more than the work itself.
+#if defined(__GNUC__)
+#define GARRAY_DETAIL_INLINE [[gnu::always_inline]] inline
+#else
+#define GARRAY_DETAIL_INLINE inline
+#endif
+
 namespace garray {
 
 /// Signed 64-bit index used for every extent, index and stride.

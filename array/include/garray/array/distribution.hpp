@@ -36,7 +36,7 @@ namespace garray {
 template <std::size_t N>
 class Distribution {
  public:
-  enum class Kind { blocked, slab, grid, irregular };
+  enum class Kind { blocked, slab, grid, irregular, replicated };
 
   /// Balanced grid over all dimensions, blocks as square as possible (the default, as GA).
   static Distribution blocked() { return Distribution(Kind::blocked); }
@@ -63,7 +63,13 @@ class Distribution {
     return d;
   }
 
+  /// Every rank holds the whole array (D2O's `not`): reads are local, writes through the
+  /// library go to every copy. As a map it is a 1-block grid whose block every rank holds:
+  /// block(r) is the whole array for every rank, owner() names rank 0's copy.
+  static Distribution replicated() { return Distribution(Kind::replicated); }
+
   Kind kind() const noexcept { return kind_; }
+  bool is_replicated() const noexcept { return kind_ == Kind::replicated; }
   bool resolved() const noexcept { return resolved_; }
 
   /// The full map for `shape` over `nranks` ranks. Throws InvalidArgument naming `what`.
@@ -82,6 +88,7 @@ class Distribution {
         break;
       case Kind::grid:
       case Kind::irregular: break;
+      case Kind::replicated: r.procs_.fill(1); break;
     }
     std::int64_t p = 1;
     for (std::size_t d = 0; d < N; ++d) {
@@ -135,9 +142,11 @@ class Distribution {
     for (std::size_t d = 0; d < N; ++d) r += c[d] * grid_strides_[d];
     return r;
   }
-  /// The block owned by `rank` (empty for ranks outside the grid).
+  /// The block owned by `rank` (empty for ranks outside the grid; the whole array for every
+  /// rank of a replicated distribution).
   Box<N> block(int rank) const noexcept {
     Box<N> b;
+    if (kind_ == Kind::replicated && rank >= 0 && rank < nranks_) rank = 0;
     if (rank < 0 || rank >= nblocks_) return b;
     const auto c = coords(rank);
     for (std::size_t d = 0; d < N; ++d) {
@@ -147,7 +156,7 @@ class Distribution {
     return b;
   }
   /// Grid coordinate along d of the block holding index i (0 <= i < shape[d]).
-  int coord_of(std::size_t d, index i) const noexcept {
+  GARRAY_DETAIL_INLINE int coord_of(std::size_t d, index i) const noexcept {
     const auto& b = bounds_[d];
     // Last block whose start is <= i: skips empty blocks that start at the same index.
     return static_cast<int>(std::upper_bound(b.begin(), b.end() - 1, i) - b.begin()) - 1;
@@ -158,7 +167,8 @@ class Distribution {
     for (std::size_t d = 0; d < N; ++d) r += coord_of(d, i[d]) * grid_strides_[d];
     return r;
   }
-  /// Calls f(rank, block ∩ box) for every non-empty intersection of `box` with a block.
+  /// Calls f(rank, block) for every non-empty block intersecting `box`. Walks grid
+  /// coordinates, so no rank -> coordinate divisions on this (hot) path.
   template <class F>
   void for_each_block(const Box<N>& box, F&& f) const {
     if (box.empty()) return;
@@ -169,9 +179,15 @@ class Distribution {
     }
     c = c0;
     while (true) {
-      const int r = rank_of(c);
-      const Box<N> x = intersect(block(r), box);
-      if (!x.empty()) f(r, x);
+      Box<N> b;
+      int r = 0;
+      for (std::size_t d = 0; d < N; ++d) {
+        const auto k = static_cast<std::size_t>(c[d]);
+        b.lo[d] = bounds_[d][k];
+        b.hi[d] = bounds_[d][k + 1];
+        r += c[d] * grid_strides_[d];
+      }
+      if (!intersect(b, box).empty()) f(r, b);
       std::size_t d = N;
       while (d > 0) {
         --d;
@@ -179,7 +195,6 @@ class Distribution {
         c[d] = c0[d];
         if (d == 0) return;
       }
-      if constexpr (N == 0) return;
     }
   }
 
@@ -195,7 +210,7 @@ class Distribution {
   /// "blocked grid [2, 2]" etc. for messages.
   std::string describe() const {
     std::ostringstream os;
-    const char* names[] = {"blocked", "slab", "grid", "irregular"};
+    const char* names[] = {"blocked", "slab", "grid", "irregular", "replicated"};
     os << names[static_cast<int>(kind_)];
     if (resolved_) os << " grid " << detail::seq(procs_);
     return os.str();

@@ -31,6 +31,7 @@
 #include <garray/runtime/error.hpp>
 #include <garray/runtime/stats.hpp>
 #include <garray/runtime/window.hpp>
+#include <garray/runtime/window_cache.hpp>
 
 #include <boost/multi_array.hpp>
 
@@ -63,6 +64,13 @@ enum class Dir { get, put, acc };
 enum class Call { create, get, put, acc, gather, scatter, scatter_acc, read_inc, fill, sync, owner, count_ };
 }  // namespace detail
 
+/// Tag for creating a GlobalArray whose contents are unspecified (numpy.empty): no zeroing
+/// pass and no barrier, for arrays that are overwritten entirely before being read.
+struct Uninitialized {
+  explicit constexpr Uninitialized() = default;
+};
+inline constexpr Uninitialized uninitialized{};
+
 template <Element T, std::size_t N>
 class GlobalArray {
   static_assert(N >= 1 && N <= 16, "garray: GlobalArray needs between 1 and 16 dimensions");
@@ -76,8 +84,26 @@ class GlobalArray {
   /// same shape, distribution and ghost width: otherwise every rank throws
   /// CollectiveMismatch. A bad shape or distribution throws InvalidArgument (on every rank).
   /// `ghost[d]` cells of padding surround each block along d (filled by update_ghosts()).
+  /// The window comes from ctx's cache when a destroyed array of the same type, shape,
+  /// distribution and ghost width left one (see window_cache.hpp): a cache hit costs the
+  /// signature allreduce, the zeroing pass and one barrier, no window allocation.
   GlobalArray(const Context& ctx, const shape_type& shape,
               const Distribution<N>& dist = Distribution<N>::blocked(), const shape_type& ghost = {})
+      : GlobalArray(ctx, shape, dist, ghost, true) {}
+  /// Creates a distributed array with unspecified contents (numpy.empty), for arrays that
+  /// are overwritten before being read (temporaries). **Collective over ctx**; throws as the
+  /// zeroing constructor. Skips the zeroing pass and its barrier, so a cache hit costs one
+  /// allreduce. Reading an element before writing it returns garbage (possibly the data of
+  /// a destroyed array of this context).
+  GlobalArray(const Context& ctx, const shape_type& shape, const Distribution<N>& dist, const shape_type& ghost,
+              Uninitialized)
+      : GlobalArray(ctx, shape, dist, ghost, false) {}
+  GlobalArray(const Context& ctx, const shape_type& shape, Uninitialized u)
+      : GlobalArray(ctx, shape, Distribution<N>::blocked(), shape_type{}, u) {}
+
+ private:
+  GlobalArray(const Context& ctx, const shape_type& shape, const Distribution<N>& dist, const shape_type& ghost,
+              bool zero)
       : ctx_(ctx), ghost_(ghost) {
     std::exception_ptr err;
     std::optional<Distribution<N>> resolved;
@@ -90,14 +116,27 @@ class GlobalArray {
       err = std::current_exception();
     }
     std::uint64_t sig = detail::hash_string("create-invalid");
+    WindowCache& cache = ctx.cache();
+    std::size_t bytes = 0;
+    WindowCache::Plan plan;
     if (resolved) {
+      // The cache key: everything that makes two windows interchangeable (the group is the
+      // context, whose cache this is). It doubles as the create signature.
       sig = detail::hash_mix(detail::hash_string("create"), static_cast<std::uint64_t>(detail::type_code<T>()));
       sig = detail::hash_mix(sig, N);
       sig = detail::hash_mix(sig, resolved->signature());
       for (auto g : ghost) sig = detail::hash_mix(sig, static_cast<std::uint64_t>(g));
+      slot_.key = sig | 1;  // never 0 (reserved by the cache)
+      slot_.charge = max_block_bytes(*resolved, ghost);
+      bytes = static_cast<std::size_t>(detail::block_layout(resolved->block(ctx.rank()), ghost).elements) * sizeof(T);
+      // The cache's decision (hit/miss, evictions, its state, live arrays) is part of the
+      // signature: a rank that destroyed an array the others keep fails here, everywhere.
+      plan = cache.plan(slot_, bytes);
+      sig = detail::hash_mix(sig, plan.signature);
     }
     try {
-      detail::agree_signature(ctx.comm(), sig, name(detail::Call::create), describe_args(shape, dist));
+      detail::agree_signature(ctx.comm(), sig, name(detail::Call::create),
+                              describe_args(shape, dist) + ", " + cache.describe() + (plan.hit ? ", hit" : ", miss"));
     } catch (const CollectiveMismatch&) {
       if (err) std::rethrow_exception(err);  // the erring rank reports its own reason
       throw;
@@ -106,15 +145,22 @@ class GlobalArray {
     dist_ = std::move(*resolved);
     my_box_ = dist_.block(ctx.rank());
     my_layout_ = detail::block_layout(my_box_, ghost_);
-    win_ = std::make_unique<detail::Window>(ctx, static_cast<std::size_t>(my_layout_.elements) * sizeof(T));
+    // After the allreduce above every rank has released the old array of a reused window
+    // (flush_all at release), so nobody reads or writes this memory any more.
+    win_ = cache.acquire(ctx_, slot_, bytes);
     id_ = ctx_.next_array_id();
     ++ctx_.stats().arrays_created;
-    // MPI_Win_allocate memory is uninitialised: zero it, then make it visible to everyone.
-    std::fill_n(local_data(), my_layout_.elements, T{});
+    if (zero) {
+      // New memory is uninitialised, reused memory holds the old array: zero it, then a
+      // barrier so no rank's first put can land before the zeroing.
+      std::fill_n(local_data(), my_layout_.elements, T{});
+      win_->memory_sync();
+      ctx_.barrier();
+    }
     win_->memory_sync();
-    ctx_.barrier();
   }
 
+ public:
   GlobalArray(GlobalArray&&) noexcept = default;
   GlobalArray& operator=(GlobalArray&& o) noexcept {
     if (this != &o) {
@@ -126,10 +172,13 @@ class GlobalArray {
       my_layout_ = o.my_layout_;
       win_ = std::move(o.win_);
       id_ = o.id_;
+      slot_ = o.slot_;
     }
     return *this;
   }
-  /// **Collective.** Frees the window (see detail::Window for the unwinding rule).
+  /// Returns the window to the context's cache: **Local** (flush_all on the window, no
+  /// communication). With the cache off (depth 0) frees it: **Collective** (see
+  /// detail::Window for the unwinding rule). Never throws.
   ~GlobalArray() { release(); }
 
   // ---- layout queries: Local --------------------------------------------------------
@@ -141,9 +190,12 @@ class GlobalArray {
   const Box<N>& local_box() const noexcept { return my_box_; }
   /// The block of any rank of the context.
   Box<N> box_of(int rank) const noexcept { return dist_.block(rank); }
-  /// The rank owning global index `i` (negative indices count from the end).
-  /// Throws BoundsError.
-  int owner(const shape_type& i) const { return dist_.owner(checked_index(i, detail::Call::owner)); }
+  /// The rank owning global index `i` (negative indices count from the end); for a
+  /// replicated array, this rank (its own copy). Throws BoundsError.
+  int owner(const shape_type& i) const {
+    const auto g = checked_index(i, detail::Call::owner);
+    return dist_.is_replicated() ? ctx_.rank() : dist_.owner(g);
+  }
   /// Ghost width per dimension.
   const shape_type& ghost() const noexcept { return ghost_; }
   /// Where `rank`'s block lives in its window memory (ghost padding included).
@@ -258,6 +310,18 @@ class GlobalArray {
     transfer<detail::Dir::acc>(sec, const_cast<T*>(in.data()), alpha, &r);
     return r;
   }
+  /// One-sided. As get_section, but into a strided destination: selected element k goes to
+  /// out[sum_d k[d] * out_strides[d]] (element strides, any sign). For layers that fetch
+  /// straight into window memory (ghost updates, redistribution, transposes). Complete on
+  /// return (the _nb variant: at wait()). The caller guarantees the destination is valid.
+  void get_section_strided(const Section<N>& sec, T* out, const shape_type& out_strides) const {
+    transfer<detail::Dir::get>(sec, out, T{1}, nullptr, &out_strides);
+  }
+  Request get_section_strided_nb(const Section<N>& sec, T* out, const shape_type& out_strides) const {
+    Request r;
+    transfer<detail::Dir::get>(sec, out, T{1}, &r, &out_strides);
+    return r;
+  }
   /// A view of the selection: no data moves; views compose (see view.hpp).
   template <std::size_t K, std::size_t M>
   View<T, N, selection_rank<N, K, M>> operator[](const Slice<K, M>& s);
@@ -275,18 +339,20 @@ class GlobalArray {
   /// Throws BoundsError (naming the position in the list) or SizeMismatch.
   void gather(std::span<const shape_type> indices, std::span<T> out) const {
     check_list(indices.size(), out.size(), detail::Call::gather);
-    list_op<detail::Call::gather>(indices, out.data(), T{1});
+    list_op<detail::Call::gather>(indices, out.data(), T{1}, dist_.is_replicated() ? ctx_.rank() : -1);
   }
   /// One-sided. a[indices[j]] = values[j]; with repeated indices one of the values wins.
   void scatter(std::span<const shape_type> indices, std::span<const T> values) {
     check_list(indices.size(), values.size(), detail::Call::scatter);
-    list_op<detail::Call::scatter>(indices, const_cast<T*>(values.data()), T{1});
+    for (int c = dist_.is_replicated() ? 0 : -1; c < (dist_.is_replicated() ? ctx_.size() : 0); ++c)
+      list_op<detail::Call::scatter>(indices, const_cast<T*>(values.data()), T{1}, c);  // every copy
   }
   /// One-sided. a[indices[j]] += alpha * values[j], atomic per element; repeated indices
   /// all contribute.
   void scatter_acc(std::span<const shape_type> indices, std::span<const T> values, T alpha = T{1}) {
     check_list(indices.size(), values.size(), detail::Call::scatter_acc);
-    list_op<detail::Call::scatter_acc>(indices, const_cast<T*>(values.data()), alpha);
+    for (int c = dist_.is_replicated() ? 0 : -1; c < (dist_.is_replicated() ? ctx_.size() : 0); ++c)
+      list_op<detail::Call::scatter_acc>(indices, const_cast<T*>(values.data()), alpha, c);  // every copy
   }
 
   /// One-sided. Atomically adds `inc` to element `i` and returns its previous value (the
@@ -301,6 +367,14 @@ class GlobalArray {
     detail::check_mpi(MPI_Fetch_and_op(&inc, &old, mpi_type<T>(), r, disp, MPI_SUM, win_->win()),
                       "MPI_Fetch_and_op");
     win_->flush(r);
+    if (dist_.is_replicated()) {  // rank 0's copy is the atomic one; the others get the same increments
+      for (int q = 1; q < ctx_.size(); ++q) {
+        detail::check_mpi(MPI_Accumulate(&inc, 1, mpi_type<T>(), q, disp, 1, mpi_type<T>(), MPI_SUM, win_->win()),
+                          "MPI_Accumulate");
+        win_->mark_dirty(q);
+      }
+      win_->flush_local_all();
+    }
     auto& oc = ctx_.stats()[Op::read_inc];
     ++oc.calls;
     count_piece(oc, r, sizeof(T));
@@ -359,7 +433,21 @@ class GlobalArray {
   void release() noexcept {
     if (!win_) return;
     ++ctx_.stats().arrays_destroyed;
-    win_.reset();
+    ctx_.cache().release(slot_, std::move(win_));
+  }
+  // The cache's charge for a window: the largest block of any rank (ghosts included), in
+  // bytes. Identical on every rank, so byte-cap decisions are too.
+  static std::size_t max_block_bytes(const Distribution<N>& d, const shape_type& ghost) noexcept {
+    if (d.nblocks() == 0) return 0;
+    std::size_t elems = 1;
+    for (std::size_t k = 0; k < N; ++k) {
+      const auto& b = d.bounds(k);
+      index widest = 0;
+      for (std::size_t i = 0; i + 1 < b.size(); ++i) widest = std::max(widest, b[i + 1] - b[i]);
+      if (widest == 0) return 0;  // every block is empty (and has no ghosts)
+      elems *= static_cast<std::size_t>(widest + 2 * ghost[k]);
+    }
+    return elems * sizeof(T);
   }
 
   template <std::size_t K, std::size_t M>
@@ -430,8 +518,10 @@ class GlobalArray {
 
   /// The engine of get/put/accumulate: one piece per owner, each moved by a strided memory
   /// copy (own block, or any block of a shared window) or by one MPI call.
+  /// A replicated array reads its own copy and writes every copy. With `buf_strides` the
+  /// user buffer is strided (get_section_strided) instead of dense row-major.
   template <detail::Dir D>
-  void transfer(const Section<N>& sec, T* buf, T alpha, Request* req) const {
+  void transfer(const Section<N>& sec, T* buf, T alpha, Request* req, const shape_type* buf_strides = nullptr) const {
     auto& st = ctx_.stats();
     OpCounters& oc = st[D == detail::Dir::get ? Op::get : D == detail::Dir::put ? Op::put : Op::acc];
     ++oc.calls;
@@ -453,9 +543,16 @@ class GlobalArray {
     }
 
     int ntargets = 0, last_target = -1;
-    std::vector<Unpack> unpacks;              // gets through temporaries (negative steps)
-    std::vector<std::shared_ptr<T[]>> keep;   // put/acc temporaries, alive until completion
-    detail::for_each_piece(dist_, sec, ghost_, [&](const detail::Piece<N>& p) {
+    struct Extras {
+      std::vector<Unpack> unpacks;             // gets through temporaries (negative steps)
+      std::vector<std::shared_ptr<T[]>> keep;  // put/acc temporaries, alive until completion
+    };
+    std::unique_ptr<Extras> extra;  // only built on the (rare) temporary path
+    auto extras = [&]() -> Extras& {
+      if (!extra) extra = std::make_unique<Extras>();
+      return *extra;
+    };
+    auto issue = [&](const detail::Piece<N>& p) {
       const int r = p.rank;
       count_piece(oc, r, static_cast<std::size_t>(p.size()) * sizeof(T));
       if (D != detail::Dir::acc && (r == me || shm)) {
@@ -501,11 +598,11 @@ class GlobalArray {
           acc *= it.count[static_cast<std::size_t>(d)];
         }
         if constexpr (D == detail::Dir::get) {
-          unpacks.push_back(Unpack{tmp, pk, origin});
+          extras().unpacks.push_back(Unpack{tmp, pk, origin});
         } else {
           std::swap(pk.sa, pk.sb);
           detail::strided_copy(pk, tmp.get(), origin);
-          keep.push_back(tmp);
+          extras().keep.push_back(tmp);
         }
         origin = tmp.get();
         const index one = 1;
@@ -547,22 +644,47 @@ class GlobalArray {
         ++ntargets;
         last_target = r;
       }
+    };
+    const Shape<N> dense = row_major_strides(sec.count);
+    detail::for_each_piece(dist_, sec, ghost_, [&](const detail::Piece<N>& piece) {
+      if (!buf_strides && !dist_.is_replicated()) return issue(piece);  // hot path: no copy
+      detail::Piece<N> p = piece;
+      if (buf_strides) {  // re-base the buffer side: k0[d] = (buf_off / dense[d]) % count[d]
+        index off = 0;
+        for (std::size_t d = 0; d < N; ++d) {
+          off += (p.buf_off / dense[d]) % sec.count[d] * (*buf_strides)[d];
+          p.buf_str[d] = (*buf_strides)[d];
+        }
+        p.buf_off = off;
+      }
+      if (!dist_.is_replicated()) return issue(p);
+      if constexpr (D == detail::Dir::get) {
+        p.rank = me;
+        issue(p);
+      } else {
+        for (int c = 0; c < ctx_.size(); ++c) {
+          p.rank = c;
+          issue(p);
+        }
+      }
     });
 
     if (req) {
-      for (auto& u : unpacks) req->add_finisher(std::move(u));
-      if (!keep.empty() || scaled)
-        req->add_finisher([k = std::move(keep), s = std::move(scaled)] {});
+      if (extra)
+        for (auto& u : extra->unpacks) req->add_finisher(std::move(u));
+      if ((extra && !extra->keep.empty()) || scaled)
+        req->add_finisher([k = extra ? std::move(extra->keep) : decltype(Extras::keep){}, s = std::move(scaled)] {});
       return;
     }
     if (ntargets == 1) w.flush_local(last_target);
     else if (ntargets > 1) w.flush_local_all();
-    for (auto& u : unpacks) u();
+    if (extra)
+      for (auto& u : extra->unpacks) u();
   }
 
   /// gather / scatter / scatter_acc over a list of indices.
   template <detail::Call C>
-  void list_op(std::span<const shape_type> indices, T* vals, T alpha) const {
+  void list_op(std::span<const shape_type> indices, T* vals, T alpha, int copy = -1) const {
     constexpr Op op = C == detail::Call::gather ? Op::gather : C == detail::Call::scatter ? Op::scatter : Op::scatter_acc;
     const std::size_t n = indices.size();
     // Validate everything first: a call that throws moves nothing.
@@ -577,7 +699,7 @@ class GlobalArray {
                                      " out of range for shape ", detail::seq(shape()), " (dim ", d, ")");
         g[d] = v;
       }
-      owner[j] = dist_.owner(g);
+      owner[j] = copy >= 0 ? copy : dist_.owner(g);  // copy: a replica's rank
       off[j] = offset_in_block(owner[j], g);
     }
     auto& st = ctx_.stats();
@@ -675,6 +797,7 @@ class GlobalArray {
   detail::BlockLayout<N> my_layout_{};
   std::unique_ptr<detail::Window> win_;
   std::uint64_t id_ = 0;
+  WindowCache::Slot slot_{};  // how the window is known to ctx_'s cache
 };
 
 }  // namespace garray

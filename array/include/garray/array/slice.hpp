@@ -167,7 +167,7 @@ constexpr index floor_div(index a, index b) noexcept { return a >= 0 ? a / b : -
 
 /// numpy's slice(start, stop, step).indices(len) followed by len(range(...)).
 /// Returns {start, count}. Throws InvalidSlice for step 0.
-inline std::array<index, 2> normalize_range(const range& r, index len, std::size_t dim,
+GARRAY_DETAIL_INLINE std::array<index, 2> normalize_range(const range& r, index len, std::size_t dim,
                                             std::string_view what) {
   const index step = r.step;
   if (step == 0) raise<InvalidSlice>(what, ": slice step cannot be zero (dim ", dim, ")");
@@ -187,8 +187,9 @@ inline std::array<index, 2> normalize_range(const range& r, index len, std::size
   const index start = clamp(r.start, step < 0 ? upper : lower);
   const index stop = clamp(r.stop, step < 0 ? lower : upper);
   index count = 0;
-  if (step > 0 && stop > start) count = ceil_div(stop - start, step);
-  if (step < 0 && start > stop) count = ceil_div(start - stop, -step);
+  if (step == 1) count = stop > start ? stop - start : 0;  // common case: no division
+  else if (step > 0 && stop > start) count = ceil_div(stop - start, step);
+  else if (step < 0 && start > stop) count = ceil_div(start - stop, -step);
   return {start, count};
 }
 
@@ -206,25 +207,36 @@ inline index normalize_index(index i, index len, std::size_t dim, std::string_vi
 /// select whole dimensions. `what` names the calling operation in error messages.
 /// Throws InvalidSlice (step 0) or BoundsError (integer out of range); `base` is unchanged.
 template <std::size_t N, std::size_t K, std::size_t M>
-Section<N> compose(const Section<N>& base, const Slice<K, M>& s, std::string_view what = "slice") {
-  Section<N> out = base;
+GARRAY_DETAIL_INLINE Section<N> compose(const Section<N>& base, const Slice<K, M>& s,
+                                        std::string_view what = "slice") {
+  // Every field of `out` is written exactly once with a scalar store: copying `base` as a
+  // whole first would read freshly written scalars back with vector loads, a store-forwarding
+  // stall that doubled the cost of a small get.
+  Section<N> out;
   std::size_t k = 0;  // next slice item
   std::size_t j = 0;  // kept-dimension number, for messages
-  for (std::size_t d = 0; d < N && k < K; ++d) {
-    if (base.dropped[d]) continue;
+  for (std::size_t d = 0; d < N; ++d) {
+    const index b_start = base.start[d], b_step = base.step[d], len = base.count[d];
+    if (base.dropped[d] || k >= K) {
+      out.start[d] = b_start;
+      out.step[d] = b_step;
+      out.count[d] = len;
+      out.dropped[d] = base.dropped[d];
+      continue;
+    }
     const SliceItem& it = s.items[k++];
-    const index len = base.count[d];
     if (it.is_index) {
       const index i = detail::normalize_index(it.value, len, j, what);
-      out.start[d] = base.start[d] + i * base.step[d];
+      out.start[d] = b_start + i * b_step;
+      out.step[d] = b_step;
       out.count[d] = 1;
       out.dropped[d] = true;
     } else {
       const auto [st, cnt] = detail::normalize_range(it.r, len, j, what);
-      out.start[d] = base.start[d] + st * base.step[d];
-      out.step[d] = base.step[d] * it.r.step;
+      out.start[d] = cnt == 0 ? b_start : b_start + st * b_step;  // canonical empty: start stays in range
+      out.step[d] = b_step * it.r.step;
       out.count[d] = cnt;
-      if (cnt == 0) out.start[d] = base.start[d];  // canonical empty: start stays in range
+      out.dropped[d] = false;
     }
     ++j;
   }
@@ -234,7 +246,7 @@ Section<N> compose(const Section<N>& base, const Slice<K, M>& s, std::string_vie
 
 /// Normalises slice `s` against an array of shape `shape`.
 template <std::size_t N, std::size_t K, std::size_t M>
-Section<N> normalize(const Shape<N>& shape, const Slice<K, M>& s, std::string_view what = "slice") {
+GARRAY_DETAIL_INLINE Section<N> normalize(const Shape<N>& shape, const Slice<K, M>& s, std::string_view what = "slice") {
   static_assert(K <= N, "garray: too many indices for the array's number of dimensions");
   return compose(Section<N>::full(shape), s, what);
 }

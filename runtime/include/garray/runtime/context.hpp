@@ -32,6 +32,7 @@ enum class WindowKind {
   rma      ///< MPI_Win_allocate: remote blocks only through MPI_Get/Put/Accumulate
 };
 
+class WindowCache;
 namespace detail {
 struct ContextState;
 }
@@ -49,14 +50,18 @@ class Context {
   Context split(int color, int key = 0) const;
 
   bool valid() const noexcept { return state_ != nullptr; }
-  int rank() const noexcept;   ///< Local. This rank within the context.
-  int size() const noexcept;   ///< Local. Number of ranks in the context.
-  MPI_Comm comm() const noexcept;  ///< Local. garray's duplicated communicator (do not free).
-  WindowKind window_kind() const noexcept;  ///< Local. Identical on every rank.
+  int rank() const noexcept { return rank_; }            ///< Local. This rank within the context.
+  int size() const noexcept { return size_; }            ///< Local. Number of ranks in the context.
+  MPI_Comm comm() const noexcept { return comm_; }       ///< Local. garray's duplicated communicator.
+  WindowKind window_kind() const noexcept { return kind_; }  ///< Local. Identical on every rank.
 
   /// Local. This rank's counters (writable, e.g. to reset; a Context is a handle, so the
   /// counters are shared by all copies and are not part of its constness).
-  Stats& stats() const noexcept;
+  Stats& stats() const noexcept { return *stats_; }
+
+  /// Local. The pool of windows that destroyed arrays of this context leave for new ones
+  /// (depth, byte cap, clear(): see window_cache.hpp). Shared by all copies of the handle.
+  WindowCache& cache() const noexcept;
 
   /// Local. A number identifying the next array created on this context; identical on every
   /// rank because array creation is collective. Used in collective signatures.
@@ -73,8 +78,14 @@ class Context {
   const std::shared_ptr<detail::ContextState>& state() const noexcept { return state_; }
 
  private:
-  explicit Context(std::shared_ptr<detail::ContextState> s) : state_(std::move(s)) {}
+  explicit Context(std::shared_ptr<detail::ContextState> s);
   std::shared_ptr<detail::ContextState> state_;
+  // Copies of the state's hot fields, so the accessors inline on transfer paths.
+  Stats* stats_ = nullptr;
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0;
+  int size_ = 0;
+  WindowKind kind_ = WindowKind::rma;
 };
 
 namespace detail {

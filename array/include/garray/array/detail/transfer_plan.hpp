@@ -17,9 +17,15 @@
 namespace garray::detail {
 
 /// The k-range [k0, k1) of section dimension (start, step, count) inside block [lo, hi).
-inline std::array<index, 2> k_range(index start, index step, index count, index lo, index hi) noexcept {
+GARRAY_DETAIL_INLINE std::array<index, 2> k_range(index start, index step, index count, index lo, index hi) noexcept {
   index k0, k1;
-  if (step > 0) {
+  if (step == 1) {  // the common case, without divisions
+    k0 = lo - start;
+    k1 = hi - start;
+  } else if (step == -1) {
+    k0 = start - hi + 1;
+    k1 = start - lo + 1;
+  } else if (step > 0) {
     k0 = ceil_div(lo - start, step);
     k1 = ceil_div(hi - start, step);
   } else {
@@ -81,8 +87,7 @@ void for_each_piece(const Distribution<N>& dist, const Section<N>& sec, const Sh
   const Box<N> bb = sec.bounding_box();
   if (bb.empty()) return;
   const Shape<N> buf_str = row_major_strides(sec.count);
-  dist.for_each_block(bb, [&](int r, const Box<N>&) {
-    const Box<N> blk = dist.block(r);
+  dist.for_each_block(bb, [&](int r, const Box<N>& blk) {
     const BlockLayout<N> lay = block_layout(blk, ghost);
     const Shape<N>& bstr = lay.strides;
     Piece<N> p;
@@ -140,7 +145,7 @@ Strided2<N> collapse(const Shape<N>& count, const Shape<N>& sa, const Shape<N>& 
 /// Calls run(a, b, n, sa_inner, sb_inner) for every innermost run of the iteration space,
 /// with a/b pointing at the run's first elements.
 template <std::size_t N, class TA, class TB, class Run>
-void for_each_run(const Strided2<N>& it, TA* a, TB* b, Run&& run) {
+GARRAY_DETAIL_INLINE void for_each_run(const Strided2<N>& it, TA* a, TB* b, Run&& run) {
   if (it.empty) return;
   if (it.nd <= 1) {
     run(a, b, it.nd ? it.count[0] : index{1}, it.nd ? it.sa[0] : 1, it.nd ? it.sb[0] : 1);
