@@ -1,0 +1,373 @@
+// The Laplace solver: the three variants, the serial reference and small helpers.
+#include "laplace.hpp"
+
+#include <garray/runtime/error.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <span>
+#include <utility>
+
+namespace garray::laplace {
+
+// ---- small helpers --------------------------------------------------------------------
+
+std::string_view to_string(Variant v) noexcept {
+  switch (v) {
+    case Variant::kernel: return "kernel";
+    case Variant::fused: return "fused";
+    case Variant::numpy: return "numpy";
+  }
+  return "?";
+}
+
+Variant parse_variant(std::string_view name) {
+  for (Variant v : all_variants)
+    if (name == to_string(v)) return v;
+  garray::detail::raise<InvalidArgument>("laplace: unknown variant '", name, "' (kernel, fused or numpy)");
+}
+
+Coefficients Coefficients::of(const Problem& p) noexcept {
+  Coefficients c{};
+  c.dx = 1.0 / static_cast<double>(p.nx - 1);
+  c.dy = 1.0 / static_cast<double>(p.ny - 1);
+  c.dx2 = c.dx * c.dx;
+  c.dy2 = c.dy * c.dy;
+  c.dnr_inv = 0.5 / (c.dx2 + c.dy2);
+  return c;
+}
+
+namespace {
+
+double bc(double x, double y) noexcept { return x * x - y * y; }
+
+// splitmix64: a hash of the global index that does not depend on the rank count.
+std::uint64_t mix(std::uint64_t z) noexcept {
+  z += 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+double initial_value(const Problem& p, index i, index j) noexcept {
+  const Coefficients c = Coefficients::of(p);
+  // laplace.py assigns rows 0 and -1 first, then columns 0 and -1: columns win at corners.
+  // x and y are numpy.arange(0, 1 + d/2, d), i.e. i*dx, except the explicit xmin/xmax args.
+  if (j == 0) return bc(static_cast<double>(i) * c.dx, 0.0);
+  if (j == p.ny - 1) return bc(static_cast<double>(i) * c.dx, 1.0);
+  if (i == 0) return bc(0.0, static_cast<double>(j) * c.dy);
+  if (i == p.nx - 1) return bc(1.0, static_cast<double>(j) * c.dy);
+  if (p.init == Init::zero) return 0.0;
+  const auto h = mix(static_cast<std::uint64_t>(i) * static_cast<std::uint64_t>(p.ny) + static_cast<std::uint64_t>(j));
+  return static_cast<double>(h >> 11) * 0x1.0p-52 - 1.0;  // [-1, 1)
+}
+
+double combine_partials(MPI_Comm comm, double partial) {
+  // Every partial on every rank, then one sum in rank order: the same bits on every rank
+  // for any MPI library, and reproducible by the serial reference.
+  int p = 0;
+  garray::detail::check_mpi(MPI_Comm_size(comm, &p), "MPI_Comm_size");
+  std::vector<double> all(static_cast<std::size_t>(p));
+  garray::detail::check_mpi(MPI_Allgather(&partial, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, comm),
+                            "MPI_Allgather");
+  return reference_combine(all);
+}
+
+double reference_combine(const std::vector<double>& partials) {
+  double s = 0.0;
+  for (double x : partials) s += x;
+  return s;
+}
+
+Distribution<2> parse_grid(std::string_view text) {
+  if (text.empty() || text == "auto") return Distribution<2>::blocked();
+  const auto x = text.find('x');
+  auto num = [&](std::string_view t) {
+    int v = 0;
+    const auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+    if (ec != std::errc{} || ptr != t.data() + t.size() || v < 1)
+      garray::detail::raise<InvalidArgument>("laplace: bad process grid '", text,
+                                             "' (expected PxQ with P, Q >= 1, e.g. 2x1, or auto)");
+    return v;
+  };
+  if (x == std::string_view::npos) num("");  // throws
+  return Distribution<2>::grid({num(text.substr(0, x)), num(text.substr(x + 1))});
+}
+
+void write_field(const std::string& path, const boost::multi_array<double, 2>& u) {
+  const auto nx = static_cast<std::size_t>(u.shape()[0]), ny = static_cast<std::size_t>(u.shape()[1]);
+  const bool npy = path.size() >= 4 && path.compare(path.size() - 4, 4, ".npy") == 0;
+  std::ofstream out(path, std::ios::binary);
+  if (!out) garray::detail::raise<InvalidArgument>("laplace: cannot write '", path, "'");
+  if (npy) {
+    // NPY format 1.0: magic, version, little-endian header length, a dict padded with
+    // spaces and a newline so that the data starts at a multiple of 64 bytes.
+    std::string header = "{'descr': '<f8', 'fortran_order': False, 'shape': (" + std::to_string(nx) + ", " +
+                         std::to_string(ny) + "), }";
+    const std::size_t unpadded = 10 + header.size() + 1;
+    header.append((64 - unpadded % 64) % 64, ' ');
+    header += '\n';
+    const auto hl = static_cast<std::uint16_t>(header.size());
+    out.write("\x93NUMPY\x01\x00", 8);
+    const char len[2] = {static_cast<char>(hl & 0xff), static_cast<char>(hl >> 8)};
+    out.write(len, 2);
+    out << header;
+    out.write(reinterpret_cast<const char*>(u.data()), static_cast<std::streamsize>(nx * ny * sizeof(double)));
+  } else {
+    char buf[32];
+    for (std::size_t i = 0; i < nx; ++i) {
+      for (std::size_t j = 0; j < ny; ++j) {
+        std::snprintf(buf, sizeof buf, "%.17g", u[static_cast<index>(i)][static_cast<index>(j)]);
+        out << (j ? " " : "") << buf;
+      }
+      out << '\n';
+    }
+  }
+  if (!out) garray::detail::raise<InvalidArgument>("laplace: error writing '", path, "'");
+}
+
+int cache_depth(const Context&) { return -1; }
+
+void set_cache_depth(const Context&, int depth) {
+  garray::detail::raise<InvalidArgument>("laplace: cannot set the cache depth to ", depth,
+                                         ": this build has no array cache");
+}
+
+// ---- the serial reference -------------------------------------------------------------
+
+Reference reference_solve(const Problem& p, const Distribution<2>& dist, int n_iter, double eps) {
+  const Coefficients c = Coefficients::of(p);
+  Reference ref;
+  ref.u.resize(boost::extents[p.nx][p.ny]);
+  for (index i = 0; i < p.nx; ++i)
+    for (index j = 0; j < p.ny; ++j) ref.u[i][j] = initial_value(p, i, j);
+  auto old = ref.u;
+  std::vector<double> partials(static_cast<std::size_t>(dist.nranks()));
+  for (int it = 0; it < n_iter; ++it) {
+    old = ref.u;  // old_u = u.copy()
+    for (index i = 1; i < p.nx - 1; ++i)
+      for (index j = 1; j < p.ny - 1; ++j)
+        ref.u[i][j] = jacobi(old[i - 1][j], old[i + 1][j], old[i][j - 1], old[i][j + 1], c);
+    // Per-rank partials over each rank's block, row-major, then combined in rank order.
+    for (int r = 0; r < dist.nranks(); ++r) {
+      const Box<2> b = dist.block(r);
+      double s = 0.0;
+      for (index i = b.lo[0]; i < b.hi[0]; ++i)
+        for (index j = b.lo[1]; j < b.hi[1]; ++j) {
+          const double d = ref.u[i][j] - old[i][j];
+          s += d * d;
+        }
+      partials[static_cast<std::size_t>(r)] = s;
+    }
+    const double err = std::sqrt(reference_combine(partials));
+    ref.errors.push_back(err);
+    if (err <= eps) break;
+  }
+  return ref;
+}
+
+// ---- the variants ---------------------------------------------------------------------
+
+namespace detail {
+
+using Array = GlobalArray<double, 2>;
+
+/// What every variant implements.
+class Impl {
+ public:
+  Impl(const Context& ctx, const Problem& p, Variant v) : ctx_(ctx), p_(p), c_(Coefficients::of(p)), v_(v) {}
+  virtual ~Impl() = default;
+  virtual void reset() = 0;
+  virtual double step() = 0;
+  virtual const Array& current() const = 0;
+
+  Context ctx_;
+  Problem p_;
+  Coefficients c_;
+  Variant v_;
+
+ protected:
+  /// Sets the initial field in `a` (owned elements; ghosts are refreshed by each step).
+  void init(Array& a) const {
+    {
+      auto blk = a.access();
+      auto& v = blk.view();
+      for (index i = blk.lo(0); i < blk.hi(0); ++i)
+        for (index j = blk.lo(1); j < blk.hi(1); ++j) v[i][j] = initial_value(p_, i, j);
+    }
+    a.sync();
+  }
+};
+
+/// kernel: two ghosted arrays, swapped every step; one loop computes the new values and the
+/// squared change together.
+class KernelImpl final : public Impl {
+ public:
+  KernelImpl(const Context& ctx, const Problem& p, const Distribution<2>& dist)
+      : Impl(ctx, p, Variant::kernel),
+        a_(ctx, {p.nx, p.ny}, dist, {1, 1}),
+        b_(ctx, {p.nx, p.ny}, dist, {1, 1}) {
+    reset();
+  }
+  void reset() override {
+    init(a_);
+    init(b_);  // the boundary lives in both buffers
+    cur_ = &a_;
+    nxt_ = &b_;
+  }
+  const Array& current() const override { return *cur_; }
+
+  double step() override {
+    Array& u = *cur_;
+    Array& v = *nxt_;
+    fetch_ghosts(u);
+    double s = 0.0;
+    const Box<2> box = u.local_box();
+    const index i0 = std::max<index>(box.lo[0], 1), i1 = std::min<index>(box.hi[0], p_.nx - 1);
+    const index j0 = std::max<index>(box.lo[1], 1), j1 = std::min<index>(box.hi[1], p_.ny - 1);
+    if (!box.empty() && i0 < i1 && j0 < j1) {
+      auto bu = u.access();
+      auto bv = v.access();
+      const auto lay = u.layout_of(ctx_.rank());  // the same for v: same distribution and ghosts
+      const index stride = lay.strides[0];
+      const double* U = bu.data();
+      double* V = bv.data();
+      const Coefficients c = c_;
+      const index nj = j1 - j0;
+      for (index i = i0; i < i1; ++i) {
+        const index off = lay.offset({i, j0});
+        const double* __restrict mid = U + off;
+        const double* __restrict up = mid - stride;
+        const double* __restrict dn = mid + stride;
+        double* __restrict out = V + off;
+        for (index k = 0; k < nj; ++k) {
+          const double nv = jacobi(up[k], dn[k], mid[k - 1], mid[k + 1], c);
+          const double d = nv - mid[k];
+          s += d * d;
+          out[k] = nv;
+        }
+      }
+    }
+    v.sync();  // everyone's new values complete and visible; nobody still reads u
+    std::swap(cur_, nxt_);
+    return std::sqrt(combine_partials(ctx_.comm(), s));
+  }
+
+ private:
+  /// Fills the ghost cells next to the interior of my block from the neighbours' blocks of
+  /// `u`, one-sidedly: the rows above and below straight into the (contiguous) ghost rows,
+  /// the columns left and right through a small buffer. Corners are not needed.
+  void fetch_ghosts(Array& u) {
+    const Box<2> b = u.local_box();
+    if (b.empty()) return;
+    const auto lay = u.layout_of(ctx_.rank());
+    auto blk = u.access();  // ghost cells are my window memory: written between access syncs
+    double* mem = blk.data();
+    auto rows = [&](index row) {
+      Section<2> s;
+      s.start = {row, b.lo[1]};
+      s.step = {1, 1};
+      s.count = {1, b.extent(1)};
+      u.get_section(s, std::span<double>(mem + lay.offset({row, b.lo[1]}), static_cast<std::size_t>(b.extent(1))));
+    };
+    auto cols = [&](index col) {
+      Section<2> s;
+      s.start = {b.lo[0], col};
+      s.step = {1, 1};
+      s.count = {b.extent(0), 1};
+      colbuf_.resize(static_cast<std::size_t>(b.extent(0)));
+      u.get_section(s, std::span<double>(colbuf_));
+      const index st = lay.strides[0];
+      double* dst = mem + lay.offset({b.lo[0], col});
+      for (std::size_t k = 0; k < colbuf_.size(); ++k) dst[static_cast<index>(k) * st] = colbuf_[k];
+    };
+    if (b.lo[0] > 0) rows(b.lo[0] - 1);
+    if (b.hi[0] < p_.nx) rows(b.hi[0]);
+    if (b.lo[1] > 0) cols(b.lo[1] - 1);
+    if (b.hi[1] < p_.ny) cols(b.hi[1]);
+  }
+
+  Array a_, b_;
+  Array* cur_ = nullptr;
+  Array* nxt_ = nullptr;
+  std::vector<double> colbuf_;
+};
+
+std::unique_ptr<Impl> make_impl(const Context& ctx, const Problem& p, Variant v, const Distribution<2>& dist) {
+  switch (v) {
+    case Variant::kernel: return std::make_unique<KernelImpl>(ctx, p, dist);
+    case Variant::fused:
+    case Variant::numpy: break;
+  }
+  garray::detail::raise<InvalidArgument>("laplace: variant '", to_string(v),
+                                         "' needs the numeric layer, which is not available yet");
+}
+
+}  // namespace detail
+
+// ---- Solver ---------------------------------------------------------------------------
+
+Solver::Solver(const Context& ctx, const Problem& p, Variant v, const Distribution<2>& dist) {
+  const bool ok = p.nx >= 2 && p.ny >= 2;
+  if (!garray::detail::all_ok(ctx.comm(), ok)) {
+    if (!ok)
+      garray::detail::raise<InvalidArgument>("laplace::Solver: grid ", p.nx, "x", p.ny,
+                                             " too small (nx and ny must be >= 2)");
+    garray::detail::raise<InvalidArgument>("laplace::Solver: another rank was given a grid smaller than 2x2");
+  }
+  impl_ = detail::make_impl(ctx, p, v, dist);
+}
+Solver::~Solver() = default;
+Solver::Solver(Solver&&) noexcept = default;
+Solver& Solver::operator=(Solver&&) noexcept = default;
+
+void Solver::reset() { impl_->reset(); }
+double Solver::step() { return impl_->step(); }
+
+SolveResult Solver::solve(int n_iter, double eps, bool record_errors) {
+  SolveResult r;
+  impl_->ctx_.barrier();
+  const double t0 = MPI_Wtime();
+  for (int it = 0; it < n_iter; ++it) {
+    const double err = impl_->step();
+    ++r.iterations;
+    r.error = err;
+    if (record_errors) r.errors.push_back(err);
+    if (err <= eps) break;  // err is identical on every rank: all stop together
+  }
+  double dt = MPI_Wtime() - t0;
+  garray::detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, impl_->ctx_.comm()),
+                            "MPI_Allreduce");
+  r.seconds = dt;
+  return r;
+}
+
+boost::multi_array<double, 2> Solver::field() const {
+  boost::multi_array<double, 2> u(boost::extents[impl_->p_.nx][impl_->p_.ny]);
+  field_rows(0, impl_->p_.nx, std::span<double>(u.data(), u.num_elements()));
+  return u;
+}
+
+void Solver::field_rows(index row0, index nrows, std::span<double> out) const {
+  Section<2> s;
+  s.start = {row0, 0};
+  s.step = {1, 1};
+  s.count = {nrows, impl_->p_.ny};
+  if (row0 < 0 || nrows < 0 || row0 + nrows > impl_->p_.nx)
+    garray::detail::raise<BoundsError>("laplace::Solver::field_rows: rows [", row0, ", ", row0 + nrows,
+                                       ") outside [0, ", impl_->p_.nx, ")");
+  impl_->current().get_section(s, out);
+}
+
+const Problem& Solver::problem() const noexcept { return impl_->p_; }
+Variant Solver::variant() const noexcept { return impl_->v_; }
+const Distribution<2>& Solver::distribution() const noexcept { return impl_->current().distribution(); }
+
+}  // namespace garray::laplace
