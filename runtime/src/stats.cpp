@@ -27,6 +27,8 @@ namespace {
 std::vector<std::int64_t> flatten(const Stats& s) {
   std::vector<std::int64_t> v{s.windows_allocated, s.windows_freed, s.window_bytes,
                               s.arrays_created,    s.arrays_destroyed, s.leaked_windows,
+                              s.cache_hits,        s.cache_misses,  s.cache_evictions,
+                              s.cache_bytes,
                               s.syncs,             s.fences,        s.mpi_rma_calls,
                               s.temp_bytes_peak};
   for (const auto& o : s.ops) {
@@ -57,6 +59,8 @@ void print_stats(const Context& ctx, std::ostream& os) {
   os << line;
   const char* names[] = {"windows_allocated", "windows_freed", "window_bytes",
                          "arrays_created",    "arrays_destroyed", "leaked_windows",
+                         "cache_hits",        "cache_misses",  "cache_evictions",
+                         "cache_bytes",
                          "syncs",             "fences",        "mpi_rma_calls",
                          "temp_bytes_peak"};
   int i = 0;

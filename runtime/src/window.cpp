@@ -20,7 +20,7 @@ MPI_Info make_info(WindowKind kind) {
 }  // namespace
 
 Window::Window(const Context& ctx, std::size_t bytes)
-    : ctx_(ctx), bytes_(bytes), kind_(ctx.window_kind()),
+    : stats_(&ctx.stats()), bytes_(bytes), kind_(ctx.window_kind()),
       uncaught_at_creation_(std::uncaught_exceptions()) {
   MPI_Info info = make_info(kind_);
   void* base = nullptr;
@@ -50,13 +50,13 @@ Window::Window(const Context& ctx, std::size_t bytes)
   }
   dirty_.assign(static_cast<std::size_t>(ctx.size()), 0);
   check_mpi(MPI_Win_lock_all(MPI_MODE_NOCHECK, win_), "MPI_Win_lock_all");
-  auto& st = ctx_.stats();
+  auto& st = *stats_;
   ++st.windows_allocated;
   st.window_bytes += static_cast<std::int64_t>(bytes_);
 }
 
 Window::~Window() {
-  auto& st = ctx_.stats();
+  auto& st = *stats_;
   if (std::uncaught_exceptions() > uncaught_at_creation_) {
     ++st.leaked_windows;  // unwinding: other ranks may never reach MPI_Win_free
     return;

@@ -39,6 +39,10 @@ struct Stats {
   std::int64_t arrays_created = 0;     ///< GlobalArray constructions (cached or not)
   std::int64_t arrays_destroyed = 0;
   std::int64_t leaked_windows = 0;     ///< windows not freed because a destructor ran during unwinding
+  std::int64_t cache_hits = 0;         ///< array creations served by the window cache
+  std::int64_t cache_misses = 0;       ///< array creations that allocated a new window
+  std::int64_t cache_evictions = 0;    ///< cached windows freed (depth, byte cap, clear, context end)
+  std::int64_t cache_bytes = 0;        ///< bytes of this rank held in cached (unused) windows now
   std::int64_t syncs = 0;              ///< collective sync() calls
   std::int64_t fences = 0;             ///< fence() calls
   std::int64_t mpi_rma_calls = 0;      ///< MPI_Get/Put/Accumulate/Fetch_and_op calls issued

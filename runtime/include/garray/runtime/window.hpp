@@ -24,6 +24,8 @@ namespace garray::detail {
 class Window {
  public:
   /// Allocates `bytes` on this rank (may differ per rank, may be 0). **Collective over ctx.**
+  /// The window counts itself in ctx's statistics but does not keep ctx alive (windows live
+  /// in arrays, which hold their context, or in the context's own WindowCache).
   /// Throws MpiError (with advice if the MPI library cannot create windows on ctx) on every
   /// rank if the allocation fails anywhere.
   Window(const Context& ctx, std::size_t bytes);
@@ -74,7 +76,7 @@ class Window {
   }
 
  private:
-  Context ctx_;
+  Stats* stats_;  // the owning context's counters (not a Context: the cache lives inside it)
   MPI_Win win_ = MPI_WIN_NULL;
   std::byte* base_ = nullptr;
   std::size_t bytes_ = 0;
