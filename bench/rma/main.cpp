@@ -12,6 +12,8 @@
 //               (row by row when strided), a `+=` loop for acc (not atomic w.r.t. other
 //               accumulates - single-writer lower bound only)
 //   garray      GlobalArray get/put/accumulate on the same data (when built with garray)
+//   ga          Global Arrays 5.8 (Debian libglobalarrays-dev over ARMCI-MPI, i.e. GA on
+//               MPI-3 RMA) NGA_Get/NGA_Put/NGA_Acc on the same layout (when found at build)
 // Per (op, size, variant): calibrate an inner loop so one rep lasts >= --min-rep-ms, run
 // --warmup + --reps reps, report median time per op. "x" = time / best raw time of the row.
 #include "bench_util.hpp"
@@ -22,6 +24,10 @@
 
 #if defined(GARRAY_BENCH_HAVE_GARRAY)
 #include <garray/garray.hpp>
+#endif
+#if defined(GARRAY_BENCH_HAVE_GA)
+#include <ga.h>
+#include <macdecls.h>
 #endif
 
 #include <algorithm>
@@ -126,7 +132,7 @@ bool parse_options(int argc, char** argv, int rank, Options& opt) {
 
 // ---- variant registry --------------------------------------------------------------------
 
-enum class Kind { raw, garray };
+enum class Kind { raw, garray, peer };
 
 // One complete operation of `bytes` bytes (the origin buffer is owned by the variant's setup).
 using OpFn = std::function<void(std::size_t bytes)>;
@@ -428,6 +434,88 @@ void register_garray_variants(Registry& /*reg*/, Buffers& /*buf*/, std::vector<s
 }
 #endif
 
+// ---- Global Arrays -------------------------------------------------------------------------
+
+#if defined(GARRAY_BENCH_HAVE_GA)
+// GA arrays with the same layout as garray's: rank 1 owns a kBlockDim^2 block of each.
+struct GaArrays {
+  int a = 0, b = 0;
+  GaArrays() {
+    const int p = GA_Nnodes();
+    int dims1[1] = {static_cast<int>(kBlockElems) * p};
+    int nblock1[1] = {p};
+    std::vector<int> map1(static_cast<std::size_t>(p));
+    for (int r = 0; r < p; ++r) map1[static_cast<std::size_t>(r)] = r * static_cast<int>(kBlockElems);
+    a = NGA_Create_irreg(C_DBL, 1, dims1, const_cast<char*>("bench_a"), nblock1, map1.data());
+    int dims2[2] = {static_cast<int>(kBlockDim), static_cast<int>(kBlockDim) * p};
+    int nblock2[2] = {1, p};
+    std::vector<int> map2(static_cast<std::size_t>(p) + 1, 0);
+    for (int r = 0; r < p; ++r) map2[static_cast<std::size_t>(r) + 1] = r * static_cast<int>(kBlockDim);
+    b = NGA_Create_irreg(C_DBL, 2, dims2, const_cast<char*>("bench_b"), nblock2, map2.data());
+    if (!a || !b) throw std::runtime_error("NGA_Create_irreg failed");
+    if (GA_Nodeid() == kTarget) {  // same contents as the other windows
+      for (int g : {a, b}) {
+        int lo[2], hi[2], ld[1];
+        double* ptr = nullptr;
+        NGA_Distribution(g, kTarget, lo, hi);
+        NGA_Access(g, lo, hi, &ptr, ld);
+        for (std::size_t i = 0; i < kBlockElems; ++i) ptr[i] = block_value(i);
+        NGA_Release_update(g, lo, hi);
+      }
+    }
+    GA_Sync();
+  }
+  ~GaArrays() {
+    GA_Destroy(b);
+    GA_Destroy(a);
+  }
+};
+
+void register_ga_variants(Registry& reg, Buffers& buf, std::vector<std::string>& notes) {
+  auto g = std::make_shared<GaArrays>();
+  notes.emplace_back("ga: Global Arrays over ARMCI-MPI (MPI-3 RMA); get/put/acc blocking, settle = GA_Fence");
+  const int a = g->a, b = g->b;
+  double* c = buf.contig.data();
+  double* p = buf.patch.data();
+  const int lo1 = kTarget * static_cast<int>(kBlockElems);
+  auto hi1 = [lo1](std::size_t bytes) { return lo1 + static_cast<int>(bytes / sizeof(double)) - 1; };
+  auto settle = [] {
+    GA_Fence();
+    GA_Init_fence();
+  };
+  GA_Init_fence();
+  reg.add("get", "ga", Kind::peer, [=](std::size_t bytes) {
+    int lo[1] = {lo1}, hi[1] = {hi1(bytes)}, ld[1] = {1};
+    NGA_Get(a, lo, hi, c, ld);
+  }, settle);
+  reg.add("put", "ga", Kind::peer, [=](std::size_t bytes) {
+    int lo[1] = {lo1}, hi[1] = {hi1(bytes)}, ld[1] = {1};
+    NGA_Put(a, lo, hi, c, ld);
+  }, settle);
+  reg.add("acc", "ga", Kind::peer, [=](std::size_t bytes) {
+    int lo[1] = {lo1}, hi[1] = {hi1(bytes)}, ld[1] = {1};
+    double one = 1.0;
+    NGA_Acc(a, lo, hi, c, ld, &one);
+  }, settle);
+  const int r0 = static_cast<int>(kPatchRow0), c0 = kTarget * static_cast<int>(kBlockDim) + static_cast<int>(kPatchCol0);
+  const int pd = static_cast<int>(kPatchDim);
+  reg.add("get_strided", "ga", Kind::peer, [=](std::size_t) {
+    int lo[2] = {r0, c0}, hi[2] = {r0 + pd - 1, c0 + pd - 1}, ld[1] = {pd};
+    NGA_Get(b, lo, hi, p, ld);
+  }, settle);
+  reg.add("put_strided", "ga", Kind::peer, [=](std::size_t) {
+    int lo[2] = {r0, c0}, hi[2] = {r0 + pd - 1, c0 + pd - 1}, ld[1] = {pd};
+    NGA_Put(b, lo, hi, p, ld);
+  }, settle);
+  reg.add("acc_strided", "ga", Kind::peer, [=](std::size_t) {
+    int lo[2] = {r0, c0}, hi[2] = {r0 + pd - 1, c0 + pd - 1}, ld[1] = {pd};
+    double one = 1.0;
+    NGA_Acc(b, lo, hi, p, ld, &one);
+  }, settle);
+  reg.keep_alive(std::move(g));
+}
+#endif
+
 // ---- validation & measurement (rank 0) ---------------------------------------------------
 
 // Runs every get variant once and checks the data against block_value(). Must run before
@@ -565,6 +653,9 @@ int run(int argc, char** argv) {
     }
 
     register_garray_variants(reg, buf, notes);
+#if defined(GARRAY_BENCH_HAVE_GA)
+    register_ga_variants(reg, buf, notes);
+#endif
 
     MPI_Barrier(comm);  // all windows exist and rank 1's block is initialised
     if (rank == 0) {
@@ -595,6 +686,9 @@ int run(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
+#if defined(GARRAY_BENCH_HAVE_GA)
+  GA_Initialize();
+#endif
   int status = 0;
   try {
     status = run(argc, argv);
@@ -602,6 +696,9 @@ int main(int argc, char** argv) {
     std::cerr << "bench_rma: fatal: " << e.what() << '\n';
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
+#if defined(GARRAY_BENCH_HAVE_GA)
+  GA_Terminate();
+#endif
   MPI_Finalize();
   return status;
 }
