@@ -1,0 +1,159 @@
+// Ghost cells: after update_ghosts() every cell of every rank's frame holds the value of the
+// element it mirrors (wrapped along periodic dimensions; cells outside a non-periodic
+// dimension keep their old value), for random shapes, every kind of distribution (empty
+// blocks included), ghost widths 1 and 2 (also wider than neighbours' blocks), corners.
+#include "array/movement_support.hpp"
+
+using garray::Shape;
+
+namespace {
+
+constexpr double sentinel = -12345.0;
+
+/// Checks every cell of this rank's padded frame against the reference (Local).
+template <std::size_t N>
+bool frame_ok(garray::GlobalArray<double, N>& a, test::Reference<double, N>& ref, const std::array<bool, N>& periodic,
+              std::string& why) {
+  auto blk = a.access();
+  const auto b = blk.box();
+  if (b.empty()) return true;
+  const auto g = a.ghost();
+  const auto shape = a.shape();
+  std::array<std::vector<garray::index>, N> ids;
+  for (std::size_t d = 0; d < N; ++d)
+    for (garray::index i = b.lo[d] - g[d]; i < b.hi[d] + g[d]; ++i) ids[d].push_back(i);
+  bool ok = true;
+  test::for_each_selected<N>(ids, [&](const Shape<N>& i, garray::index) {
+    Shape<N> src = i;
+    bool outside = false;
+    for (std::size_t d = 0; d < N; ++d) {
+      if (src[d] >= 0 && src[d] < shape[d]) continue;
+      if (!periodic[d]) {
+        outside = true;
+        continue;
+      }
+      src[d] = ((src[d] % shape[d]) + shape[d]) % shape[d];
+    }
+    const double want = outside ? sentinel : ref.at(src);
+    if (blk.view()(i) != want && ok) {
+      ok = false;
+      why = "cell " + test::str(garray::detail::seq(i)) + " of block " + test::str(b) + " holds " +
+            std::to_string(blk.view()(i)) + ", want " + std::to_string(want);
+    }
+  });
+  return ok;
+}
+
+template <std::size_t N>
+void ghost_case(const garray::Context& ctx, test::Rng& g, garray::index max_extent, garray::index width) {
+  const auto shape = test::random_shape<N>(g, max_extent);
+  for (const auto& dist : test::every_distribution<N>(g, shape, ctx.size())) {
+    Shape<N> ghost{};
+    for (auto& x : ghost) x = test::uniform(g, 0, width);
+    ghost[static_cast<std::size_t>(test::uniform(g, 0, N - 1))] = width;
+    std::array<bool, N> periodic{};
+    for (auto& b : periodic) b = test::uniform(g, 0, 1) == 1;
+    INFO("shape " << garray::detail::seq(shape) << " " << dist.describe() << " ghost " << garray::detail::seq(ghost)
+                  << " periodic " << garray::detail::seq(periodic));
+    garray::GlobalArray<double, N> a(ctx, shape, dist, ghost);
+    a.fill(sentinel);  // frames too
+    auto ref = test::filled_reference<double, N>(shape);
+    if (ctx.rank() == 0) a.put_section(garray::Section<N>::full(shape), std::span<const double>(ref.a.data(), ref.a.num_elements()));
+    garray::update_ghosts(a, periodic);
+    std::string why;
+    CHECK_MESSAGE(test::all_ranks(frame_ok(a, ref, periodic, why)), why);
+    // change the interior through access() (local writes), update again: frames follow
+    auto ref2 = test::filled_reference<double, N>(shape, 1000);
+    garray::for_each_owned(a, [&](const Shape<N>&, const Shape<N>& gi, double& v) { v = ref2.at(gi); });
+    garray::update_ghosts(a, periodic);
+    CHECK_MESSAGE(test::all_ranks(frame_ok(a, ref2, periodic, why)), why);
+    CHECK(test::equal_on_all_ranks(a, ref2));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("update_ghosts fills frames (faces, edges, corners) for every distribution, widths 1 and 2") {
+  garray::Context ctx;
+  const auto seed = test::shared_seed();
+  INFO("seed " << seed << " (rerun with GARRAY_TEST_SEED=" << seed << ")");
+  test::Rng g(seed);
+  for (garray::index w : {1, 2}) {
+    for (int c = 0; c < 3; ++c) ghost_case<1>(ctx, g, 3 * ctx.size() + 4, w);
+    for (int c = 0; c < 3; ++c) ghost_case<2>(ctx, g, ctx.size() + 6, w);
+    for (int c = 0; c < 2; ++c) ghost_case<3>(ctx, g, 6, w);
+  }
+}
+
+TEST_CASE("update_ghosts: empty blocks, ghosts wider than neighbours and than the array") {
+  garray::Context ctx;
+  using D1 = garray::Distribution<1>;
+  // one element: every rank but 0 owns nothing; the periodic frame of width 3 wraps 3 times
+  for (bool per : {false, true}) {
+    garray::GlobalArray<double, 1> a(ctx, {1}, D1::blocked(), {3});
+    a.fill(sentinel);
+    auto ref = test::filled_reference<double, 1>({1});
+    if (ctx.rank() == 0) a.put_section(garray::Section<1>::full({1}), std::span<const double>(ref.a.data(), 1));
+    garray::update_ghosts(a, {per});
+    std::string why;
+    CHECK_MESSAGE(test::all_ranks(frame_ok(a, ref, {per}, why)), why);
+    CHECK(a.access().view().num_elements() == (ctx.rank() == 0 ? 7u : 0u));
+  }
+  // blocks of 1 with ghost 2: each frame spans two neighbours on each side
+  const garray::index n = 2 * ctx.size() + 1;
+  std::vector<garray::index> starts{0};
+  for (int r = 1; r < ctx.size(); ++r) starts.push_back(r);  // rank r owns [r, r+1), the last owns the rest
+  garray::GlobalArray<double, 1> b(ctx, {n}, D1::irregular({starts}), {2});
+  b.fill(sentinel);
+  auto ref = test::filled_reference<double, 1>({n});
+  if (ctx.rank() == ctx.size() - 1) b.put_section(garray::Section<1>::full({n}), std::span<const double>(ref.a.data(), ref.a.num_elements()));
+  garray::update_ghosts(b, {true});
+  std::string why;
+  CHECK_MESSAGE(test::all_ranks(frame_ok(b, ref, {true}, why)), why);
+}
+
+TEST_CASE("update_ghosts on a replicated array wraps the own copy") {
+  garray::Context ctx;
+  const Shape<2> shape{4, 5};
+  garray::GlobalArray<double, 2> a(ctx, shape, garray::Distribution<2>::replicated(), {1, 2});
+  a.fill(sentinel);
+  auto ref = test::filled_reference<double, 2>(shape);
+  if (ctx.rank() == 0) a.put_section(garray::Section<2>::full(shape), std::span<const double>(ref.a.data(), ref.a.num_elements()));
+  const auto rma_before = ctx.stats().mpi_rma_calls;
+  garray::update_ghosts(a, {true, false});
+  CHECK(ctx.stats().mpi_rma_calls == rma_before);  // nothing read remotely
+  std::string why;
+  CHECK_MESSAGE(test::all_ranks(frame_ok(a, ref, {true, false}, why)), why);
+}
+
+TEST_CASE("update_ghosts misuse: different periodic flags throw on every rank, nothing changes") {
+  garray::Context ctx;
+  if (ctx.size() < 2) return;  // needs ranks that disagree (no collectives before this point)
+  garray::GlobalArray<double, 2> a(ctx, {6, 6}, garray::Distribution<2>::blocked(), {1, 1});
+  a.fill(sentinel);
+  auto ref = test::filled_reference<double, 2>({6, 6});
+  if (ctx.rank() == 0) a.put_section(garray::Section<2>::full({6, 6}), std::span<const double>(ref.a.data(), ref.a.num_elements()));
+  a.sync();
+  std::string msg = "NO THROW";
+  try {
+    garray::update_ghosts(a, {ctx.rank() == 0, false});
+  } catch (const garray::CollectiveMismatch& e) {
+    msg = e.what();
+  }
+  CHECK(msg.find("update_ghosts") != std::string::npos);
+  // frames still hold the sentinel: the failed call moved nothing
+  std::string why;
+  test::Reference<double, 2> none(Shape<2>{6, 6});
+  bool untouched = true;
+  {
+    auto blk = a.access();
+    const auto b = blk.box();
+    for (garray::index i = b.lo[0] - 1; i < b.hi[0] + 1 && !b.empty(); ++i)
+      for (garray::index j = b.lo[1] - 1; j < b.hi[1] + 1; ++j) {
+        const bool ghost_cell = i < b.lo[0] || i >= b.hi[0] || j < b.lo[1] || j >= b.hi[1];
+        if (ghost_cell) untouched = untouched && blk.view()[i][j] == sentinel;
+      }
+  }
+  CHECK(test::all_ranks(untouched));
+  CHECK(test::equal_on_all_ranks(a, ref));
+}

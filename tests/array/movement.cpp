@@ -1,0 +1,394 @@
+// Data movement: scatter_from/gather/allgather round trips, from_local, redistribute and
+// transpose between every pair of distributions (blocked, slab on each axis, explicit grid,
+// irregular, replicated), replicated arrays staying identical under one-sided writes,
+// enumerate/for_each_owned/owners, memory statistics and bad input.
+#include "array/movement_support.hpp"
+
+#include <complex>
+
+using garray::Shape;
+
+namespace {
+
+template <class E, class F>
+std::string message_of(F&& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    return std::string("WRONG TYPE: ") + e.what();
+  }
+  return "NO THROW";
+}
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+template <std::size_t N>
+Shape<N> random_ghost(test::Rng& g) {
+  Shape<N> gh{};
+  if (test::uniform(g, 0, 2) == 0)
+    for (auto& x : gh) x = test::uniform(g, 0, 2);
+  return gh;
+}
+
+/// Every rank's own copy of a replicated array equals the reference (reads are local).
+template <class T, std::size_t N>
+bool local_copy_equals(garray::GlobalArray<T, N>& a, test::Reference<T, N>& ref) {
+  auto blk = a.access();
+  bool ok = blk.box() == garray::Box<N>{Shape<N>{}, a.shape()};
+  std::array<std::vector<garray::index>, N> ids;
+  for (std::size_t d = 0; d < N; ++d)
+    for (garray::index i = 0; i < a.shape()[d]; ++i) ids[d].push_back(i);
+  test::for_each_selected<N>(ids, [&](const Shape<N>& i, garray::index) { ok = ok && blk.view()(i) == ref.at(i); });
+  return ok;
+}
+
+template <class T, std::size_t N>
+void roundtrip_case(const garray::Context& ctx, test::Rng& g, garray::index max_extent) {
+  const auto shape = test::random_shape<N>(g, max_extent);
+  auto ref = test::filled_reference<T, N>(shape);
+  for (const auto& dist : test::every_distribution<N>(g, shape, ctx.size())) {
+    const int root = static_cast<int>(test::uniform(g, 0, ctx.size() - 1));
+    const auto ghost = random_ghost<N>(g);
+    INFO("shape " << garray::detail::seq(shape) << " " << dist.describe() << " root " << root << " ghost "
+                  << garray::detail::seq(ghost));
+    boost::multi_array<T, N> none;
+    auto a = ctx.rank() == root ? garray::scatter_from(ctx, root, ref.a, shape, dist, ghost)
+                                : garray::scatter_from(ctx, root, none, shape, dist, ghost);
+    CHECK(a.distribution().kind() == dist.kind());
+    CHECK(test::equal_on_all_ranks(a, ref));
+    const int groot = static_cast<int>(test::uniform(g, 0, ctx.size() - 1));
+    auto back = garray::gather(a, groot);
+    if (ctx.rank() == groot) CHECK(back == ref.a);
+    else CHECK(back.num_elements() == 0);
+    auto every = garray::allgather(a);
+    CHECK(test::all_ranks(every == ref.a));
+  }
+}
+
+template <class T, std::size_t N>
+void redistribute_case(const garray::Context& ctx, test::Rng& g, garray::index max_extent) {
+  const auto shape = test::random_shape<N>(g, max_extent);
+  auto ref = test::filled_reference<T, N>(shape);
+  const auto dists = test::every_distribution<N>(g, shape, ctx.size());
+  boost::multi_array<T, N> none;
+  for (const auto& from : dists) {
+    auto src = garray::scatter_from(ctx, 0, ctx.rank() == 0 ? ref.a : none, shape, from, random_ghost<N>(g));
+    for (const auto& to : dists) {
+      const auto ghost = random_ghost<N>(g);
+      INFO("shape " << garray::detail::seq(shape) << " " << from.describe() << " -> " << to.describe()
+                    << " ghost " << garray::detail::seq(ghost));
+      auto& st = ctx.stats();
+      st.temp_bytes_peak = 0;
+      const auto window_before = st.window_bytes;
+      const auto rma_before = st.mpi_rma_calls;
+      auto dst = garray::redistribute(src, to, ghost);
+      const auto block_bytes =
+          static_cast<std::int64_t>(dst.layout_of(ctx.rank()).elements) * static_cast<std::int64_t>(sizeof(T));
+      // Memory: no temporaries at all, and the only new memory is the new padded block.
+      CHECK(st.temp_bytes_peak <= 2 * block_bytes);
+      CHECK(st.temp_bytes_peak == 0);
+      CHECK(st.window_bytes - window_before <= block_bytes);
+      // Messages: at most one get per old owner (plus nothing else).
+      int owners = 0;
+      if (!dst.local_box().empty())
+        owners = from.is_replicated() ? 1 : static_cast<int>(garray::owners(src, dst.local_box()).size());
+      CHECK(st.mpi_rma_calls - rma_before <= owners);
+      CHECK(dst.distribution().kind() == to.kind());
+      CHECK(dst.ghost() == ghost);
+      CHECK(test::equal_on_all_ranks(dst, ref));
+      if (to.is_replicated()) CHECK(test::all_ranks(local_copy_equals(dst, ref)));
+    }
+    CHECK(test::equal_on_all_ranks(src, ref));  // the source is untouched
+  }
+}
+
+template <class T, std::size_t N>
+void transpose_case(const garray::Context& ctx, test::Rng& g, garray::index max_extent) {
+  const auto shape = test::random_shape<N>(g, max_extent);
+  auto ref = test::filled_reference<T, N>(shape);
+  const auto dists = test::every_distribution<N>(g, shape, ctx.size());
+  std::array<std::size_t, N> perm{};
+  std::iota(perm.begin(), perm.end(), std::size_t{0});
+  std::shuffle(perm.begin(), perm.end(), g);
+  Shape<N> tshape{};
+  for (std::size_t d = 0; d < N; ++d) tshape[d] = shape[perm[d]];
+  test::Reference<T, N> tref(tshape);
+  std::array<std::vector<garray::index>, N> ids;
+  for (std::size_t d = 0; d < N; ++d)
+    for (garray::index i = 0; i < tshape[d]; ++i) ids[d].push_back(i);
+  test::for_each_selected<N>(ids, [&](const Shape<N>& i, garray::index) {
+    Shape<N> j{};
+    for (std::size_t d = 0; d < N; ++d) j[perm[d]] = i[d];
+    tref.at(i) = ref.at(j);
+  });
+  boost::multi_array<T, N> none;
+  const auto tdists = test::every_distribution<N>(g, tshape, ctx.size());
+  for (const auto& from : dists) {
+    auto src = garray::scatter_from(ctx, 0, ctx.rank() == 0 ? ref.a : none, shape, from, random_ghost<N>(g));
+    const auto& to = tdists[static_cast<std::size_t>(test::uniform(g, 0, static_cast<garray::index>(tdists.size()) - 1))];
+    const auto ghost = random_ghost<N>(g);
+    INFO("shape " << garray::detail::seq(shape) << " perm " << garray::detail::seq(perm) << " " << from.describe()
+                  << " -> " << to.describe() << " ghost " << garray::detail::seq(ghost));
+    ctx.stats().temp_bytes_peak = 0;
+    auto t = garray::transpose(src, perm, to, ghost);
+    CHECK(t.shape() == tshape);
+    CHECK(ctx.stats().temp_bytes_peak == 0);
+    CHECK(test::equal_on_all_ranks(t, tref));
+  }
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("scatter_from then gather/allgather round-trips for every distribution", T, double,
+                   std::int32_t, std::complex<float>) {
+  garray::Context ctx;
+  const auto seed = test::shared_seed();
+  INFO("seed " << seed << " (rerun with GARRAY_TEST_SEED=" << seed << ")");
+  test::Rng g(seed);
+  for (int c = 0; c < 3; ++c) roundtrip_case<T, 1>(ctx, g, 3 * ctx.size() + 5);
+  for (int c = 0; c < 3; ++c) roundtrip_case<T, 2>(ctx, g, ctx.size() + 6);
+  for (int c = 0; c < 2; ++c) roundtrip_case<T, 3>(ctx, g, 5);
+}
+
+TEST_CASE_TEMPLATE("redistribute between every pair of distributions matches the reference", T, double,
+                   std::int64_t) {
+  garray::Context ctx;
+  const auto seed = test::shared_seed();
+  INFO("seed " << seed << " (rerun with GARRAY_TEST_SEED=" << seed << ")");
+  test::Rng g(seed);
+  for (int c = 0; c < 2; ++c) redistribute_case<T, 1>(ctx, g, 3 * ctx.size() + 5);
+  for (int c = 0; c < 2; ++c) redistribute_case<T, 2>(ctx, g, ctx.size() + 6);
+  redistribute_case<T, 3>(ctx, g, 5);
+}
+
+TEST_CASE_TEMPLATE("transpose permutes dimensions for every source distribution", T, double, std::int32_t) {
+  garray::Context ctx;
+  const auto seed = test::shared_seed();
+  INFO("seed " << seed << " (rerun with GARRAY_TEST_SEED=" << seed << ")");
+  test::Rng g(seed);
+  for (int c = 0; c < 3; ++c) transpose_case<T, 2>(ctx, g, ctx.size() + 7);
+  for (int c = 0; c < 3; ++c) transpose_case<T, 3>(ctx, g, 6);
+  transpose_case<T, 4>(ctx, g, 4);
+}
+
+TEST_CASE("redistribute of a 2-d row slab to a column slab moves only the off-diagonal blocks") {
+  garray::Context ctx;
+  using D = garray::Distribution<2>;
+  const garray::index n = 8 * ctx.size();
+  auto ref = test::filled_reference<double, 2>({n, n});
+  boost::multi_array<double, 2> none;
+  auto rows = garray::scatter_from(ctx, 0, ctx.rank() == 0 ? ref.a : none, {n, n}, D::slab(0));
+  auto& st = ctx.stats();
+  const auto before = st[garray::Op::get];
+  auto cols = garray::redistribute(rows, D::slab(1));
+  const auto& after = st[garray::Op::get];
+  CHECK(after.calls - before.calls == 1);
+  CHECK(after.local_bytes - before.local_bytes == 8 * 8 * static_cast<std::int64_t>(sizeof(double)));
+  CHECK(after.remote_bytes - before.remote_bytes ==
+        (ctx.size() - 1) * 8 * 8 * static_cast<std::int64_t>(sizeof(double)));
+  CHECK(test::equal_on_all_ranks(cols, ref));
+}
+
+TEST_CASE_TEMPLATE("from_local concatenates the ranks' arrays along an axis", T, double, std::int32_t) {
+  garray::Context ctx;
+  const auto seed = test::shared_seed();
+  INFO("seed " << seed);
+  test::Rng g(seed);
+  const int p = ctx.size(), me = ctx.rank();
+  for (int c = 0; c < 6; ++c) {
+    const std::size_t axis = static_cast<std::size_t>(test::uniform(g, 0, 2));
+    Shape<3> common = test::random_shape<3>(g, 4);
+    std::vector<garray::index> ext(static_cast<std::size_t>(p));
+    for (auto& e : ext) e = test::uniform(g, 0, 4);  // zero-length pieces too
+    Shape<3> shape = common;
+    shape[axis] = std::accumulate(ext.begin(), ext.end(), garray::index{0});
+    garray::index start = std::accumulate(ext.begin(), ext.begin() + me, garray::index{0});
+    Shape<3> mine = common;
+    mine[axis] = ext[static_cast<std::size_t>(me)];
+    boost::multi_array<T, 3> local(mine);
+    for (garray::index i = 0; i < mine[0]; ++i)
+      for (garray::index j = 0; j < mine[1]; ++j)
+        for (garray::index k = 0; k < mine[2]; ++k) {
+          Shape<3> gi{i, j, k};
+          gi[axis] += start;
+          local[i][j][k] = test::value_at<T, 3>(shape, gi);
+        }
+    const Shape<3> ghost{static_cast<garray::index>(c % 2), 0, static_cast<garray::index>(c % 2)};
+    auto a = garray::from_local(ctx, local, axis, ghost);
+    INFO("axis " << axis << " shape " << garray::detail::seq(shape));
+    CHECK(a.shape() == shape);
+    garray::Box<3> want{{}, shape};
+    want.lo[axis] = start;
+    want.hi[axis] = start + ext[static_cast<std::size_t>(me)];
+    CHECK((a.local_box() == want || (a.local_box().empty() && want.empty())));
+    auto ref = test::filled_reference<T, 3>(shape);
+    CHECK(test::equal_on_all_ranks(a, ref));
+  }
+}
+
+TEST_CASE_TEMPLATE("a replicated array keeps identical copies under put/acc/scatter/read_inc", T, double,
+                   std::int64_t) {
+  garray::Context ctx;
+  const auto seed = test::shared_seed();
+  INFO("seed " << seed);
+  test::Rng g(seed);
+  const int p = ctx.size(), me = ctx.rank();
+  for (int c = 0; c < 4; ++c) {
+    const auto shape = test::random_shape<2>(g, 9);
+    garray::GlobalArray<T, 2> a(ctx, shape, garray::Distribution<2>::replicated(), random_ghost<2>(g));
+    test::Reference<T, 2> ref(shape);
+    CHECK(a.local_box() == garray::Box<2>{Shape<2>{}, shape});
+    CHECK(a.owner({0, 0}) == me);
+    for (int round = 0; round < 3; ++round) {
+      const int writer = round % p;
+      const auto rs = test::random_slice<2>(g, shape);
+      const auto sec = garray::compose(garray::Section<2>::full(shape), rs.slice);
+      std::vector<T> vals(static_cast<std::size_t>(sec.size()));
+      for (auto& v : vals) v = test::make_value<T>(test::uniform(g, -9, 9));
+      test::for_each_selected<2>(rs.ref, [&](const Shape<2>& i, garray::index pos) { ref.at(i) = vals[static_cast<std::size_t>(pos)]; });
+      if (me == writer) a.put_section(sec, vals);
+      a.sync();
+      for (int r = 0; r < p; ++r) {  // accumulates from everyone
+        const auto as = test::random_slice<2>(g, shape);
+        const auto asec = garray::compose(garray::Section<2>::full(shape), as.slice);
+        std::vector<T> av(static_cast<std::size_t>(asec.size()));
+        for (auto& v : av) v = test::make_value<T>(test::uniform(g, -9, 9));
+        test::for_each_selected<2>(as.ref, [&](const Shape<2>& i, garray::index pos) { ref.at(i) += T{2} * av[static_cast<std::size_t>(pos)]; });
+        if (me == r) a.acc_section(asec, av, T{2});
+      }
+      // index lists: one scatter by the writer, scatter_acc by everyone
+      std::vector<Shape<2>> list;
+      std::vector<T> lv;
+      for (int k = 0; k < 4; ++k) {
+        list.push_back({test::uniform(g, 0, shape[0] - 1), test::uniform(g, 0, shape[1] - 1)});
+        lv.push_back(test::make_value<T>(test::uniform(g, -9, 9)));
+      }
+      a.sync();
+      if (me == writer) a.scatter(std::span<const Shape<2>>(list.data(), 1), std::span<const T>(lv.data(), 1));
+      ref.at(list[0]) = lv[0];
+      a.sync();
+      a.scatter_acc(list, lv);
+      for (std::size_t k = 0; k < list.size(); ++k) ref.at(list[k]) += static_cast<T>(p) * lv[k];
+      a.sync();
+      CHECK(test::all_ranks(local_copy_equals(a, ref)));
+      CHECK(test::equal_on_all_ranks(a, ref));
+      std::vector<T> got(list.size());
+      a.gather(list, got);
+      bool ok = true;
+      for (std::size_t k = 0; k < list.size(); ++k) ok = ok && got[k] == ref.at(list[k]);
+      CHECK(ok);
+      // reads are local: no traffic to other ranks
+      const auto before = ctx.stats()[garray::Op::get].remote_pieces;
+      std::vector<T> all(static_cast<std::size_t>(a.size()));
+      a.get_section(garray::Section<2>::full(shape), all);
+      CHECK(ctx.stats()[garray::Op::get].remote_pieces == before);
+      a.sync();
+    }
+    if constexpr (std::is_integral_v<T>) {
+      std::vector<T> olds(1);
+      olds[0] = a.read_inc({0, 0}, T{3});
+      a.sync();
+      std::vector<T> all_olds(static_cast<std::size_t>(p));
+      MPI_Allgather(olds.data(), 1, garray::mpi_type<T>(), all_olds.data(), 1, garray::mpi_type<T>(), MPI_COMM_WORLD);
+      std::sort(all_olds.begin(), all_olds.end());
+      bool ok = true;  // atomic: the old values are ref, ref+3, ref+6, ...
+      for (int r = 0; r < p; ++r) ok = ok && all_olds[static_cast<std::size_t>(r)] == ref.at({0, 0}) + T{3} * r;
+      CHECK(ok);
+      ref.at({0, 0}) += T{3} * p;
+      CHECK(test::all_ranks(local_copy_equals(a, ref)));
+    }
+  }
+}
+
+TEST_CASE("enumerate, for_each_owned and owners describe this rank's block") {
+  garray::Context ctx;
+  using D = garray::Distribution<2>;
+  const std::vector<garray::index> row_starts =
+      ctx.size() >= 3 ? std::vector<garray::index>{0, 3, 3} : std::vector<garray::index>{0};
+  garray::GlobalArray<double, 2> a(ctx, {7, 5}, D::irregular({row_starts, std::vector<garray::index>{0}}), {1, 1});
+  const auto b = a.local_box();
+  std::vector<garray::IndexPair> rows;
+  for (auto pr : garray::enumerate(a, 0)) rows.push_back(pr);
+  CHECK(static_cast<garray::index>(rows.size()) == (b.empty() ? 0 : b.extent(0)));
+  bool ok = true;
+  for (std::size_t k = 0; k < rows.size(); ++k)
+    ok = ok && rows[k].local == static_cast<garray::index>(k) && rows[k].global == b.lo[0] + static_cast<garray::index>(k);
+  CHECK(ok);
+  garray::index visited = 0;
+  garray::for_each_owned(a, [&](const Shape<2>& l, const Shape<2>& gi, double& v) {
+    ok = ok && gi[0] == b.lo[0] + l[0] && gi[1] == b.lo[1] + l[1] && b.contains(gi);
+    v = static_cast<double>(gi[0] * 10 + gi[1]);
+    ++visited;
+  });
+  CHECK(ok);
+  CHECK(visited == b.volume());
+  a.sync();
+  CHECK(a.get(garray::idx[4][2]) == 42.0);
+  if (ctx.size() >= 3) {  // rank 0 rows 0-2, rank 1 nothing, rank 2 rows 3-6
+    const auto o = garray::owners(a, garray::Box<2>{{2, 0}, {9, 2}});
+    REQUIRE(o.size() == 2);
+    CHECK(o[0].first == 0);
+    CHECK(o[0].second == garray::Box<2>{{2, 0}, {3, 2}});
+    CHECK(o[1].first == 2);
+    CHECK(o[1].second == garray::Box<2>{{3, 0}, {7, 2}});
+  }
+  CHECK(garray::is_local(a, {0, 0}) == (ctx.rank() == 0));
+  CHECK_THROWS_AS((void)garray::enumerate(a, 2), garray::InvalidArgument);
+}
+
+TEST_CASE("bad input to movement collectives throws on every rank and changes nothing") {
+  garray::Context ctx;
+  using D = garray::Distribution<2>;
+  const int p = ctx.size(), me = ctx.rank();
+  auto ref = test::filled_reference<double, 2>({5, 6});
+  boost::multi_array<double, 2> none;
+  const auto& full = me == 0 ? ref.a : none;
+  const auto created = ctx.stats().arrays_created;
+  std::string m;
+  // root out of range, the same on every rank
+  m = message_of<garray::InvalidArgument>([&] { (void)garray::scatter_from(ctx, p, full, {5, 6}); });
+  CHECK(contains(m, "scatter_from<double,2>: root " + std::to_string(p) + " out of range [0, " + std::to_string(p)));
+  m = message_of<garray::InvalidArgument>([&] { (void)garray::scatter_from(ctx, -1, full, {5, 6}); });
+  CHECK(contains(m, "root -1"));
+  // the root's data has the wrong shape: SizeMismatch on every rank
+  boost::multi_array<double, 2> wrong(boost::extents[5][5]);
+  m = message_of<garray::SizeMismatch>([&] { (void)garray::scatter_from(ctx, 0, me == 0 ? wrong : none, {5, 6}); });
+  if (me == 0) CHECK(contains(m, "root's data has shape [5, 5]"));
+  else CHECK(contains(m, "another rank"));
+  // ranks disagree on the root
+  if (p > 1) {
+    m = message_of<garray::CollectiveMismatch>([&] { (void)garray::scatter_from(ctx, me == 1 ? 1 : 0, full, {5, 6}); });
+    CHECK(contains(m, "scatter_from"));
+  }
+  // a bad distribution
+  CHECK_THROWS_AS((void)garray::scatter_from(ctx, 0, full, {5, 6}, D::grid({p + 1, 1})), garray::InvalidArgument);
+  CHECK(ctx.stats().arrays_created == created);  // nothing was created
+
+  auto a = garray::scatter_from(ctx, 0, full, {5, 6}, D::slab(1));
+  m = message_of<garray::InvalidArgument>([&] { (void)garray::gather(a, p + 2); });
+  CHECK(contains(m, "gather<double,2>: root " + std::to_string(p + 2)));
+  m = message_of<garray::InvalidArgument>([&] { (void)garray::transpose(a, {1, 1}); });
+  CHECK(contains(m, "is not a permutation"));
+  m = message_of<garray::InvalidArgument>([&] { (void)garray::transpose(a, {0, 2}); });
+  CHECK(contains(m, "[0, 2]"));
+  if (p > 1) {
+    m = message_of<garray::CollectiveMismatch>([&] { (void)garray::transpose(a, me == 0 ? std::array<std::size_t, 2>{1, 0} : std::array<std::size_t, 2>{0, 1}); });
+    CHECK(contains(m, "transpose"));
+    m = message_of<garray::CollectiveMismatch>([&] { (void)garray::redistribute(a, me == 0 ? D::slab(0) : D::slab(1)); });
+    CHECK(contains(m, "create"));
+  }
+  CHECK_THROWS_AS((void)garray::redistribute(a, D::irregular({std::vector<garray::index>{1}, std::vector<garray::index>{0}})),
+                  garray::InvalidArgument);
+  CHECK(test::equal_on_all_ranks(a, ref));  // nothing changed
+
+  // from_local: differing extents off the axis, named with the rank; bad axis
+  boost::multi_array<double, 2> loc(boost::extents[2][me == p - 1 ? 4 : 3]);
+  if (p > 1) {
+    m = message_of<garray::InvalidArgument>([&] { (void)garray::from_local(ctx, loc, 0); });
+    CHECK(contains(m, "rank " + std::to_string(p - 1) + " has 4 in dim 1"));
+  }
+  m = message_of<garray::InvalidArgument>([&] { (void)garray::from_local(ctx, loc, 2); });
+  CHECK(contains(m, "axis 2"));
+  CHECK(ctx.stats().arrays_created == created + 1);
+}
