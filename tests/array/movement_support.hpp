@@ -3,6 +3,9 @@
 // every kind for a shape, including replicated, and arrays filled from a reference.
 #include "support/test_support.hpp"
 
+#include <garray/array/halo.hpp>
+#include <garray/array/movement.hpp>
+
 #include <string>
 #include <vector>
 
