@@ -3,7 +3,9 @@
 #include <garray/array/box.hpp>
 #include <garray/array/distribution.hpp>
 #include <garray/array/global_array.hpp>
+#include <garray/array/halo.hpp>
 #include <garray/array/local_block.hpp>
+#include <garray/array/movement.hpp>
 #include <garray/array/request.hpp>
 #include <garray/array/slice.hpp>
 #include <garray/array/view.hpp>
