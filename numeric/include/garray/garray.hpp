@@ -1,5 +1,6 @@
 #pragma once
-// Umbrella header: everything a garray user needs.
+// Umbrella header: everything a garray user needs. It lives in the top layer (numeric/),
+// the only one that sees every layer.
 #include <garray/array/box.hpp>
 #include <garray/array/distribution.hpp>
 #include <garray/array/global_array.hpp>
@@ -9,6 +10,9 @@
 #include <garray/array/request.hpp>
 #include <garray/array/slice.hpp>
 #include <garray/array/view.hpp>
+#include <garray/numeric/elementwise.hpp>
+#include <garray/numeric/expr.hpp>
+#include <garray/numeric/reductions.hpp>
 #include <garray/runtime/context.hpp>
 #include <garray/runtime/datatype.hpp>
 #include <garray/runtime/error.hpp>

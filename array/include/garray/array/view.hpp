@@ -12,6 +12,8 @@
 
 #include <garray/array/global_array.hpp>
 
+#include <type_traits>
+
 namespace garray {
 
 template <Element T, std::size_t N, std::size_t M>
@@ -22,6 +24,20 @@ class View {
   static constexpr std::size_t dims = M;
 
   View(array_type& a, const Section<N>& s) noexcept : a_(&a), sec_(s) {}
+  View(const View&) = default;
+  /// **Collective** (numeric layer, <garray/garray.hpp>): `view = expr` evaluates an
+  /// expression, view, array or scalar into the view, owner-computes (garray::assign).
+  /// Assigning a view copies elements (numpy `a[...] = b[...]`); it never rebinds.
+  template <class E>
+    requires(!std::is_same_v<std::remove_cvref_t<E>, View>)
+  View& operator=(const E& e) {
+    assign(*this, e);  // found by ADL in numeric/elementwise.hpp
+    return *this;
+  }
+  View& operator=(const View& v) {
+    assign(*this, v);
+    return *this;
+  }
 
   array_type& array() const noexcept { return *a_; }
   const Section<N>& section() const noexcept { return sec_; }

@@ -32,8 +32,9 @@
 //
 // Reductions (Collective; the same value on every rank, deterministic for a given rank
 // count and distribution: local partials combined in rank order):
-//   sum prod min max (expr)  dot(a, b)  norm2(expr)  any all (expr)  count_nonzero(expr)
-//   sum(expr, axis) prod min max (expr, axis)  -> GlobalArray<V, M-1>
+//   sum prod min max (expr)  dot(a, b)  norm2(expr)  any_of all_of (expr)  count_nonzero(expr)
+//   (`all` is the slicing placeholder, hence any_of/all_of; `any` works too)
+//   sum(expr, Axis{k}) prod min max (expr, Axis{k})  -> GlobalArray<V, M-1>
 //
 // Fused assignment + reduction (one sweep: writes the view, returns a reduction of the
 // change new - old, identical on every rank):
@@ -43,9 +44,10 @@
 //            reducer: garray::sum_reducer / max_reducer / min_reducer
 //
 // Collective basic ops on views (or whole arrays):
-//   fill(view, value)   iota(view, start = 0, step = 1)   (value = start + step * the
-//   element's row-major position in the view)   generate(view, f(Shape<M> view index))
-//   copy(src, dst)      scale(view, alpha)      axpy(alpha, x, y)  (y += alpha * x)
+//   fill(array or view, value)   iota(view, start = 0, step = 1)   (value = start + step *
+//   the element's row-major position in the view)   generate(view, f(Shape<M> view index))
+//   dst = src  (or copy(dst, src) from array/copy.hpp)   scale(view, alpha)
+//   axpy(alpha, x, y)  (y = y + alpha * x)
 //   fill_random(view, seed, lo = 0, hi = 1)   uniform in [lo, hi); depends only on seed and
 //                                             the element's position, not the rank count
 // Local kernel helper:
@@ -56,3 +58,429 @@
 // axis), CollectiveMismatch (ranks passed different arguments); thrown on every rank, nothing
 // written.
 // -----------------------------------------------------------------------------------------
+//
+// How evaluation works (numeric/include/garray/numeric/detail/engine.hpp): an expression is
+// a tree of small value types. Evaluating it binds every view leaf to a raw pointer plus
+// strides (the rank's own block in place, or a buffer filled by one get per owner), then
+// runs one loop per contiguous run with the whole tree inlined (`at<Unit>(i)`), so the hot
+// loop is the same as a hand-written one over plain arrays.
+
+#include <garray/array/global_array.hpp>
+#include <garray/array/view.hpp>
+
+#include <boost/multi_array.hpp>
+
+#include <array>
+#include <cmath>
+#include <complex>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+namespace garray {
+
+namespace detail {
+
+/// Base of every expression node (a tag: nodes are plain values, no virtual calls).
+struct ExprTag {};
+
+/// Expression rank of a scalar: it broadcasts to any shape.
+inline constexpr int scalar_rank = -1;
+
+template <class X>
+struct is_complex : std::false_type {};
+template <class X>
+struct is_complex<std::complex<X>> : std::true_type {};
+
+/// Where the evaluation loop is on the current row: `nd` iteration dimensions, `k` the
+/// row's coordinates in them (outer dims only are used), `abs` the row's absolute
+/// coordinates in the expression's index space (valid when the iteration is not collapsed).
+struct RowPos {
+  int nd = 0;
+  const index* k = nullptr;
+  const index* abs = nullptr;
+  int rank = 0;  // number of entries in abs
+};
+
+/// A leaf bound to memory: element k of the iteration space is base[sum_d k[d] * str[d]].
+template <class T, std::size_t M>
+struct BoundPtr {
+  const T* base = nullptr;
+  std::array<index, (M > 0 ? M : 1)> str{};
+  index inner = 1;
+  const T* p = nullptr;
+  void seek(const RowPos& r) noexcept {
+    const T* q = base;
+    for (int d = 0; d + 1 < r.nd; ++d) q += r.k[d] * str[static_cast<std::size_t>(d)];
+    p = q;
+  }
+  template <bool Unit>
+  T at(index i) const noexcept {
+    if constexpr (Unit) return p[i];
+    else return p[i * inner];
+  }
+};
+
+template <class S>
+struct BoundScalar {
+  S s;
+  void seek(const RowPos&) noexcept {}
+  template <bool Unit>
+  S at(index) const noexcept {
+    return s;
+  }
+};
+
+template <class Op, class A>
+struct BoundUnary {
+  A a;
+  void seek(const RowPos& r) noexcept { a.seek(r); }
+  template <bool Unit>
+  auto at(index i) const noexcept {
+    return Op{}(a.template at<Unit>(i));
+  }
+};
+
+template <class Op, class A, class B>
+struct BoundBinary {
+  A a;
+  B b;
+  void seek(const RowPos& r) noexcept {
+    a.seek(r);
+    b.seek(r);
+  }
+  template <bool Unit>
+  auto at(index i) const noexcept {
+    return Op{}(a.template at<Unit>(i), b.template at<Unit>(i));
+  }
+};
+
+template <class C, class A, class B, class V>
+struct BoundWhere {
+  C c;
+  A a;
+  B b;
+  void seek(const RowPos& r) noexcept {
+    c.seek(r);
+    a.seek(r);
+    b.seek(r);
+  }
+  template <bool Unit>
+  V at(index i) const noexcept {
+    return c.template at<Unit>(i) ? static_cast<V>(a.template at<Unit>(i)) : static_cast<V>(b.template at<Unit>(i));
+  }
+};
+
+/// A leaf computed from the element's absolute index (generate/iota/fill_random).
+template <std::size_t M, class F>
+struct BoundIndex {
+  F f;
+  Shape<M> idx{};
+  void seek(const RowPos& r) noexcept {
+    for (std::size_t d = 0; d < M; ++d) idx[d] = r.abs[d];
+  }
+  template <bool Unit>
+  auto at(index i) const {
+    if constexpr (M == 0) {
+      return f(idx);
+    } else {
+      Shape<M> j = idx;
+      j[M - 1] += i;
+      return f(j);
+    }
+  }
+};
+
+}  // namespace detail
+
+/// Anything that is an expression node.
+template <class E>
+concept Expression = std::derived_from<std::remove_cvref_t<E>, detail::ExprTag>;
+
+// ---- operations ----------------------------------------------------------------------------
+namespace ops {
+#define GARRAY_DETAIL_BINOP(Name, expr)                         \
+  struct Name {                                                 \
+    template <class A, class B>                                 \
+    constexpr auto operator()(const A& a, const B& b) const {   \
+      return expr;                                              \
+    }                                                           \
+  };
+GARRAY_DETAIL_BINOP(Add, a + b)
+GARRAY_DETAIL_BINOP(Sub, a - b)
+GARRAY_DETAIL_BINOP(Mul, a * b)
+GARRAY_DETAIL_BINOP(Div, a / b)
+GARRAY_DETAIL_BINOP(Lt, a < b)
+GARRAY_DETAIL_BINOP(Le, a <= b)
+GARRAY_DETAIL_BINOP(Gt, a > b)
+GARRAY_DETAIL_BINOP(Ge, a >= b)
+GARRAY_DETAIL_BINOP(Eq, a == b)
+GARRAY_DETAIL_BINOP(Ne, a != b)
+GARRAY_DETAIL_BINOP(Pow, std::pow(a, b))
+GARRAY_DETAIL_BINOP(Min, (b < a ? static_cast<std::common_type_t<A, B>>(b) : static_cast<std::common_type_t<A, B>>(a)))
+GARRAY_DETAIL_BINOP(Max, (a < b ? static_cast<std::common_type_t<A, B>>(b) : static_cast<std::common_type_t<A, B>>(a)))
+#undef GARRAY_DETAIL_BINOP
+#define GARRAY_DETAIL_UNOP(Name, expr)          \
+  struct Name {                                 \
+    template <class A>                          \
+    constexpr auto operator()(const A& a) const { \
+      return expr;                              \
+    }                                           \
+  };
+GARRAY_DETAIL_UNOP(Neg, -a)
+GARRAY_DETAIL_UNOP(Abs, std::abs(a))
+GARRAY_DETAIL_UNOP(Sqrt, std::sqrt(a))
+GARRAY_DETAIL_UNOP(Exp, std::exp(a))
+GARRAY_DETAIL_UNOP(Log, std::log(a))
+GARRAY_DETAIL_UNOP(Sin, std::sin(a))
+GARRAY_DETAIL_UNOP(Cos, std::cos(a))
+#undef GARRAY_DETAIL_UNOP
+template <class U>
+struct Cast {
+  template <class A>
+  constexpr U operator()(const A& a) const {
+    return static_cast<U>(a);
+  }
+};
+}  // namespace ops
+
+// ---- leaves --------------------------------------------------------------------------------
+
+/// A view of a distributed array inside an expression.
+template <Element T, std::size_t N, std::size_t M>
+struct ViewLeaf : detail::ExprTag {
+  using value_type = T;
+  static constexpr int rank = static_cast<int>(M);
+  static constexpr bool needs_coords = false;
+  View<T, N, M> v;
+  explicit ViewLeaf(const View<T, N, M>& view) : v(view) {}
+  template <class F>
+  void for_each_leaf(F&& f) const {
+    f(*this);
+  }
+};
+
+/// A scalar broadcast to every element.
+template <class S>
+struct ScalarLeaf : detail::ExprTag {
+  using value_type = S;
+  static constexpr int rank = detail::scalar_rank;
+  static constexpr bool needs_coords = false;
+  S s;
+  explicit ScalarLeaf(S value) : s(value) {}
+  template <class F>
+  void for_each_leaf(F&& f) const {
+    f(*this);
+  }
+};
+
+/// A local array replicated on every rank (the caller keeps it alive and identical on every
+/// rank); element k of the expression reads data[sum_d k[d] * strides[d]].
+template <class T, std::size_t M>
+struct LocalLeaf : detail::ExprTag {
+  using value_type = T;
+  static constexpr int rank = static_cast<int>(M);
+  static constexpr bool needs_coords = false;
+  const T* data = nullptr;
+  Shape<M> shape{};
+  Shape<M> strides{};
+  template <class F>
+  void for_each_leaf(F&& f) const {
+    f(*this);
+  }
+};
+
+/// A leaf whose value is f(index) for the element's index in the expression's index space.
+template <std::size_t M, class F>
+struct IndexLeaf : detail::ExprTag {
+  using value_type = std::invoke_result_t<const F&, const Shape<M>&>;
+  static constexpr int rank = static_cast<int>(M);
+  static constexpr bool needs_coords = true;
+  F f;
+  explicit IndexLeaf(F fn) : f(std::move(fn)) {}
+  template <class G>
+  void for_each_leaf(G&& g) const {
+    g(*this);
+  }
+};
+
+namespace detail {
+template <int A, int B>
+constexpr int join_rank() {
+  static_assert(A == scalar_rank || B == scalar_rank || A == B,
+                "garray: operands of an expression have different numbers of dimensions");
+  return A == scalar_rank ? B : A;
+}
+}  // namespace detail
+
+// ---- interior nodes ------------------------------------------------------------------------
+
+template <class Op, class A>
+struct UnaryExpr : detail::ExprTag {
+  using value_type = std::invoke_result_t<Op, typename A::value_type>;
+  static constexpr int rank = A::rank;
+  static constexpr bool needs_coords = A::needs_coords;
+  A a;
+  explicit UnaryExpr(A x) : a(std::move(x)) {}
+  template <class F>
+  void for_each_leaf(F&& f) const {
+    a.for_each_leaf(f);
+  }
+};
+
+template <class Op, class A, class B>
+struct BinaryExpr : detail::ExprTag {
+  using value_type = std::invoke_result_t<Op, typename A::value_type, typename B::value_type>;
+  static constexpr int rank = detail::join_rank<A::rank, B::rank>();
+  static constexpr bool needs_coords = A::needs_coords || B::needs_coords;
+  A a;
+  B b;
+  BinaryExpr(A x, B y) : a(std::move(x)), b(std::move(y)) {}
+  template <class F>
+  void for_each_leaf(F&& f) const {
+    a.for_each_leaf(f);
+    b.for_each_leaf(f);
+  }
+};
+
+template <class C, class A, class B>
+struct WhereExpr : detail::ExprTag {
+  using value_type = std::common_type_t<typename A::value_type, typename B::value_type>;
+  static constexpr int rank = detail::join_rank<C::rank, detail::join_rank<A::rank, B::rank>()>();
+  static constexpr bool needs_coords = C::needs_coords || A::needs_coords || B::needs_coords;
+  C c;
+  A a;
+  B b;
+  WhereExpr(C x, A y, B z) : c(std::move(x)), a(std::move(y)), b(std::move(z)) {}
+  template <class F>
+  void for_each_leaf(F&& f) const {
+    c.for_each_leaf(f);
+    a.for_each_leaf(f);
+    b.for_each_leaf(f);
+  }
+};
+
+// ---- operands ------------------------------------------------------------------------------
+namespace detail {
+template <class X>
+struct is_view : std::false_type {};
+template <class T, std::size_t N, std::size_t M>
+struct is_view<View<T, N, M>> : std::true_type {};
+template <class X>
+struct is_global_array : std::false_type {};
+template <class T, std::size_t N>
+struct is_global_array<GlobalArray<T, N>> : std::true_type {};
+}  // namespace detail
+
+/// A scalar operand: arithmetic or std::complex.
+template <class X>
+concept ScalarOperand = std::is_arithmetic_v<std::remove_cvref_t<X>> || detail::is_complex<std::remove_cvref_t<X>>::value;
+/// An operand with a shape: an expression, a view or a whole array.
+template <class X>
+concept ArrayOperand = Expression<X> || detail::is_view<std::remove_cvref_t<X>>::value ||
+                       detail::is_global_array<std::remove_cvref_t<X>>::value;
+template <class X>
+concept Operand = ScalarOperand<X> || ArrayOperand<X>;
+
+/// The expression node for an operand (views and arrays are referenced, not copied). Local.
+template <Operand X>
+auto as_expr(const X& x) {
+  using D = std::remove_cvref_t<X>;
+  if constexpr (Expression<D>) return x;
+  else if constexpr (ScalarOperand<D>) return ScalarLeaf<D>(x);
+  else if constexpr (detail::is_view<D>::value)
+    return ViewLeaf<typename D::value_type, D::array_type::dims, D::dims>(x);
+  else return ViewLeaf<typename D::value_type, D::dims, D::dims>(const_cast<D&>(x).view());
+}
+template <class X>
+using expr_t = decltype(as_expr(std::declval<const X&>()));
+
+/// Wraps a boost::multi_array (or _ref) replicated on every rank as an expression operand.
+/// Local. The array must outlive the expression; it must use ascending storage.
+template <class T, std::size_t M, class P>
+LocalLeaf<T, M> local(const boost::const_multi_array_ref<T, M, P>& m) {
+  LocalLeaf<T, M> l;
+  for (std::size_t d = 0; d < M; ++d) {
+    if (!m.storage_order().ascending(d))
+      detail::raise<InvalidArgument>("garray::local: descending storage order is not supported (dim ", d, ")");
+    l.shape[d] = static_cast<index>(m.shape()[d]);
+    l.strides[d] = static_cast<index>(m.strides()[d]);
+  }
+  l.data = m.data();
+  return l;
+}
+
+/// An expression whose element at index i (of the expression's index space, Shape<M>) is
+/// f(i). Local. Used by generate/iota/fill_random; usable in any expression.
+template <std::size_t M, class F>
+IndexLeaf<M, F> index_expr(F f) {
+  return IndexLeaf<M, F>(std::move(f));
+}
+
+// ---- building expressions: all Local, no data moves ------------------------------------------
+#define GARRAY_DETAIL_BINARY_OPERATOR(sym, Op)                                       \
+  template <Operand A, Operand B>                                                    \
+    requires(ArrayOperand<A> || ArrayOperand<B>)                                     \
+  auto operator sym(const A& a, const B& b) {                                        \
+    return BinaryExpr<ops::Op, expr_t<A>, expr_t<B>>(as_expr(a), as_expr(b));        \
+  }
+GARRAY_DETAIL_BINARY_OPERATOR(+, Add)
+GARRAY_DETAIL_BINARY_OPERATOR(-, Sub)
+GARRAY_DETAIL_BINARY_OPERATOR(*, Mul)
+GARRAY_DETAIL_BINARY_OPERATOR(/, Div)
+GARRAY_DETAIL_BINARY_OPERATOR(<, Lt)
+GARRAY_DETAIL_BINARY_OPERATOR(<=, Le)
+GARRAY_DETAIL_BINARY_OPERATOR(>, Gt)
+GARRAY_DETAIL_BINARY_OPERATOR(>=, Ge)
+GARRAY_DETAIL_BINARY_OPERATOR(==, Eq)
+GARRAY_DETAIL_BINARY_OPERATOR(!=, Ne)
+#undef GARRAY_DETAIL_BINARY_OPERATOR
+
+/// Elementwise negation. Local (lazy).
+template <ArrayOperand A>
+auto operator-(const A& a) {
+  return UnaryExpr<ops::Neg, expr_t<A>>(as_expr(a));
+}
+
+#define GARRAY_DETAIL_UNARY_FUNCTION(name, Op)            \
+  template <ArrayOperand A>                               \
+  auto name(const A& a) {                                 \
+    return UnaryExpr<ops::Op, expr_t<A>>(as_expr(a));     \
+  }
+GARRAY_DETAIL_UNARY_FUNCTION(abs, Abs)
+GARRAY_DETAIL_UNARY_FUNCTION(sqrt, Sqrt)
+GARRAY_DETAIL_UNARY_FUNCTION(exp, Exp)
+GARRAY_DETAIL_UNARY_FUNCTION(log, Log)
+GARRAY_DETAIL_UNARY_FUNCTION(sin, Sin)
+GARRAY_DETAIL_UNARY_FUNCTION(cos, Cos)
+#undef GARRAY_DETAIL_UNARY_FUNCTION
+
+/// Elementwise pow / min / max of two operands (one may be a scalar). Local (lazy).
+/// `min(a, b)` with two operands is elementwise; `min(a)` is the reduction.
+#define GARRAY_DETAIL_BINARY_FUNCTION(name, Op)                                      \
+  template <Operand A, Operand B>                                                    \
+    requires(ArrayOperand<A> || ArrayOperand<B>)                                     \
+  auto name(const A& a, const B& b) {                                                \
+    return BinaryExpr<ops::Op, expr_t<A>, expr_t<B>>(as_expr(a), as_expr(b));        \
+  }
+GARRAY_DETAIL_BINARY_FUNCTION(pow, Pow)
+GARRAY_DETAIL_BINARY_FUNCTION(min, Min)
+GARRAY_DETAIL_BINARY_FUNCTION(max, Max)
+#undef GARRAY_DETAIL_BINARY_FUNCTION
+
+/// cond ? a : b elementwise. Local (lazy).
+template <Operand C, Operand A, Operand B>
+  requires(ArrayOperand<C> || ArrayOperand<A> || ArrayOperand<B>)
+auto where(const C& c, const A& a, const B& b) {
+  return WhereExpr<expr_t<C>, expr_t<A>, expr_t<B>>(as_expr(c), as_expr(a), as_expr(b));
+}
+
+/// Elementwise conversion to U. Local (lazy).
+template <class U, ArrayOperand A>
+auto cast(const A& a) {
+  return UnaryExpr<ops::Cast<U>, expr_t<A>>(as_expr(a));
+}
+
+}  // namespace garray

@@ -1,0 +1,491 @@
+#pragma once
+// Owner-computes evaluation of expressions into views: assignment, compound assignment,
+// eager eval, numpy-style ufuncs with explicit outputs, basic collective ops (fill, iota,
+// copy, scale, axpy, random fill), assignment fused with a reduction, for_each_local.
+//
+//   u[inner] = ((u[up] + u[down]) * dy2 + (u[left] + u[right]) * dx2) * dnr_inv;
+//   auto t = garray::eval(a * 2.0 + b);            // new array, a's distribution
+//   garray::add(a, b, c);                          // c = a + b
+//   double d = garray::assign_norm2_change(u[inner], expr);  // one sweep: write + |change|
+//
+// Every function here except for_each_local is **collective over the context of the
+// output** (or of the first array operand): every rank calls it with the same arguments.
+// Completion: on return the output is written on every rank and visible to every rank
+// (the call ends with MPI_Win_sync and a barrier). Validation happens before any data moves:
+// SizeMismatch (shapes differ), InvalidArgument (operands on different contexts) and
+// CollectiveMismatch (ranks passed different views or expressions) are thrown on every rank
+// and nothing is written.
+//
+// Semantics of `out = expr` when out overlaps an operand (the same array): the result is
+// the one numpy gives, as if the right side were evaluated completely first. Operands that
+// are the output itself element for element (x += y) need no copy; other overlapping ones
+// are fetched into a buffer and a barrier separates every rank's reads from the writes.
+// Without overlap there is no extra synchronisation.
+//
+// Bitwise reproducibility: each element is computed by exactly the operations the
+// expression spells, in that order, with no reassociation, so the result is bitwise equal
+// to a serial loop evaluating the same expression (for + - * /; the math functions are the
+// C library's).
+
+#include <garray/numeric/detail/engine.hpp>
+#include <garray/numeric/expr.hpp>
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <type_traits>
+#include <vector>
+
+namespace garray {
+
+namespace detail {
+
+template <class T, class B>
+void run_unit_restrict(B b, T* __restrict o, index n) {
+  for (index i = 0; i < n; ++i) o[i] = static_cast<T>(b.template at<true>(i));
+}
+template <class T, class B>
+void run_unit(B b, T* o, index n) {
+  for (index i = 0; i < n; ++i) o[i] = static_cast<T>(b.template at<true>(i));
+}
+template <class T, class B>
+void run_strided(B b, T* o, index n, index os) {
+  for (index i = 0; i < n; ++i) o[i * os] = static_cast<T>(b.template at<false>(i));
+}
+
+/// The output view as a view (arrays become their whole view).
+template <class O>
+auto out_view(O&& o) {
+  using D = std::remove_cvref_t<O>;
+  if constexpr (is_view<D>::value) return D(o);
+  else {
+    static_assert(is_global_array<D>::value, "garray: the output must be a View or a GlobalArray");
+    return o.view();
+  }
+}
+
+/// Points p.out_slot at this rank's piece of `out` in its own block.
+template <class T, std::size_t N, std::size_t M>
+T* bind_output(Plan<M>& p, const View<T, N, M>& out) {
+  auto& a = out.array();
+  if (p.empty) return nullptr;
+  const auto piece = piece_section(out.section(), p.k0, p.k1);
+  const auto lay = a.layout_of(a.context().rank());
+  T* base = reinterpret_cast<T*>(a.window().base()) + lay.offset(piece.start);
+  p.out_slot.ptr = base;
+  std::size_t j = 0;
+  for (std::size_t d = 0; d < N; ++d)
+    if (!piece.dropped[d]) p.out_slot.str[j++] = piece.step[d] * lay.strides[d];
+  return base;
+}
+
+template <class E>
+std::string describe_expr(std::uint64_t out_id, const E&) {
+  return "output array #" + std::to_string(out_id) + ", expression " + typeid(E).name();
+}
+
+/// Steps 1-5 of an assignment up to the kernel; returns the plan ready to run.
+template <class T, std::size_t N, std::size_t M, class E>
+void setup_assign(Plan<M>& p, const View<T, N, M>& out, const E& e) {
+  static_assert(E::rank == static_cast<int>(M) || E::rank == scalar_rank,
+                "garray: the expression and the output view have different numbers of dimensions");
+  set_driver(p, out, true);
+  prepare(p, e, describe_expr(out.array().id(), e));
+  plan_leaves(p, e);
+  fetch_all(p);
+  bind_output(p, out);
+  collapse_iteration(p, E::needs_coords);
+}
+
+template <class T, std::size_t N, std::size_t M>
+void finish_assign(const View<T, N, M>& out) {
+  out.array().window().memory_sync();
+  out.array().context().barrier();
+}
+
+/// One-sided rank-order combination of one partial per rank: identical on every rank.
+template <class Acc, class Red>
+Acc combine_partials(const Context& ctx, const Acc& mine, Red red, Acc init) {
+  static_assert(std::is_trivially_copyable_v<Acc>);
+  const auto all = std::make_unique<Acc[]>(static_cast<std::size_t>(ctx.size()));
+  check_mpi(MPI_Allgather(&mine, static_cast<int>(sizeof(Acc)), MPI_BYTE, all.get(), static_cast<int>(sizeof(Acc)),
+                          MPI_BYTE, ctx.comm()),
+            "MPI_Allgather");
+  Acc r = init;
+  for (int q = 0; q < ctx.size(); ++q) r = red(r, all[static_cast<std::size_t>(q)]);
+  return r;
+}
+
+}  // namespace detail
+
+// ---- reducers (also used by reductions.hpp) ----------------------------------------------
+/// Combines partial results: `identity<V>()` and `operator()(a, b)`.
+struct sum_reducer {
+  template <class V>
+  static constexpr V identity() { return V{}; }
+  template <class V>
+  constexpr V operator()(const V& a, const V& b) const { return a + b; }
+};
+struct prod_reducer {
+  template <class V>
+  static constexpr V identity() { return V{1}; }
+  template <class V>
+  constexpr V operator()(const V& a, const V& b) const { return a * b; }
+};
+struct min_reducer {
+  template <class V>
+  static constexpr V identity() {
+    if constexpr (std::numeric_limits<V>::has_infinity) return std::numeric_limits<V>::infinity();
+    else return std::numeric_limits<V>::max();
+  }
+  template <class V>
+  constexpr V operator()(const V& a, const V& b) const { return b < a ? b : a; }
+};
+struct max_reducer {
+  template <class V>
+  static constexpr V identity() {
+    if constexpr (std::numeric_limits<V>::has_infinity) return -std::numeric_limits<V>::infinity();
+    else return std::numeric_limits<V>::lowest();
+  }
+  template <class V>
+  constexpr V operator()(const V& a, const V& b) const { return a < b ? b : a; }
+};
+
+// ---- assignment ------------------------------------------------------------------------------
+
+/// out = expr, owner-computes, one fused pass. **Collective over out's context.** Complete on
+/// return everywhere. Throws SizeMismatch, InvalidArgument, CollectiveMismatch on every rank
+/// before anything is written. `out` is a View or a GlobalArray; `expr` any operand.
+template <class O, Operand X>
+void assign(O&& out_, const X& x) {
+  const auto out = detail::out_view(out_);
+  using V = std::remove_cvref_t<decltype(out)>;
+  using T = typename V::value_type;
+  constexpr std::size_t M = V::dims;
+  const auto e = as_expr(x);
+  detail::Plan<M> p;
+  p.what = "garray::assign";
+  detail::setup_assign(p, out, e);
+  detail::Binder<M> binder{p};
+  auto b = binder(e);
+  const bool restrict_ok = !p.pointwise;
+  detail::run_rows(p, b, [&](auto& bt, const detail::RowPos& pos, index n) {
+    T* o = static_cast<T*>(const_cast<void*>(p.out_slot.ptr)) + detail::run_offset(p.out_slot, pos);
+    if (p.unit) {
+      if (restrict_ok) detail::run_unit_restrict(bt, o, n);
+      else detail::run_unit(bt, o, n);
+    } else {
+      detail::run_strided(bt, o, n, p.nd > 0 ? p.out_slot.str[static_cast<std::size_t>(p.nd - 1)] : 1);
+    }
+  });
+  detail::finish_assign(out);
+}
+
+/// out = expr in one sweep that also reduces f(new_value, old_value) over the written
+/// elements with `red` (sum_reducer, max_reducer, min_reducer, ...), e.g. the size of an
+/// iterative solver's update. **Collective**, as assign; the returned value is identical on
+/// every rank (rank-order combination of per-rank partials; deterministic for a given rank
+/// count and distribution).
+template <class O, Operand X, class Red, class F>
+auto assign_reduce(O&& out_, const X& x, Red red, F f) {
+  const auto out = detail::out_view(out_);
+  using V = std::remove_cvref_t<decltype(out)>;
+  using T = typename V::value_type;
+  using Acc = std::invoke_result_t<F, T, T>;
+  constexpr std::size_t M = V::dims;
+  const auto e = as_expr(x);
+  detail::Plan<M> p;
+  p.what = "garray::assign_reduce";
+  detail::setup_assign(p, out, e);
+  detail::Binder<M> binder{p};
+  auto b = binder(e);
+  Acc acc = Red::template identity<Acc>();
+  const index os = p.nd > 0 ? p.out_slot.str[static_cast<std::size_t>(p.nd - 1)] : 1;
+  detail::run_rows(p, b, [&](auto& bt, const detail::RowPos& pos, index n) {
+    T* o = static_cast<T*>(const_cast<void*>(p.out_slot.ptr)) + detail::run_offset(p.out_slot, pos);
+    const auto run = [&](auto unit) {
+      constexpr bool U = decltype(unit)::value;
+      const auto bb = bt;
+      Acc a = acc;
+      for (index i = 0; i < n; ++i) {
+        T& slot = U ? o[i] : o[i * os];
+        const T nv = static_cast<T>(bb.template at<U>(i));
+        a = red(a, f(nv, slot));
+        slot = nv;
+      }
+      acc = a;
+    };
+    if (p.unit) run(std::true_type{});
+    else run(std::false_type{});
+  });
+  detail::finish_assign(out);
+  return detail::combine_partials(out.array().context(), acc, red, Red::template identity<Acc>());
+}
+
+/// out = expr; returns sqrt(sum over out of |new - old|^2) (the 2-norm of the update), in
+/// one sweep. **Collective**, as assign_reduce.
+template <class O, Operand X>
+double assign_norm2_change(O&& out, const X& x) {
+  const double s = assign_reduce(std::forward<O>(out), x, sum_reducer{}, [](const auto& nv, const auto& ov) {
+    const auto d = nv - ov;
+    if constexpr (detail::is_complex<std::remove_cvref_t<decltype(d)>>::value) return static_cast<double>(std::norm(d));
+    else return static_cast<double>(d) * static_cast<double>(d);
+  });
+  return std::sqrt(s);
+}
+
+/// out = expr; returns max over out of |new - old|, in one sweep. **Collective.**
+template <class O, Operand X>
+double assign_max_abs_change(O&& out, const X& x) {
+  return assign_reduce(std::forward<O>(out), x, max_reducer{},
+                       [](const auto& nv, const auto& ov) { return static_cast<double>(std::abs(nv - ov)); });
+}
+
+// ---- compound assignment: out op= expr is out = out op expr (same rounding as the serial) ----
+#define GARRAY_DETAIL_COMPOUND(sym, op)                                                      \
+  template <class T, std::size_t N, std::size_t M, Operand X>                                \
+  View<T, N, M> operator sym(View<T, N, M> v, const X& x) {                                  \
+    assign(v, v op x);                                                                       \
+    return v;                                                                                \
+  }                                                                                          \
+  template <class T, std::size_t N, Operand X>                                               \
+  GlobalArray<T, N>& operator sym(GlobalArray<T, N>& a, const X& x) {                        \
+    assign(a, a op x);                                                                       \
+    return a;                                                                                \
+  }
+GARRAY_DETAIL_COMPOUND(+=, +)
+GARRAY_DETAIL_COMPOUND(-=, -)
+GARRAY_DETAIL_COMPOUND(*=, *)
+GARRAY_DETAIL_COMPOUND(/=, /)
+#undef GARRAY_DETAIL_COMPOUND
+
+// ---- eager evaluation into new arrays ------------------------------------------------------
+
+namespace detail {
+/// The distribution eval() gives its result: the first operand's exact map when that operand
+/// is a whole array, blocked otherwise.
+template <std::size_t M, class T, std::size_t N>
+Distribution<M> derived_distribution(const View<T, N, M>& v) {
+  if constexpr (M == N) {
+    const auto& a = v.array();
+    if (v.section() == Section<N>::full(a.shape())) {
+      const auto& d = a.distribution();
+      if (d.kind() != Distribution<N>::Kind::irregular) return d;
+      std::array<std::vector<index>, N> starts;
+      for (std::size_t k = 0; k < N; ++k) starts[k].assign(d.bounds(k).begin(), d.bounds(k).end() - 1);
+      return Distribution<N>::irregular(starts);
+    }
+  }
+  return Distribution<M>::blocked();
+}
+
+/// Collective validation of an expression without an output (eval, reductions).
+template <std::size_t M, class E>
+void prepare_free(Plan<M>& p, const E& e, std::string_view what) {
+  p.what = what;
+  with_first_view(e, [&](const auto& v) { set_driver(p, v, false); });
+  prepare(p, e, std::string("expression ") + typeid(E).name());
+}
+}  // namespace detail
+
+/// A new array holding expr's values (element type V, default the expression's). Its
+/// distribution is `dist`, or the first view operand's when that is a whole array, else
+/// blocked. **Collective over the operands' context**; throws as assign (before creating
+/// anything). The expression needs at least one view or array operand.
+template <class V = void, ArrayOperand X>
+auto eval(const X& x) {
+  const auto e = as_expr(x);
+  using E = decltype(e);
+  static_assert(E::rank >= 1, "garray::eval: the expression needs a view or array operand with at least one dimension");
+  constexpr std::size_t M = static_cast<std::size_t>(E::rank);
+  using T = std::conditional_t<std::is_void_v<V>, typename E::value_type, V>;
+  detail::Plan<M> p;
+  detail::prepare_free(p, e, "garray::eval");
+  std::optional<Distribution<M>> dist;
+  detail::with_first_view(e, [&](const auto& v) {
+    if constexpr (std::remove_cvref_t<decltype(v)>::dims == M) dist = detail::derived_distribution(v);
+  });
+  GlobalArray<T, M> out(*p.ctx, p.shape, *dist);
+  assign(out, e);
+  return out;
+}
+template <class V = void, ArrayOperand X, std::size_t M>
+auto eval(const X& x, const Distribution<M>& dist) {
+  const auto e = as_expr(x);
+  using E = decltype(e);
+  static_assert(E::rank == static_cast<int>(M), "garray::eval: the distribution's rank differs from the expression's");
+  using T = std::conditional_t<std::is_void_v<V>, typename E::value_type, V>;
+  detail::Plan<M> p;
+  detail::prepare_free(p, e, "garray::eval");
+  GlobalArray<T, M> out(*p.ctx, p.shape, dist);
+  assign(out, e);
+  return out;
+}
+
+// ---- numpy ufuncs with an explicit output (operator-by-operator codes) -----------------------
+// f(a, b, out) evaluates into out (Collective, as assign); f(a, b) returns a new array (eval).
+#define GARRAY_DETAIL_UFUNC2(name, expr)                             \
+  template <Operand A, Operand B, class O>                           \
+    requires(ArrayOperand<A> || ArrayOperand<B>)                     \
+  void name(const A& a, const B& b, O&& out) {                       \
+    assign(std::forward<O>(out), expr);                              \
+  }                                                                  \
+  template <Operand A, Operand B>                                    \
+    requires(ArrayOperand<A> || ArrayOperand<B>)                     \
+  auto name(const A& a, const B& b) {                                \
+    return eval(expr);                                               \
+  }
+GARRAY_DETAIL_UFUNC2(add, a + b)
+GARRAY_DETAIL_UFUNC2(subtract, a - b)
+GARRAY_DETAIL_UFUNC2(multiply, a * b)
+GARRAY_DETAIL_UFUNC2(divide, a / b)
+GARRAY_DETAIL_UFUNC2(minimum, min(a, b))
+GARRAY_DETAIL_UFUNC2(maximum, max(a, b))
+GARRAY_DETAIL_UFUNC2(power, pow(a, b))
+#undef GARRAY_DETAIL_UFUNC2
+#define GARRAY_DETAIL_UFUNC1(name, ...)                              \
+  template <ArrayOperand A, class O>                                 \
+    requires(ArrayOperand<O>)                                        \
+  void name(const A& a, O&& out) {                                   \
+    assign(std::forward<O>(out), __VA_ARGS__);                       \
+  }
+GARRAY_DETAIL_UFUNC1(negative, -a)
+GARRAY_DETAIL_UFUNC1(absolute, abs(a))
+GARRAY_DETAIL_UFUNC1(sqrt, UnaryExpr<ops::Sqrt, expr_t<A>>(as_expr(a)))
+GARRAY_DETAIL_UFUNC1(exp, UnaryExpr<ops::Exp, expr_t<A>>(as_expr(a)))
+GARRAY_DETAIL_UFUNC1(log, UnaryExpr<ops::Log, expr_t<A>>(as_expr(a)))
+GARRAY_DETAIL_UFUNC1(sin, UnaryExpr<ops::Sin, expr_t<A>>(as_expr(a)))
+GARRAY_DETAIL_UFUNC1(cos, UnaryExpr<ops::Cos, expr_t<A>>(as_expr(a)))
+#undef GARRAY_DETAIL_UFUNC1
+/// Eager negation / absolute value into a new array. **Collective.**
+template <ArrayOperand A>
+auto negative(const A& a) {
+  return eval(-a);
+}
+template <ArrayOperand A>
+auto absolute(const A& a) {
+  return eval(abs(a));
+}
+
+// ---- basic collective operations -------------------------------------------------------------
+
+/// Sets every element of the array to `value` (views: garray::fill / View::fill in
+/// array/view.hpp, or `view = value`). **Collective**, as GlobalArray::fill.
+template <class T, std::size_t N, ScalarOperand S>
+void fill(GlobalArray<T, N>& a, const S& value) {
+  a.fill(static_cast<T>(value));
+}
+
+/// out[i] = f(i) where i is the element's index in the view (Shape<M>). **Collective.**
+template <class O, class F>
+void generate(O&& out_, F f) {
+  const auto out = detail::out_view(out_);
+  constexpr std::size_t M = std::remove_cvref_t<decltype(out)>::dims;
+  assign(out, index_expr<M>(std::move(f)));
+}
+
+/// out[i] = start + step * (row-major position of i in the view). **Collective.**
+template <class O, class S = int>
+void iota(O&& out_, S start = 0, S step = 1) {
+  const auto out = detail::out_view(out_);
+  using V = std::remove_cvref_t<decltype(out)>;
+  using T = typename V::value_type;
+  constexpr std::size_t M = V::dims;
+  const Shape<M> rs = row_major_strides(out.shape());
+  generate(out, [rs, start, step](const Shape<M>& i) {
+    index pos = 0;
+    for (std::size_t d = 0; d < M; ++d) pos += i[d] * rs[d];
+    return static_cast<T>(static_cast<T>(start) + static_cast<T>(step) * static_cast<T>(pos));
+  });
+}
+
+/// out *= alpha. **Collective.**
+template <class O, ScalarOperand S>
+void scale(O&& out, const S& alpha) {
+  auto v = detail::out_view(out);
+  assign(v, v * alpha);
+}
+
+/// y = y + alpha * x. **Collective.**
+template <ScalarOperand S, ArrayOperand X, class O>
+void axpy(const S& alpha, const X& x, O&& y) {
+  auto v = detail::out_view(y);
+  assign(v, v + alpha * x);
+}
+
+namespace detail {
+/// splitmix64: a counter-based generator step (the same value for the same input anywhere).
+constexpr std::uint64_t splitmix64(std::uint64_t z) noexcept {
+  z += 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+}  // namespace detail
+
+/// Fills the view with pseudo-random numbers uniform in [lo, hi) (integers: lo..hi-1) that
+/// depend only on `seed` and the element's row-major position in the view: the same numbers
+/// for any rank count and distribution. **Collective.**
+template <class O, class S = double>
+void fill_random(O&& out_, std::uint64_t seed, S lo = S{0}, S hi = S{1}) {
+  const auto out = detail::out_view(out_);
+  using V = std::remove_cvref_t<decltype(out)>;
+  using T = typename V::value_type;
+  constexpr std::size_t M = V::dims;
+  const Shape<M> rs = row_major_strides(out.shape());
+  const std::uint64_t key = detail::splitmix64(seed);
+  generate(out, [rs, key, lo, hi](const Shape<M>& i) {
+    index pos = 0;
+    for (std::size_t d = 0; d < M; ++d) pos += i[d] * rs[d];
+    const std::uint64_t h = detail::splitmix64(key ^ detail::splitmix64(static_cast<std::uint64_t>(pos)));
+    if constexpr (std::is_integral_v<T>) {
+      const auto span = static_cast<std::uint64_t>(static_cast<std::int64_t>(hi) - static_cast<std::int64_t>(lo));
+      return static_cast<T>(static_cast<std::int64_t>(lo) + static_cast<std::int64_t>(span ? h % span : 0));
+    } else {
+      const double u = static_cast<double>(h >> 11) * 0x1.0p-53;
+      return static_cast<T>(static_cast<double>(lo) + (static_cast<double>(hi) - static_cast<double>(lo)) * u);
+    }
+  });
+}
+
+/// Calls f(x) or f(x, i) for every element x (a T&) of the view that this rank owns, with i
+/// its index in the view (Shape<M>), in row-major order. **Local**: no communication; other
+/// ranks see the writes after the next sync() (or any collective numeric call).
+template <class O, class F>
+void for_each_local(O&& view_, F&& f) {
+  const auto v = detail::out_view(view_);
+  using V = std::remove_cvref_t<decltype(v)>;
+  using T = typename V::value_type;
+  constexpr std::size_t N = V::array_type::dims;
+  constexpr std::size_t M = V::dims;
+  auto& a = v.array();
+  Shape<M> k0{}, k1{};
+  auto blk = a.access();  // MPI_Win_sync on entry and exit
+  if (!detail::owned_piece<N, M>(v.section(), a.local_box(), k0, k1)) return;
+  const auto piece = detail::piece_section(v.section(), k0, k1);
+  const auto lay = a.layout_of(a.context().rank());
+  T* base = reinterpret_cast<T*>(a.window().base()) + lay.offset(piece.start);
+  Shape<M> str{};
+  {
+    std::size_t j = 0;
+    for (std::size_t d = 0; d < N; ++d)
+      if (!piece.dropped[d]) str[j++] = piece.step[d] * lay.strides[d];
+  }
+  Shape<M> i = k0;
+  while (true) {
+    index off = 0;
+    for (std::size_t d = 0; d < M; ++d) off += (i[d] - k0[d]) * str[d];
+    if constexpr (std::is_invocable_v<F&, T&, const Shape<M>&>) f(base[off], static_cast<const Shape<M>&>(i));
+    else f(base[off]);
+    std::size_t d = M;
+    while (d > 0) {
+      --d;
+      if (++i[d] < k1[d]) break;
+      i[d] = k0[d];
+      if (d == 0) return;
+    }
+    if constexpr (M == 0) return;
+  }
+}
+
+}  // namespace garray

@@ -1,0 +1,330 @@
+#pragma once
+// Reductions over views and expressions, owner-computes.
+//
+//   double s = garray::sum(a[idx[range(1, -1)]]);      // the same value on every rank
+//   double e = garray::norm2(u - old_u);               // fused: no temporary array
+//   auto col_sums = garray::sum(a, garray::Axis{0});   // a new (M-1)-d array
+//
+// Participation: **Collective over the operands' context.** The driver is the first view
+// operand: each rank reduces, in row-major order, the elements of it that it owns (with
+// every other operand fetched as in assignments), then the per-rank partials are gathered
+// and combined in rank order. The result is therefore identical (bitwise) on every rank and
+// deterministic for a given rank count and distributions.
+// Accuracy (floating point): a sum of n terms is a sequence of n - 1 additions in a
+// different order than a serial loop, so |result - serial| <= 2 (n - 1) eps sum |x_i|
+// (the standard bound for recursive summation, applied to both). prod is bounded alike in
+// relative terms. min, max, any, all, count_nonzero and integer sums are exact.
+// Empty selections give the reducer's identity (0, 1, +inf / max, -inf / lowest, false/true).
+// Throws as assignments: SizeMismatch, InvalidArgument, CollectiveMismatch, on every rank.
+
+#include <garray/numeric/elementwise.hpp>
+#include <garray/numeric/expr.hpp>
+
+#include <cmath>
+#include <complex>
+#include <cstddef>
+#include <type_traits>
+#include <vector>
+
+namespace garray {
+
+/// Selects the axis of a reduction along one dimension: sum(x, Axis{1}).
+struct Axis {
+  std::size_t value = 0;
+};
+
+namespace detail {
+
+template <class V>
+using sum_t = std::conditional_t<std::is_same_v<V, bool>, index, V>;
+
+/// The per-rank partial of red(map(x)) over the driver's owned elements.
+template <class Acc, class E, class Red, class Map>
+Acc local_reduce(Plan<static_cast<std::size_t>(E::rank)>& p, const E& e, Red red, Map map) {
+  constexpr std::size_t M = static_cast<std::size_t>(E::rank);
+  plan_leaves(p, e);
+  fetch_all(p);
+  collapse_iteration(p, E::needs_coords);
+  Binder<M> binder{p};
+  auto b = binder(e);
+  Acc acc = Red::template identity<Acc>();
+  run_rows(p, b, [&](auto& bt, const RowPos&, index n) {
+    const auto run = [&](auto unit) {
+      constexpr bool U = decltype(unit)::value;
+      const auto bb = bt;
+      Acc a = acc;
+      for (index i = 0; i < n; ++i) a = red(a, map(bb.template at<U>(i)));
+      acc = a;
+    };
+    if (p.unit) run(std::true_type{});
+    else run(std::false_type{});
+  });
+  return acc;
+}
+
+/// A full reduction of an expression: red over map(x), identical on every rank.
+template <class Acc, ArrayOperand X, class Red, class Map>
+Acc reduce_all(const X& x, Red red, Map map, std::string_view what) {
+  const auto e = as_expr(x);
+  using E = decltype(e);
+  static_assert(E::rank >= 0, "garray: a reduction needs a view or array operand");
+  constexpr std::size_t M = static_cast<std::size_t>(E::rank);
+  Plan<M> p;
+  prepare_free(p, e, what);
+  const Acc mine = local_reduce<Acc>(p, e, red, map);
+  return combine_partials(*p.ctx, mine, red, Red::template identity<Acc>());
+}
+
+/// Reduction along one axis into a new (M-1)-d array (blocked distribution). Per-rank
+/// partials go to a [P, result...] scratch array (one row per rank); each rank then combines
+/// the rows of its own result block in rank order.
+template <class Acc, ArrayOperand X, class Red, class Map>
+auto reduce_axis(const X& x, Axis axis, Red red, Map map, std::string_view what) {
+  const auto e = as_expr(x);
+  using E = decltype(e);
+  static_assert(E::rank >= 2, "garray: a reduction along an axis needs at least 2 dimensions (use the full reduction)");
+  constexpr std::size_t M = static_cast<std::size_t>(E::rank);
+  constexpr std::size_t R = M - 1;
+  Plan<M> p;
+  p.what = what;
+  with_first_view(e, [&](const auto& v) { set_driver(p, v, false); });
+  std::exception_ptr bad;
+  if (axis.value >= M) {
+    try {
+      raise<InvalidArgument>(what, ": axis ", axis.value, " for a ", M, "-d expression");
+    } catch (const Error&) {
+      bad = std::current_exception();
+    }
+  }
+  p.sig = hash_mix(p.sig, axis.value);
+  if (bad) p.sig = hash_string("bad-axis");
+  {
+    std::exception_ptr err;
+    try {
+      prepare(p, e, std::string("expression ") + typeid(E).name() + ", axis " + std::to_string(axis.value));
+    } catch (const Error&) {
+      err = std::current_exception();
+    }
+    if (bad) std::rethrow_exception(bad);
+    if (err) std::rethrow_exception(err);
+  }
+  const Context ctx = *p.ctx;
+  const std::size_t ax = axis.value;
+  Shape<R> rshape{};
+  for (std::size_t d = 0, j = 0; d < M; ++d)
+    if (d != ax) rshape[j++] = p.shape[d];
+  Shape<M> pshape{};
+  pshape[0] = ctx.size();
+  for (std::size_t d = 0; d < R; ++d) pshape[d + 1] = rshape[d];
+
+  // Local partial over my piece, laid out over my piece's extents with the axis dropped.
+  Shape<R> pk0{}, pext{};
+  for (std::size_t d = 0, j = 0; d < M; ++d)
+    if (d != ax) {
+      pk0[j] = p.k0[d];
+      pext[j++] = p.empty ? 0 : p.k1[d] - p.k0[d];
+    }
+  std::vector<Acc> part(static_cast<std::size_t>(volume(pext)), Red::template identity<Acc>());
+  const Shape<R> pstr = row_major_strides(pext);
+  plan_leaves(p, e);
+  fetch_all(p);
+  collapse_iteration(p, true);
+  Binder<M> binder{p};
+  auto b = binder(e);
+  run_rows(p, b, [&](auto& bt, const RowPos& pos, index n) {
+    index base = 0;
+    for (std::size_t d = 0, j = 0; d + 1 < M; ++d)
+      if (d != ax) base += (pos.abs[d] - p.k0[d]) * pstr[j++];
+    const auto run = [&](auto unit) {
+      constexpr bool U = decltype(unit)::value;
+      const auto bb = bt;
+      if (ax == M - 1) {
+        Acc a = part[static_cast<std::size_t>(base)];
+        for (index i = 0; i < n; ++i) a = red(a, map(bb.template at<U>(i)));
+        part[static_cast<std::size_t>(base)] = a;
+      } else {
+        Acc* q = part.data() + base;
+        for (index i = 0; i < n; ++i) q[i] = red(q[i], map(bb.template at<U>(i)));
+      }
+    };
+    if (p.unit) run(std::true_type{});
+    else run(std::false_type{});
+  });
+
+  GlobalArray<Acc, M> scratch(ctx, pshape, Distribution<M>::slab(0));
+  scratch.fill(Red::template identity<Acc>());
+  if (!p.empty && !part.empty()) {
+    Section<M> s;
+    s.start[0] = ctx.rank();
+    s.step[0] = 1;
+    s.count[0] = 1;
+    for (std::size_t d = 0; d < R; ++d) {
+      s.start[d + 1] = pk0[d];
+      s.step[d + 1] = 1;
+      s.count[d + 1] = pext[d];
+    }
+    scratch.put_section(s, part);
+  }
+  scratch.sync();
+
+  GlobalArray<Acc, R> out(ctx, rshape);
+  const Box<R> mine = out.local_box();
+  if (!mine.empty()) {
+    Section<M> s;
+    s.start[0] = 0;
+    s.step[0] = 1;
+    s.count[0] = ctx.size();
+    for (std::size_t d = 0; d < R; ++d) {
+      s.start[d + 1] = mine.lo[d];
+      s.step[d + 1] = 1;
+      s.count[d + 1] = mine.extent(d);
+    }
+    std::vector<Acc> rows(static_cast<std::size_t>(s.size()));
+    scratch.get_section(s, rows);
+    const auto per = static_cast<std::size_t>(mine.volume());
+    std::vector<Acc> res(per, Red::template identity<Acc>());
+    for (std::size_t r = 0; r < static_cast<std::size_t>(ctx.size()); ++r)
+      for (std::size_t i = 0; i < per; ++i) res[i] = red(res[i], rows[r * per + i]);
+    Section<R> o;
+    for (std::size_t d = 0; d < R; ++d) {
+      o.start[d] = mine.lo[d];
+      o.step[d] = 1;
+      o.count[d] = mine.extent(d);
+    }
+    out.put_section(o, res);
+  }
+  out.sync();
+  return out;
+}
+
+template <class X>
+using value_t = typename expr_t<X>::value_type;
+
+struct Identity {
+  template <class V>
+  constexpr V operator()(const V& v) const {
+    return v;
+  }
+};
+template <class Acc>
+struct To {
+  template <class V>
+  constexpr Acc operator()(const V& v) const {
+    return static_cast<Acc>(v);
+  }
+};
+struct AbsSquare {
+  template <class V>
+  double operator()(const V& v) const {
+    if constexpr (is_complex<V>::value) return static_cast<double>(std::norm(v));
+    else return static_cast<double>(v) * static_cast<double>(v);
+  }
+};
+struct NonZero {
+  template <class V>
+  constexpr bool operator()(const V& v) const {
+    return v != V{};
+  }
+};
+struct CountNonZero {
+  template <class V>
+  constexpr index operator()(const V& v) const {
+    return v != V{} ? 1 : 0;
+  }
+};
+struct or_reducer {
+  template <class V>
+  static constexpr V identity() { return false; }
+  constexpr bool operator()(bool a, bool b) const { return a || b; }
+};
+struct and_reducer {
+  template <class V>
+  static constexpr V identity() { return true; }
+  constexpr bool operator()(bool a, bool b) const { return a && b; }
+};
+
+}  // namespace detail
+
+/// Sum of the elements (bool counts as 0/1 in an index). **Collective**; identical on
+/// every rank. Throws SizeMismatch, InvalidArgument, CollectiveMismatch.
+template <ArrayOperand X>
+auto sum(const X& x) {
+  using Acc = detail::sum_t<detail::value_t<X>>;
+  return detail::reduce_all<Acc>(x, sum_reducer{}, detail::To<Acc>{}, "garray::sum");
+}
+/// Product of the elements. **Collective**; identical on every rank.
+template <ArrayOperand X>
+auto prod(const X& x) {
+  using Acc = detail::sum_t<detail::value_t<X>>;
+  return detail::reduce_all<Acc>(x, prod_reducer{}, detail::To<Acc>{}, "garray::prod");
+}
+/// Smallest element (+inf or the type's max for an empty selection). **Collective.**
+template <ArrayOperand X>
+auto min(const X& x) {
+  using Acc = detail::value_t<X>;
+  return detail::reduce_all<Acc>(x, min_reducer{}, detail::Identity{}, "garray::min");
+}
+/// Largest element (-inf or the type's lowest for an empty selection). **Collective.**
+template <ArrayOperand X>
+auto max(const X& x) {
+  using Acc = detail::value_t<X>;
+  return detail::reduce_all<Acc>(x, max_reducer{}, detail::Identity{}, "garray::max");
+}
+/// sum(a * b) (no complex conjugation), fused. **Collective.**
+template <Operand A, Operand B>
+  requires(ArrayOperand<A> || ArrayOperand<B>)
+auto dot(const A& a, const B& b) {
+  return sum(a * b);
+}
+/// sqrt(sum |x|^2) as a double, fused. **Collective.**
+template <ArrayOperand X>
+double norm2(const X& x) {
+  return std::sqrt(detail::reduce_all<double>(x, sum_reducer{}, detail::AbsSquare{}, "garray::norm2"));
+}
+/// True if any element is nonzero (numpy's any; `garray::all` is the slicing placeholder,
+/// so the pair is any_of / all_of). **Collective.**
+template <ArrayOperand X>
+bool any_of(const X& x) {
+  return detail::reduce_all<bool>(x, detail::or_reducer{}, detail::NonZero{}, "garray::any");
+}
+/// True if every element is nonzero (true for an empty selection). **Collective.**
+template <ArrayOperand X>
+bool all_of(const X& x) {
+  return detail::reduce_all<bool>(x, detail::and_reducer{}, detail::NonZero{}, "garray::all");
+}
+/// Same as any_of.
+template <ArrayOperand X>
+bool any(const X& x) {
+  return any_of(x);
+}
+/// Number of nonzero elements. **Collective.**
+template <ArrayOperand X>
+index count_nonzero(const X& x) {
+  return detail::reduce_all<index>(x, sum_reducer{}, detail::CountNonZero{}, "garray::count_nonzero");
+}
+
+/// Reductions along one axis: a new (M-1)-d array (blocked distribution) holding, for every
+/// other index, the reduction over the axis. **Collective**; deterministic for a given rank
+/// count and distribution. Throws InvalidArgument for a bad axis (on every rank).
+template <ArrayOperand X>
+auto sum(const X& x, Axis axis) {
+  using Acc = detail::sum_t<detail::value_t<X>>;
+  return detail::reduce_axis<Acc>(x, axis, sum_reducer{}, detail::To<Acc>{}, "garray::sum(axis)");
+}
+template <ArrayOperand X>
+auto prod(const X& x, Axis axis) {
+  using Acc = detail::sum_t<detail::value_t<X>>;
+  return detail::reduce_axis<Acc>(x, axis, prod_reducer{}, detail::To<Acc>{}, "garray::prod(axis)");
+}
+template <ArrayOperand X>
+auto min(const X& x, Axis axis) {
+  using Acc = detail::value_t<X>;
+  return detail::reduce_axis<Acc>(x, axis, min_reducer{}, detail::Identity{}, "garray::min(axis)");
+}
+template <ArrayOperand X>
+auto max(const X& x, Axis axis) {
+  using Acc = detail::value_t<X>;
+  return detail::reduce_axis<Acc>(x, axis, max_reducer{}, detail::Identity{}, "garray::max(axis)");
+}
+
+}  // namespace garray

@@ -1,0 +1,80 @@
+// Bad input: the documented exception on every rank, nothing written.
+#include "numeric/support.hpp"
+
+#include <garray/garray.hpp>
+
+using garray::idx;
+using garray::range;
+using ntest::A2;
+using gidx = garray::index;
+
+namespace {
+template <class E, class F>
+std::string message_of(F&& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    return std::string("WRONG TYPE: ") + e.what();
+  }
+  return "NO THROW";
+}
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+}  // namespace
+
+TEST_CASE("shape mismatches throw SizeMismatch on every rank and change nothing") {
+  garray::Context ctx;
+  auto rng = test::Rng(test::shared_seed());
+  A2 a(ctx, {6, 7}), b(ctx, {6, 7}, garray::Distribution<2>::slab(1));
+  test::Reference<double, 2> ra(a.shape()), rb(b.shape());
+  ntest::randomize(rng, ra, 0, 9);
+  ntest::randomize(rng, rb, 0, 9);
+  ntest::load(a, ra);
+  ntest::load(b, rb);
+  auto m = message_of<garray::SizeMismatch>([&] { a[idx[range(0, 3)]] = b[idx[range(0, 4)]] + 1.0; });
+  CHECK(contains(m, "garray::assign"));
+  CHECK(contains(m, "[4, 7]"));
+  CHECK(contains(m, "[3, 7]"));
+  m = message_of<garray::SizeMismatch>([&] { (void)garray::sum(a[idx[range(0, 3)]] * b); });
+  CHECK(contains(m, "garray::sum"));
+  m = message_of<garray::SizeMismatch>([&] { (void)garray::eval(a + b[idx[range(1, 6)]]); });
+  CHECK(contains(m, "garray::eval"));
+  boost::multi_array<double, 2> loc(boost::extents[6][6]);
+  m = message_of<garray::SizeMismatch>([&] { a.view() = b + garray::local(loc); });
+  CHECK(contains(m, "local operand"));
+  m = message_of<garray::SizeMismatch>([&] { (void)garray::assign_norm2_change(a, b[idx[range(1, 6)]]); });
+  CHECK(contains(m, "garray::assign_reduce"));
+  CHECK(ntest::equal_bits(a, ra));
+  CHECK(ntest::equal_bits(b, rb));
+}
+
+TEST_CASE("operands on different contexts throw InvalidArgument on every rank") {
+  garray::Context ctx;
+  garray::Context other(MPI_COMM_WORLD);  // the same ranks, another group handle
+  A2 a(ctx, {5, 5}), b(other, {5, 5});
+  garray::fill(a, 1.0);
+  garray::fill(b, 2.0);
+  const auto m = message_of<garray::InvalidArgument>([&] { a.view() = b * 2.0; });
+  CHECK(contains(m, "different context"));
+  CHECK(contains(message_of<garray::InvalidArgument>([&] { (void)garray::dot(a, b); }), "garray::sum"));
+  CHECK(garray::sum(a) == 25.0);
+  CHECK(garray::sum(b) == 50.0);
+}
+
+TEST_CASE("ranks passing different arguments throw CollectiveMismatch on every rank") {
+  garray::Context ctx;
+  A2 a(ctx, {8, 8}), b(ctx, {8, 8});
+  garray::fill(a, 1.0);
+  garray::fill(b, 3.0);
+  if (ctx.size() > 1) {
+    const gidx s = ctx.rank() == 0 ? 0 : 1;  // rank 0 reads another window of b
+    CHECK_THROWS_AS(a[idx[range(0, 4)]] = b[idx[range(s, s + 4)]], garray::CollectiveMismatch);
+    CHECK_THROWS_AS((void)garray::sum(b[idx[range(s, s + 4)]]), garray::CollectiveMismatch);
+    // different expressions (types) over the same views
+    if (ctx.rank() == 0) CHECK_THROWS_AS(a.view() = b + 1.0, garray::CollectiveMismatch);
+    else CHECK_THROWS_AS(a.view() = b * 1.0, garray::CollectiveMismatch);
+  }
+  CHECK(garray::sum(a) == 64.0);
+  CHECK(garray::sum(b) == 192.0);
+}

@@ -1,0 +1,291 @@
+// Differential tests of owner-computes expressions: random expression trees over random
+// views of arrays with different distributions (outputs aliasing inputs included) against a
+// serial evaluation with the same operation order, bitwise.
+#include "numeric/support.hpp"
+
+#include <garray/garray.hpp>
+
+#include <memory>
+
+using gidx = garray::index;
+using ntest::A2;
+using ntest::V2;
+
+namespace {
+
+// The runtime mirror of a random expression: the serial reference evaluates exactly the
+// selected branch, with the same operations in the same order.
+struct Node {
+  int kind = 0;  // 0 view leaf, 1 negated view leaf, 2 scalar, 3 binary
+  int op = 0;    // + - * / min
+  int array = 0;
+  garray::Section<2> sec{};
+  double value = 0;
+  std::unique_ptr<Node> l, r;
+};
+
+double ref_eval(const Node& n, const std::vector<test::Reference<double, 2>*>& refs, gidx i, gidx j) {
+  switch (n.kind) {
+    case 0: return refs[static_cast<std::size_t>(n.array)]->at(ntest::at(n.sec, i, j));
+    case 1: return -refs[static_cast<std::size_t>(n.array)]->at(ntest::at(n.sec, i, j));
+    case 2: return n.value;
+    default: {
+      const double a = ref_eval(*n.l, refs, i, j), b = ref_eval(*n.r, refs, i, j);
+      switch (n.op) {
+        case 0: return a + b;
+        case 1: return a - b;
+        case 2: return a * b;
+        case 3: return a / b;
+        default: return b < a ? b : a;
+      }
+    }
+  }
+}
+
+struct Builder {
+  test::Rng& g;
+  std::vector<A2*> arrays;
+  garray::Shape<2> shape;  // the expression's shape
+
+  // A leaf: a view of a random array, its negation, or a scalar; the unselected branches
+  // still hold valid views. The runtime choice goes through where() with scalar conditions.
+  auto leaf(Node& n) {
+    n.array = static_cast<int>(test::uniform(g, 0, static_cast<gidx>(arrays.size()) - 1));
+    n.sec = ntest::random_section(g, arrays[static_cast<std::size_t>(n.array)]->shape(), shape);
+    n.value = static_cast<double>(test::uniform(g, -3, 3)) * 0.5;
+    n.kind = static_cast<int>(test::uniform(g, 0, 2));
+    V2 v(*arrays[static_cast<std::size_t>(n.array)], n.sec);
+    const garray::ScalarLeaf<bool> is_view(n.kind == 0), is_neg(n.kind == 1);
+    return garray::where(is_view, v, garray::where(is_neg, -v, garray::ScalarLeaf<double>(n.value)));
+  }
+
+  template <int D>
+  auto build(Node& n, bool force_leaf) {
+    if constexpr (D == 0) {
+      return leaf(n);
+    } else {
+      const bool stop = force_leaf || test::uniform(g, 0, 3) == 0;
+      Node lf;
+      auto L = leaf(lf);
+      n.l = std::make_unique<Node>();
+      n.r = std::make_unique<Node>();
+      auto a = build<D - 1>(*n.l, stop);
+      auto b = build<D - 1>(*n.r, stop);
+      if (stop) {
+        n.kind = lf.kind;
+        n.array = lf.array;
+        n.sec = lf.sec;
+        n.value = lf.value;
+      } else {
+        n.kind = 3;
+        n.op = static_cast<int>(test::uniform(g, 0, 4));
+      }
+      using garray::ScalarLeaf;
+      const ScalarLeaf<bool> s(stop), c0(n.op == 0), c1(n.op == 1), c2(n.op == 2), c3(n.op == 3);
+      return garray::where(
+          s, L, garray::where(c0, a + b, garray::where(c1, a - b, garray::where(c2, a * b, garray::where(c3, a / b, garray::min(a, b))))));
+    }
+  }
+};
+
+}  // namespace
+
+TEST_CASE("random expression trees over random views equal a serial evaluation bitwise") {
+  garray::Context ctx;
+  auto rng = test::Rng(test::shared_seed());
+  const int p = ctx.size();
+  for (int round = 0; round < 12; ++round) {
+    const garray::Shape<2> base = test::random_shape<2>(rng, 9);
+    const int narrays = static_cast<int>(test::uniform(rng, 2, 3));
+    std::vector<std::unique_ptr<A2>> arrays;
+    std::vector<test::Reference<double, 2>> refs;
+    for (int k = 0; k < narrays; ++k) {
+      const garray::Shape<2> sh = {base[0] + test::uniform(rng, 0, 3), base[1] + test::uniform(rng, 0, 3)};
+      const garray::Shape<2> ghost = {test::uniform(rng, 0, 1), test::uniform(rng, 0, 1)};
+      arrays.push_back(std::make_unique<A2>(ctx, sh, test::random_distribution<2>(rng, sh, p), ghost));
+      refs.emplace_back(sh);
+      ntest::randomize(rng, refs.back(), -5, 9);
+    }
+    for (int k = 0; k < narrays; ++k) ntest::load(*arrays[static_cast<std::size_t>(k)], refs[static_cast<std::size_t>(k)]);
+    std::vector<test::Reference<double, 2>*> rp;
+    std::vector<A2*> ap;
+    for (int k = 0; k < narrays; ++k) {
+      rp.push_back(&refs[static_cast<std::size_t>(k)]);
+      ap.push_back(arrays[static_cast<std::size_t>(k)].get());
+    }
+    for (int trial = 0; trial < 4; ++trial) {
+      const garray::Shape<2> shape = {test::uniform(rng, 1, base[0]), test::uniform(rng, 1, base[1])};
+      Builder b{rng, ap, shape};
+      Node root;
+      auto e = b.build<3>(root, false);
+      const int oa = static_cast<int>(test::uniform(rng, 0, narrays - 1));
+      const auto osec = ntest::random_section(rng, ap[static_cast<std::size_t>(oa)]->shape(), shape);
+      INFO("round " << round << " trial " << trial << " output array " << oa << " section " << osec);
+      // Serial: evaluate the whole right side first (numpy semantics), then write.
+      std::vector<double> vals;
+      for (gidx i = 0; i < shape[0]; ++i)
+        for (gidx j = 0; j < shape[1]; ++j) vals.push_back(ref_eval(root, rp, i, j));
+      std::size_t q = 0;
+      for (gidx i = 0; i < shape[0]; ++i)
+        for (gidx j = 0; j < shape[1]; ++j) rp[static_cast<std::size_t>(oa)]->at(ntest::at(osec, i, j)) = vals[q++];
+      V2 out(*ap[static_cast<std::size_t>(oa)], osec);
+      const int mode = static_cast<int>(test::uniform(rng, 0, 2));
+      if (mode == 0) {
+        out = e;
+      } else if (mode == 1) {
+        garray::assign(out, e);
+      } else {
+        // assign fused with a reduction: the reduction of the change must match too
+        test::Reference<double, 2> before = *rp[static_cast<std::size_t>(oa)];
+        (void)before;
+        garray::assign_reduce(out, e, garray::sum_reducer{}, [](double, double) { return gidx{1}; });
+      }
+      for (int k = 0; k < narrays; ++k)
+        CHECK(ntest::equal_bits(*ap[static_cast<std::size_t>(k)], *rp[static_cast<std::size_t>(k)]));
+    }
+  }
+}
+
+TEST_CASE("compound assignment, eval, ufuncs with outputs, scale and axpy match the serial") {
+  garray::Context ctx;
+  auto rng = test::Rng(test::shared_seed());
+  for (int round = 0; round < 6; ++round) {
+    const garray::Shape<2> sh = test::random_shape<2>(rng, 12);
+    A2 a(ctx, sh, test::random_distribution<2>(rng, sh, ctx.size()));
+    A2 b(ctx, sh, test::random_distribution<2>(rng, sh, ctx.size()), {1, 1});
+    test::Reference<double, 2> ra(sh), rb(sh);
+    ntest::randomize(rng, ra, -9, 9);
+    ntest::randomize(rng, rb, 1, 9);
+    ntest::load(a, ra);
+    ntest::load(b, rb);
+    auto each = [&](auto f) {
+      for (gidx i = 0; i < sh[0]; ++i)
+        for (gidx j = 0; j < sh[1]; ++j) f(i, j);
+    };
+    a += b;
+    each([&](gidx i, gidx j) { ra.at({i, j}) = ra.at({i, j}) + rb.at({i, j}); });
+    a.view() *= 0.5;
+    each([&](gidx i, gidx j) { ra.at({i, j}) = ra.at({i, j}) * 0.5; });
+    b.view() /= a - 20.0;
+    each([&](gidx i, gidx j) { rb.at({i, j}) = rb.at({i, j}) / (ra.at({i, j}) - 20.0); });
+    a -= 1;
+    each([&](gidx i, gidx j) { ra.at({i, j}) = ra.at({i, j}) - 1; });
+    CHECK(ntest::equal_bits(a, ra));
+    CHECK(ntest::equal_bits(b, rb));
+
+    auto t = garray::eval(a * 2.0 + b);
+    CHECK(t.shape() == sh);
+    CHECK(t.distribution().signature() == a.distribution().signature());
+    test::Reference<double, 2> rt(sh);
+    each([&](gidx i, gidx j) { rt.at({i, j}) = ra.at({i, j}) * 2.0 + rb.at({i, j}); });
+    CHECK(ntest::equal_bits(t, rt));
+
+    garray::add(a, b, t);
+    each([&](gidx i, gidx j) { rt.at({i, j}) = ra.at({i, j}) + rb.at({i, j}); });
+    CHECK(ntest::equal_bits(t, rt));
+    garray::multiply(t, 3.0, t);
+    each([&](gidx i, gidx j) { rt.at({i, j}) = rt.at({i, j}) * 3.0; });
+    CHECK(ntest::equal_bits(t, rt));
+    auto u = garray::subtract(t, a);  // eager: a new array
+    test::Reference<double, 2> ru(sh);
+    each([&](gidx i, gidx j) { ru.at({i, j}) = rt.at({i, j}) - ra.at({i, j}); });
+    CHECK(ntest::equal_bits(u, ru));
+    garray::axpy(0.25, b, a);
+    each([&](gidx i, gidx j) { ra.at({i, j}) = ra.at({i, j}) + 0.25 * rb.at({i, j}); });
+    garray::scale(b, -2.0);
+    each([&](gidx i, gidx j) { rb.at({i, j}) = rb.at({i, j}) * -2.0; });
+    garray::sqrt(garray::abs(a), u);
+    each([&](gidx i, gidx j) { ru.at({i, j}) = std::sqrt(std::abs(ra.at({i, j}))); });
+    CHECK(ntest::equal_bits(a, ra));
+    CHECK(ntest::equal_bits(b, rb));
+    CHECK(ntest::equal_bits(u, ru));
+    // where / comparisons / pow / max / local replicated operands
+    boost::multi_array<double, 2> loc(sh);
+    for (std::size_t k = 0; k < loc.num_elements(); ++k) loc.data()[k] = static_cast<double>(k % 7);
+    u.view() = garray::where(a > b, garray::pow(a, 2.0), garray::max(b, garray::local(loc)) - garray::exp(garray::local(loc) * 0.0));
+    each([&](gidx i, gidx j) {
+      const double x = ra.at({i, j}), y = rb.at({i, j}), l = loc[i][j];
+      ru.at({i, j}) = x > y ? std::pow(x, 2.0) : (l < y ? y : l) - std::exp(l * 0.0);
+    });
+    CHECK(ntest::equal_bits(u, ru));
+  }
+}
+
+TEST_CASE("the Jacobi step equals the serial two-buffer Jacobi bitwise") {
+  garray::Context ctx;
+  auto rng = test::Rng(test::shared_seed());
+  using garray::idx;
+  using garray::range;
+  using garray::_;
+  for (int round = 0; round < 4; ++round) {
+    const garray::Shape<2> sh = {test::uniform(rng, 3, 40), test::uniform(rng, 3, 40)};
+    const garray::Shape<2> ghost = {round % 2, round % 2};
+    A2 u(ctx, sh, test::random_distribution<2>(rng, sh, ctx.size()), ghost);
+    test::Reference<double, 2> ru(sh);
+    for (std::size_t k = 0; k < ru.a.num_elements(); ++k)
+      ru.a.data()[k] = std::sin(static_cast<double>(k) * 0.37 + round);
+    ntest::load(u, ru);
+    const double dx2 = 0.013, dy2 = 0.021, dnr_inv = 0.5 / (dx2 + dy2);
+    auto inner = u[idx[range(1, -1)][range(1, -1)]];
+    auto up = u[idx[range(_, -2)][range(1, -1)]];
+    auto down = u[idx[range(2, _)][range(1, -1)]];
+    auto left = u[idx[range(1, -1)][range(_, -2)]];
+    auto right = u[idx[range(1, -1)][range(2, _)]];
+    for (int it = 0; it < 3; ++it) {
+      test::Reference<double, 2> nu = ru;  // two buffers
+      double change = 0;
+      for (gidx i = 1; i + 1 < sh[0]; ++i)
+        for (gidx j = 1; j + 1 < sh[1]; ++j) {
+          nu.at({i, j}) = ((ru.at({i - 1, j}) + ru.at({i + 1, j})) * dy2 + (ru.at({i, j - 1}) + ru.at({i, j + 1})) * dx2) * dnr_inv;
+          const double d = nu.at({i, j}) - ru.at({i, j});
+          change += d * d;
+        }
+      ru = nu;
+      if (it == 1) {
+        const double got = garray::assign_norm2_change(inner, ((up + down) * dy2 + (left + right) * dx2) * dnr_inv);
+        CHECK(ntest::same_on_all_ranks(got));
+        CHECK(got == doctest::Approx(std::sqrt(change)).epsilon(1e-12));
+      } else {
+        inner = ((up + down) * dy2 + (left + right) * dx2) * dnr_inv;
+      }
+      CHECK(ntest::equal_bits(u, ru));
+    }
+  }
+}
+
+TEST_CASE("fill, iota, generate, fill_random and for_each_local") {
+  garray::Context ctx;
+  auto rng = test::Rng(test::shared_seed());
+  for (int round = 0; round < 4; ++round) {
+    const garray::Shape<2> sh = test::random_shape<2>(rng, 15);
+    A2 a(ctx, sh, test::random_distribution<2>(rng, sh, ctx.size()));
+    A2 b(ctx, sh, test::random_distribution<2>(rng, sh, ctx.size()));
+    garray::fill_random(a, 42, -1.0, 1.0);
+    garray::fill_random(b, 42, -1.0, 1.0);  // another distribution: the same numbers
+    CHECK(garray::all_of(a == b));
+    CHECK(garray::min(a) >= -1.0);
+    CHECK(garray::max(a) < 1.0);
+    garray::fill_random(b, 43, -1.0, 1.0);
+    CHECK(garray::any_of(a != b));
+    garray::iota(a, 1.0, 2.0);
+    test::Reference<double, 2> ra(sh);
+    for (std::size_t k = 0; k < ra.a.num_elements(); ++k) ra.a.data()[k] = 1.0 + 2.0 * static_cast<double>(k);
+    CHECK(ntest::equal_bits(a, ra));
+    garray::generate(b, [](const garray::Shape<2>& i) { return static_cast<double>(i[0] * 1000 + i[1]); });
+    garray::fill(a, 0.0);
+    gidx visited = 0;
+    garray::for_each_local(b, [&](double& x, const garray::Shape<2>& i) {
+      visited += x == static_cast<double>(i[0] * 1000 + i[1]) ? 1 : 0;
+      x = -x;
+    });
+    CHECK(visited == b.local_box().volume());
+    b.sync();
+    CHECK(garray::sum(b) == -garray::sum(garray::index_expr<2>([](const garray::Shape<2>& i) {
+            return static_cast<double>(i[0] * 1000 + i[1]);
+          }) + a));
+    garray::GlobalArray<std::int64_t, 1> c(ctx, {sh[0] * 3});
+    garray::fill_random(c, 7, std::int64_t{0}, std::int64_t{5});
+    CHECK(garray::min(c) >= 0);
+    CHECK(garray::max(c) <= 4);
+  }
+}
