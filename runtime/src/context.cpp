@@ -98,16 +98,22 @@ bool all_ok(MPI_Comm comm, bool ok) {
   return all != 0;
 }
 
-void agree_signature(MPI_Comm comm, std::uint64_t signature, std::string_view what,
-                     std::string_view describe_local) {
+bool signatures_agree(MPI_Comm comm, std::uint64_t signature) {
   // max(s) and max(~s) = ~min(s) in one allreduce: equal everywhere iff max == min.
   std::uint64_t in[2] = {signature, ~signature}, out[2] = {0, 0};
   check_mpi(MPI_Allreduce(in, out, 2, MPI_UINT64_T, MPI_MAX, comm), "MPI_Allreduce");
-  if (out[0] != ~out[1]) {
-    throw CollectiveMismatch(message(
-        what, ": ranks called different collectives or passed different arguments (this rank: ",
-        describe_local, ")"));
-  }
+  return out[0] == ~out[1];
+}
+
+void throw_signature_mismatch(std::string_view what, std::string_view describe_local) {
+  throw CollectiveMismatch(message(
+      what, ": ranks called different collectives or passed different arguments (this rank: ",
+      describe_local, ")"));
+}
+
+void agree_signature(MPI_Comm comm, std::uint64_t signature, std::string_view what,
+                     std::string_view describe_local) {
+  if (!signatures_agree(comm, signature)) throw_signature_mismatch(what, describe_local);
 }
 
 std::uint64_t hash_string(std::string_view s) noexcept {

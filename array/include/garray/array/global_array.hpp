@@ -135,8 +135,9 @@ class GlobalArray {
       sig = detail::hash_mix(sig, plan.signature);
     }
     try {
-      detail::agree_signature(ctx.comm(), sig, name(detail::Call::create),
-                              describe_args(shape, dist) + ", " + cache.describe() + (plan.hit ? ", hit" : ", miss"));
+      detail::agree_signature(ctx.comm(), sig, name(detail::Call::create), [&] {
+        return describe_args(shape, dist) + ", " + cache.describe() + (plan.hit ? ", hit" : ", miss");
+      });
     } catch (const CollectiveMismatch&) {
       if (err) std::rethrow_exception(err);  // the erring rank reports its own reason
       throw;

@@ -23,6 +23,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 namespace garray {
 
@@ -99,6 +100,18 @@ bool all_ok(MPI_Comm comm, bool ok);
 /// arguments). Doubles as a barrier. **Collective.**
 void agree_signature(MPI_Comm comm, std::uint64_t signature, std::string_view what,
                      std::string_view describe_local);
+/// The allreduce of agree_signature: true on every rank iff every rank passed `signature`.
+bool signatures_agree(MPI_Comm comm, std::uint64_t signature);
+/// Throws the CollectiveMismatch of agree_signature.
+[[noreturn]] void throw_signature_mismatch(std::string_view what, std::string_view describe_local);
+/// As agree_signature above, but `describe_local` is a callable returning the description,
+/// called only on a mismatch: keeps string formatting off hot collectives (array creation
+/// from the cache).
+template <class Describe>
+  requires std::is_invocable_r_v<std::string, Describe&>
+void agree_signature(MPI_Comm comm, std::uint64_t signature, std::string_view what, Describe&& describe_local) {
+  if (!signatures_agree(comm, signature)) throw_signature_mismatch(what, describe_local());
+}
 
 /// FNV-1a style hashing for signatures.
 inline std::uint64_t hash_mix(std::uint64_t h, std::uint64_t v) noexcept {

@@ -68,6 +68,8 @@ class Window {
       --ndirty_;
     }
   }
+  /// True if this rank has puts/accumulates not yet remotely completed (see mark_dirty).
+  bool has_pending_writes() const noexcept { return ndirty_ > 0; }
   /// Remote completion of everything this rank issued (fence).
   void complete_all() const {
     flush_all();
