@@ -1,7 +1,9 @@
 // The Laplace solver: the three variants, the serial reference and small helpers.
 #include "laplace.hpp"
 
+#include <garray/garray.hpp>
 #include <garray/runtime/error.hpp>
+#include <garray/runtime/window_cache.hpp>
 
 #include <algorithm>
 #include <charconv>
@@ -10,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <span>
 #include <utility>
 
@@ -67,6 +70,23 @@ double initial_value(const Problem& p, index i, index j) noexcept {
   if (p.init == Init::zero) return 0.0;
   const auto h = mix(static_cast<std::uint64_t>(i) * static_cast<std::uint64_t>(p.ny) + static_cast<std::uint64_t>(j));
   return static_cast<double>(h >> 11) * 0x1.0p-52 - 1.0;  // [-1, 1)
+}
+
+double sweep(const double* u, double* v, index stride, index rows, index cols, const Coefficients& c) noexcept {
+  double s = 0.0;  // never address-taken: stays in a register (stores to v cannot alias it)
+  for (index i = 0; i < rows; ++i) {
+    const double* __restrict mid = u + i * stride;
+    const double* __restrict up = mid - stride;
+    const double* __restrict dn = mid + stride;
+    double* __restrict out = v + i * stride;
+    for (index k = 0; k < cols; ++k) {
+      const double nv = jacobi(up[k], dn[k], mid[k - 1], mid[k + 1], c);
+      const double d = nv - mid[k];
+      s += d * d;
+      out[k] = nv;
+    }
+  }
+  return s;
 }
 
 double combine_partials(MPI_Comm comm, double partial) {
@@ -133,11 +153,11 @@ void write_field(const std::string& path, const boost::multi_array<double, 2>& u
   if (!out) garray::detail::raise<InvalidArgument>("laplace: error writing '", path, "'");
 }
 
-int cache_depth(const Context&) { return -1; }
+int cache_depth(const Context& ctx) { return ctx.cache().depth(); }
 
-void set_cache_depth(const Context&, int depth) {
-  garray::detail::raise<InvalidArgument>("laplace: cannot set the cache depth to ", depth,
-                                         ": this build has no array cache");
+void set_cache_depth(const Context& ctx, int depth) {
+  // Identical on every rank by contract; a rank that diverges is caught at the next create.
+  ctx.cache().set_depth(depth);
 }
 
 // ---- the serial reference -------------------------------------------------------------
@@ -178,6 +198,9 @@ Reference reference_solve(const Problem& p, const Distribution<2>& dist, int n_i
 namespace detail {
 
 using Array = GlobalArray<double, 2>;
+using garray::_;
+using garray::idx;
+using garray::range;
 
 /// What every variant implements.
 class Impl {
@@ -236,24 +259,8 @@ class KernelImpl final : public Impl {
       auto bu = u.access();
       auto bv = v.access();
       const auto lay = u.layout_of(ctx_.rank());  // the same for v: same distribution and ghosts
-      const index stride = lay.strides[0];
-      const double* U = bu.data();
-      double* V = bv.data();
-      const Coefficients c = c_;
-      const index nj = j1 - j0;
-      for (index i = i0; i < i1; ++i) {
-        const index off = lay.offset({i, j0});
-        const double* __restrict mid = U + off;
-        const double* __restrict up = mid - stride;
-        const double* __restrict dn = mid + stride;
-        double* __restrict out = V + off;
-        for (index k = 0; k < nj; ++k) {
-          const double nv = jacobi(up[k], dn[k], mid[k - 1], mid[k + 1], c);
-          const double d = nv - mid[k];
-          s += d * d;
-          out[k] = nv;
-        }
-      }
+      s = sweep(bu.data() + lay.offset({i0, j0}), bv.data() + lay.offset({i0, j0}), lay.strides[0], i1 - i0, j1 - j0,
+                c_);
     }
     v.sync();  // everyone's new values complete and visible; nobody still reads u
     std::swap(cur_, nxt_);
@@ -300,14 +307,104 @@ class KernelImpl final : public Impl {
   std::vector<double> colbuf_;
 };
 
+/// The five views of laplace.py's step over one array.
+struct Stencil {
+  garray::View<double, 2, 2> inner, up, down, left, right;
+  explicit Stencil(Array& u)
+      : inner(u[idx[range(1, -1)][range(1, -1)]]),
+        up(u[idx[range(0, -2)][range(1, -1)]]),
+        down(u[idx[range(2, _)][range(1, -1)]]),
+        left(u[idx[range(1, -1)][range(0, -2)]]),
+        right(u[idx[range(1, -1)][range(2, _)]]) {}
+};
+
+/// fused: one owner-computes expression per step, assigned in place and fused with the
+/// reduction of the change (new - old)^2 in the same sweep. The output overlaps the inputs,
+/// so the numeric layer fetches the inputs first and writes after a barrier (numpy
+/// semantics: the right side is evaluated completely before it is assigned).
+class FusedImpl final : public Impl {
+ public:
+  FusedImpl(const Context& ctx, const Problem& p, const Distribution<2>& dist)
+      : Impl(ctx, p, Variant::fused), u_(ctx, {p.nx, p.ny}, dist) {
+    reset();
+  }
+  void reset() override { init(u_); }
+  const Array& current() const override { return u_; }
+  double step() override {
+    const Stencil s(u_);
+    const Coefficients& c = c_;
+    // The same operations in the same order as jacobi(): ((up + down)*dy2 + (left + right)*dx2)*dnr_inv.
+    return garray::assign_norm2_change(s.inner, ((s.up + s.down) * c.dy2 + (s.left + s.right) * c.dx2) * c.dnr_inv);
+  }
+
+ private:
+  Array u_;
+};
+
+/// numpy: operator by operator, as numpy evaluates laplace.py. Every binary operation
+/// materialises a new distributed array (eager garray::add / multiply / subtract / eval),
+/// which comes from the array cache; temporaries die when numpy would drop them:
+///
+///   old_u = u.copy()                                   1 full-size array (kept to the next step)
+///   t2 = (u[0:-2,1:-1] + u[2:,1:-1]) * dy2             t1, t2 (t1 dies)
+///   t4 = (u[1:-1,0:-2] + u[1:-1,2:]) * dx2             t3, t4 (t3 dies)
+///   t6 = (t2 + t4) * dnr_inv                           t5, t6 (t2, t4, t5 die)
+///   u[1:-1,1:-1] = t6                                  assignment across distributions
+///   err = sqrt(sum((u - old_u)**2))                    d, d2 = d*d (numpy's square), sum
+///
+/// Nine arrays per step; at cache depth >= 3 none of them allocates a window after the
+/// first steps (at most three of one shape are alive at once).
+class NumpyImpl final : public Impl {
+ public:
+  NumpyImpl(const Context& ctx, const Problem& p, const Distribution<2>& dist)
+      : Impl(ctx, p, Variant::numpy), u_(ctx, {p.nx, p.ny}, dist) {
+    reset();
+  }
+  void reset() override {
+    old_.reset();
+    init(u_);
+  }
+  const Array& current() const override { return u_; }
+  double step() override {
+    const Stencil s(u_);
+    const Coefficients& c = c_;
+    old_ = garray::eval(u_);  // old_u = u.copy(): the new copy exists before the old one dies
+    {
+      auto t6 = [&] {
+        auto t5 = [&] {
+          auto t2 = [&] {
+            auto t1 = garray::add(s.up, s.down);
+            return garray::multiply(t1, c.dy2);
+          }();
+          auto t4 = [&] {
+            auto t3 = garray::add(s.left, s.right);
+            return garray::multiply(t3, c.dx2);
+          }();
+          return garray::add(t2, t4);
+        }();
+        return garray::multiply(t5, c.dnr_inv);
+      }();
+      garray::assign(s.inner, t6);
+    }
+    auto d2 = [&] {
+      auto d = garray::subtract(u_, *old_);
+      return garray::multiply(d, d);  // numpy computes d**2 as d*d
+    }();
+    return std::sqrt(garray::sum(d2));
+  }
+
+ private:
+  Array u_;
+  std::optional<Array> old_;
+};
+
 std::unique_ptr<Impl> make_impl(const Context& ctx, const Problem& p, Variant v, const Distribution<2>& dist) {
   switch (v) {
     case Variant::kernel: return std::make_unique<KernelImpl>(ctx, p, dist);
-    case Variant::fused:
-    case Variant::numpy: break;
+    case Variant::fused: return std::make_unique<FusedImpl>(ctx, p, dist);
+    case Variant::numpy: return std::make_unique<NumpyImpl>(ctx, p, dist);
   }
-  garray::detail::raise<InvalidArgument>("laplace: variant '", to_string(v),
-                                         "' needs the numeric layer, which is not available yet");
+  garray::detail::raise<InvalidArgument>("laplace: unknown variant ", static_cast<int>(v));
 }
 
 }  // namespace detail

@@ -87,6 +87,15 @@ inline double jacobi(double up, double down, double left, double right, const Co
   return ((up + down) * c.dy2 + (left + right) * c.dx2) * c.dnr_inv;
 }
 
+/// Local. The hand-written loop: for a rows x cols patch of interior elements, computes the
+/// Jacobi update of each from `u` into `v` and returns the sum of the squared changes,
+/// accumulated in row-major order with one accumulator. `u` and `v` point at the patch's first
+/// element in two arrays with the same row stride `stride`; u's rows above and below the
+/// patch and its columns left and right of it are read. The kernel variant, the benchmark's
+/// serial loop and its hand-written MPI code all run this one function, so their ratios
+/// measure communication and library overhead, not code generation.
+double sweep(const double* u, double* v, index stride, index rows, index cols, const Coefficients& c) noexcept;
+
 /// Collective over `comm`. Combines one partial sum per rank into the global sum, identical
 /// on every rank. This is the combination rule every variant's error uses.
 double combine_partials(MPI_Comm comm, double partial);

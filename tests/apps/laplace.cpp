@@ -24,8 +24,7 @@ namespace {
 /// The variants the solver implements in this build.
 std::vector<lp::Variant> variants() {
   std::vector<lp::Variant> v;
-  for (auto x : lp::all_variants)
-    if (x == lp::Variant::kernel) v.push_back(x);  // TODO(laplace): fused, numpy once numeric/ lands
+  for (auto x : lp::all_variants) v.push_back(x);
   return v;
 }
 
@@ -66,9 +65,13 @@ TEST_CASE("every variant equals the serial reference bitwise, errors per step in
   for (auto init : {lp::Init::hash, lp::Init::zero}) {
     for (auto [nx, ny] : shapes) {
       const lp::Problem prob{nx, ny, init};
-      // Long enough for the zero-start front to cross every block of these grids.
-      const int iters = static_cast<int>(std::max(nx, ny)) + 3;
+      // From a hash every ghost cell matters in the first step already; a few steps catch
+      // stale ghosts. From zeros, run until the front has crossed every block (only the
+      // shapes where that takes long enough to be a distinct case: the others are cheap).
+      if (init == lp::Init::zero && nx * ny < 1000 && nx != 7) continue;
+      const int iters = init == lp::Init::hash ? 6 : static_cast<int>(std::max(nx, ny)) + 3;
       for (const auto& [dname, dist] : distributions(ctx.size(), nx)) {
+        if (init == lp::Init::zero && dname.starts_with("cols")) continue;  // hash covers it
         std::vector<std::vector<double>> errs;
         for (auto v : variants()) {
           INFO(describe(prob, dname, v));
@@ -104,6 +107,31 @@ TEST_CASE("errors are identical on every rank and reset() starts over") {
     s.reset();
     const auto b = s.solve(12, -1.0, true);
     CHECK(a.errors == b.errors);
+  }
+}
+
+TEST_CASE("numpy variant: nine temporaries per step, none allocating a window once cached") {
+  garray::Context ctx;
+  const lp::Problem prob{40, 30, lp::Init::hash};
+  for (int depth : {0, 3}) {
+    INFO("cache depth " << depth);
+    lp::set_cache_depth(ctx, depth);
+    CHECK(lp::cache_depth(ctx) == depth);
+    lp::Solver s(ctx, prob, lp::Variant::numpy);
+    s.step();
+    s.step();
+    const auto before = ctx.stats();
+    s.solve(3, -1.0);
+    const auto after = ctx.stats();
+    CHECK(after.arrays_created - before.arrays_created == 9 * 3);
+    CHECK(after.windows_allocated - before.windows_allocated == (depth == 0 ? 9 * 3 : 0));
+  }
+  // kernel and fused create nothing per step.
+  for (auto v : {lp::Variant::kernel, lp::Variant::fused}) {
+    lp::Solver s(ctx, prob, v);
+    const auto before = ctx.stats().arrays_created;
+    s.solve(3, -1.0);
+    CHECK(ctx.stats().arrays_created == before);
   }
 }
 
