@@ -318,27 +318,46 @@ struct Stencil {
         right(u[idx[range(1, -1)][range(2, _)]]) {}
 };
 
-/// fused: one owner-computes expression per step, assigned in place and fused with the
-/// reduction of the change (new - old)^2 in the same sweep. The output overlaps the inputs,
-/// so the numeric layer fetches the inputs first and writes after a barrier (numpy
-/// semantics: the right side is evaluated completely before it is assigned).
+/// fused: the numeric layer, one owner-computes fused expression per step plus the error
+/// reduction, with swapped buffers instead of old_u = u.copy():
+///
+///   err = norm2(u[1:-1,1:-1] - J(u))     one fused reduction pass (reads u)
+///   v[1:-1,1:-1] = J(u); swap(u, v)      one fused assignment pass (reads u, writes v)
+///
+/// where J(u) = ((u[0:-2,1:-1] + u[2:,1:-1])*dy2 + (u[1:-1,0:-2] + u[1:-1,2:])*dx2)*dnr_inv.
+/// u[inner] is the first operand, so the reduction runs over the elements each rank owns of
+/// u[inner], row-major, and (old - new)^2 == (new - old)^2 bitwise: the same error as kernel.
+/// (The one-pass alternative, assign_norm2_change(u[inner], J(u)) in place, is numpy-correct
+/// but the output aliases the inputs, so the numeric layer snapshots the whole block every
+/// step; measured 3-6x slower than this at n = 2000, see docs/performance.md.)
 class FusedImpl final : public Impl {
  public:
   FusedImpl(const Context& ctx, const Problem& p, const Distribution<2>& dist)
-      : Impl(ctx, p, Variant::fused), u_(ctx, {p.nx, p.ny}, dist) {
+      : Impl(ctx, p, Variant::fused), a_(ctx, {p.nx, p.ny}, dist), b_(ctx, {p.nx, p.ny}, dist) {
     reset();
   }
-  void reset() override { init(u_); }
-  const Array& current() const override { return u_; }
+  void reset() override {
+    init(a_);
+    init(b_);  // the boundary lives in both buffers
+    cur_ = &a_;
+    nxt_ = &b_;
+  }
+  const Array& current() const override { return *cur_; }
   double step() override {
-    const Stencil s(u_);
+    const Stencil s(*cur_), t(*nxt_);
     const Coefficients& c = c_;
-    // The same operations in the same order as jacobi(): ((up + down)*dy2 + (left + right)*dx2)*dnr_inv.
-    return garray::assign_norm2_change(s.inner, ((s.up + s.down) * c.dy2 + (s.left + s.right) * c.dx2) * c.dnr_inv);
+    // The same operations in the same order as jacobi().
+    const auto jac = ((s.up + s.down) * c.dy2 + (s.left + s.right) * c.dx2) * c.dnr_inv;
+    const double err = garray::norm2(s.inner - jac);
+    garray::assign(t.inner, jac);
+    std::swap(cur_, nxt_);
+    return err;
   }
 
  private:
-  Array u_;
+  Array a_, b_;
+  Array* cur_ = nullptr;
+  Array* nxt_ = nullptr;
 };
 
 /// numpy: operator by operator, as numpy evaluates laplace.py. Every binary operation

@@ -24,7 +24,7 @@
 //           value and accumulates the squared change in the same pass, two buffers swapped
 //           instead of old_u = u.copy(). The performance ceiling. (The default.)
 //   fused   the numeric layer: one owner-computes fused expression per step plus the
-//           error reduction.
+//           error reduction (norm2 of the change, fused), two buffers swapped.
 //   numpy   the numeric layer operator by operator, as numpy evaluates laplace.py: every
 //           binary operation materialises a temporary distributed array (through the array
 //           cache), nine per step.
