@@ -17,8 +17,8 @@
 //
 //   create (collective)  plan() -> fold its signature into the create's signature
 //                        allreduce (agree_signature) -> acquire(): evict, then take/allocate
-//   destroy              release(): flush_all, window into the pool. Local: no MPI call
-//                        needs the other ranks (with depth 0: MPI_Win_free, collective)
+//   destroy              release(): flush pending writes, window into the pool. Local: no
+//                        MPI call needs the other ranks (depth 0: MPI_Win_free, collective)
 //
 // Eviction frees windows with MPI_Win_free, a collective call, so it only happens at
 // points every rank reaches in the same order: inside acquire() (after the create's
@@ -124,7 +124,8 @@ class WindowCache {
   /// allocation fails (the pool is trimmed even then).
   std::unique_ptr<detail::Window> acquire(const Context& ctx, Slot& slot, std::size_t bytes);
   /// Takes back the window of a destroyed array. **Local** when depth() > 0: completes this
-  /// rank's outstanding RMA on the window (MPI_Win_flush_all + MPI_Win_sync) and pools it.
+  /// rank's puts/accumulates on the window (MPI_Win_flush_all if any are pending), then
+  /// MPI_Win_sync, and pools it. Nonblocking requests must have been waited before.
   /// With depth() == 0 the window is freed now (collective, as without a cache). Never throws.
   void release(const Slot& slot, std::unique_ptr<detail::Window> w) noexcept;
 
