@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <exception>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -104,8 +105,9 @@ int run(int argc, char** argv) {
   if (o.check && o.nx * o.ny > (garray::index{1} << 24))
     throw garray::InvalidArgument("laplace: --check needs a grid of at most 2^24 points (it runs a serial copy)");
 
-  lp::Solver solver(ctx, prob, variant, lp::parse_grid(o.grid));
-  const auto& dist = solver.distribution();
+  std::optional<lp::Solver> holder(std::in_place, ctx, prob, variant, lp::parse_grid(o.grid));
+  lp::Solver& solver = *holder;
+  const auto dist = solver.distribution();
 
   std::ostringstream os;
   if (root && !o.quiet) {
@@ -113,7 +115,9 @@ int run(int argc, char** argv) {
        << "\nvariant=" << lp::to_string(variant) << "\ninit=" << o.init << "\nprocess_grid=" << dist.procs()[0] << 'x'
        << dist.procs()[1] << "\ncache_depth=" << lp::cache_depth(ctx) << "\nrepeat=" << o.repeat << '\n'
        << ctx.describe();
-    std::cout << os.str() << std::flush;
+    std::string text = os.str();
+    std::erase(text, '\0');  // some MPI libraries count the terminator in the version length
+    std::cout << text << std::flush;
   }
 
   std::vector<double> per_iter, total;
@@ -171,6 +175,7 @@ int run(int argc, char** argv) {
     if (!o.output.empty()) r << "output=" << o.output << '\n';
     std::cout << r.str() << std::flush;
   }
+  holder.reset();  // collective: the table then shows the windows freed too
   if (!o.quiet) garray::print_stats(ctx, std::cout);
   return status;
 }
