@@ -114,6 +114,17 @@ Section<N> box_section(const Box<N>& b) noexcept {
   return s;
 }
 
+/// A new array that the caller overwrites entirely: without ghost cells no zeroing pass (and
+/// no barrier); with ghost cells zeroed, so frames read as 0 until update_ghosts().
+template <Element T, std::size_t N>
+GlobalArray<T, N> make_overwritten(const Context& ctx, const Shape<N>& shape, const Distribution<N>& dist,
+                                   const Shape<N>& ghost) {
+  bool frames = false;
+  for (auto g : ghost) frames = frames || g > 0;
+  if (frames) return GlobalArray<T, N>(ctx, shape, dist, ghost);
+  return GlobalArray<T, N>(ctx, shape, dist, ghost, uninitialized);
+}
+
 /// Fetches `src`'s elements `sec` into this rank's block memory of `dst` at the strides
 /// `dst_str` (already permuted as needed), starting at element `dst_off`. One-sided.
 template <Element T, std::size_t N>
@@ -156,7 +167,7 @@ GlobalArray<T, N> scatter_from(const Context& ctx, int root, const boost::const_
                                   " (row-major required) but the array shape is ", detail::seq(shape));
     }
   });
-  GlobalArray<T, N> a(ctx, shape, dist, ghost);
+  auto a = detail::make_overwritten<T, N>(ctx, shape, dist, ghost);
   if (ctx.rank() == root)
     a.put_section(Section<N>::full(shape), std::span<const T>(data.data(), static_cast<std::size_t>(volume(shape))));
   a.sync();
@@ -238,7 +249,7 @@ GlobalArray<T, N> from_local(const Context& ctx, const boost::const_multi_array_
   }
   for (std::size_t d = 0; d < N; ++d)
     if (d != axis) shape[d] = all[d];
-  GlobalArray<T, N> a(ctx, shape, Distribution<N>::irregular(starts), ghost);
+  auto a = detail::make_overwritten<T, N>(ctx, shape, Distribution<N>::irregular(starts), ghost);
   {
     auto blk = a.access();
     if (!blk.empty()) {
@@ -262,7 +273,7 @@ GlobalArray<T, N> from_local(const Context& ctx, const boost::const_multi_array_
 template <Element T, std::size_t N>
 GlobalArray<T, N> redistribute(GlobalArray<T, N>& src, const Distribution<N>& dist, const Shape<N>& ghost) {
   src.sync();
-  GlobalArray<T, N> dst(src.context(), src.shape(), dist, ghost);
+  auto dst = detail::make_overwritten<T, N>(src.context(), src.shape(), dist, ghost);
   const auto lay = dst.layout_of(dst.context().rank());
   detail::fetch_into_block(src, detail::box_section(dst.local_box()), dst, lay.origin, lay.strides);
   dst.sync();  // also keeps src unchanged until every rank has read it
@@ -302,7 +313,7 @@ GlobalArray<T, N> transpose(GlobalArray<T, N>& src, const std::array<std::size_t
   src.sync();
   Shape<N> shape{};
   for (std::size_t d = 0; d < N; ++d) shape[d] = src.shape()[perm[d]];
-  GlobalArray<T, N> dst(ctx, shape, dist, ghost);
+  auto dst = detail::make_overwritten<T, N>(ctx, shape, dist, ghost);
   const auto lay = dst.layout_of(ctx.rank());
   const Box<N> b = dst.local_box();
   Section<N> sec;  // my new block, in source coordinates
