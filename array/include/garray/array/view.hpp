@@ -1,29 +1,134 @@
 #pragma once
 // View<T, N, M>: an M-dimensional, non-owning selection of a GlobalArray<T, N>.
 //
-//   auto inner = u[idx[range(1, -1)][range(1, -1)]];   // a view, no copy
-//   auto col   = u[idx[all][3]];                       // an integer drops a dimension -> 1-d
-//   auto rev   = inner[idx[range(_, _, -2)]];           // view of a view: slices compose
+//   using garray::idx, garray::range, garray::all, garray::_;
+//   auto inner = u[idx[range(1, -1)][range(1, -1)]];   // numpy u[1:-1, 1:-1]: a view, no copy
+//   auto col   = u[idx[all][3]];                       // u[:, 3]: an integer drops a dim -> 1-d
+//   auto rev   = inner[idx[range(_, _, -2)]];           // inner[::-2]: slices compose
+//   double x   = u[idx[3][4]].get();                   // a 0-d view reads as a value
 //
 // A view is the base array plus a canonical Section (per base dimension start, step,
 // count, dropped). Slicing a view composes sections (slice arithmetic) and never moves
 // data. One-sided operations on a view behave exactly as on the array with the composed
-// section. A view does not keep its array alive: it must not outlive it.
+// section; negative steps cost no extra communication (each owner's piece is still one
+// MPI call or one strided copy; the reversal happens on the local buffer side).
+//
+// View coordinates: position k = (k_0, ..., k_{M-1}) of a view, 0 <= k_j < shape()[j],
+// is base-array element base_index(k). Index lists (gather/scatter) and access() use view
+// coordinates. Collective operations (fill, copy in copy.hpp) are owner-computes: each
+// rank touches only the part of the view stored in its own block.
+//
+// A view does not keep its array alive: it must not outlive it.
 
+#include <garray/array/detail/transfer_plan.hpp>
 #include <garray/array/global_array.hpp>
+#include <garray/array/local_block.hpp>
 
+#include <boost/multi_array.hpp>
+
+#include <array>
+#include <cstddef>
+#include <cstring>
+#include <optional>
+#include <span>
+#include <sstream>
+#include <string>
 #include <type_traits>
+#include <vector>
 
 namespace garray {
+
+template <Element T, std::size_t N, std::size_t M>
+class ViewBlock;
+
+namespace detail {
+
+/// The piece of section `sec` stored in `rank`'s block (its geometry as in for_each_piece),
+/// or nothing when that rank holds no element of it. Pure index math.
+template <std::size_t N>
+std::optional<Piece<N>> piece_of(const Distribution<N>& dist, const Section<N>& sec, const Shape<N>& ghost,
+                                 int rank) noexcept {
+  if (sec.size() == 0) return std::nullopt;
+  const Box<N> blk = dist.block(rank);
+  if (blk.empty()) return std::nullopt;
+  const BlockLayout<N> lay = block_layout(blk, ghost);
+  const Shape<N> buf_str = row_major_strides(sec.count);
+  Piece<N> p;
+  p.rank = rank;
+  p.block_off = lay.origin;
+  for (std::size_t d = 0; d < N; ++d) {
+    const auto [k0, k1] = k_range(sec.start[d], sec.step[d], sec.count[d], blk.lo[d], blk.hi[d]);
+    if (k1 <= k0) return std::nullopt;
+    p.count[d] = k1 - k0;
+    p.block_off += (sec.start[d] + k0 * sec.step[d] - blk.lo[d]) * lay.strides[d];
+    p.block_str[d] = sec.step[d] * lay.strides[d];
+    p.buf_off += k0 * buf_str[d];
+    p.buf_str[d] = buf_str[d];
+  }
+  return p;
+}
+
+/// Signature of a section for collective agreement.
+template <std::size_t N>
+std::uint64_t section_hash(std::uint64_t h, const Section<N>& s) noexcept {
+  h = hash_mix(h, N);
+  for (std::size_t d = 0; d < N; ++d) {
+    h = hash_mix(h, static_cast<std::uint64_t>(s.start[d]));
+    h = hash_mix(h, static_cast<std::uint64_t>(s.step[d]));
+    h = hash_mix(h, static_cast<std::uint64_t>(s.count[d]));
+    h = hash_mix(h, s.dropped[d] ? 1u : 0u);
+  }
+  return h;
+}
+
+/// Signature contribution of an element value (its bytes).
+template <class T>
+std::uint64_t value_hash(std::uint64_t h, const T& v) noexcept {
+  unsigned char b[sizeof(T)];
+  std::memcpy(b, &v, sizeof(T));
+  for (unsigned char c : b) h = hash_mix(h, c);
+  return h;
+}
+
+/// The first half of a collective on arrays: completes this rank's outstanding operations
+/// on `w`, agrees on `sig` (an allreduce that doubles as a barrier: afterwards every rank's
+/// earlier operations are complete everywhere) and synchronises the memory view.
+/// Throws CollectiveMismatch on every rank on disagreement.
+inline void begin_collective(std::span<const Window* const> wins, MPI_Comm comm, std::uint64_t sig,
+                             std::string_view what, std::string_view describe) {
+  for (const Window* w : wins) {
+    w->complete_all();
+    w->memory_sync();
+  }
+  agree_signature(comm, sig, what, describe);
+  for (const Window* w : wins) w->memory_sync();
+}
+
+/// boost's strided view type of rank M over a multi_array_ref<T, N> (M >= 1 only).
+template <class T, std::size_t N, std::size_t M>
+struct BoostViewOf {
+  using type = typename boost::multi_array_ref<T, N>::template array_view<M>::type;
+};
+struct NoBoostView {};
+
+}  // namespace detail
 
 template <Element T, std::size_t N, std::size_t M>
 class View {
  public:
   using value_type = T;
   using array_type = GlobalArray<T, N>;
+  using shape_type = Shape<M>;
   static constexpr std::size_t dims = M;
 
-  View(array_type& a, const Section<N>& s) noexcept : a_(&a), sec_(s) {}
+  /// Local. A view of `a` selecting section `s`. Throws InvalidSlice if `s` keeps a number
+  /// of dimensions other than M (a hand-built Slice whose items disagree with its type).
+  View(array_type& a, const Section<N>& s) : a_(&a), sec_(s) {
+    if (s.rank() != M)
+      detail::raise<InvalidSlice>(array_type::name(detail::Call::get), ": a selection keeping ", s.rank(),
+                                  " dimensions cannot be a ", M, "-d view (slice items disagree with the slice type)");
+  }
+
   View(const View&) = default;
   /// **Collective** (numeric layer, <garray/garray.hpp>): `view = expr` evaluates an
   /// expression, view, array or scalar into the view, owner-computes (garray::assign).
@@ -39,21 +144,50 @@ class View {
     return *this;
   }
 
+  /// Local. The viewed array.
   array_type& array() const noexcept { return *a_; }
+  /// Local. The canonical selection over the base array.
   const Section<N>& section() const noexcept { return sec_; }
-  /// Extents of the view's M dimensions.
+  /// Local. Extents of the view's M dimensions.
   Shape<M> shape() const noexcept { return sec_.template kept_shape<M>(); }
+  /// Local. Number of selected elements (1 for a 0-d view).
   index size() const noexcept { return sec_.size(); }
 
-  /// A view of this view (slice arithmetic). Throws as the array's slicing does.
+  /// Local. A view of this view (slice arithmetic): numpy's `v[...]`; no data moves.
+  /// Throws InvalidSlice (step 0) or BoundsError (integer out of range), naming the value
+  /// and the view dimension. Too many indices fail to compile.
   template <std::size_t K, std::size_t M2>
   View<T, N, M2 + (M - K)> operator[](const Slice<K, M2>& s) const {
     static_assert(K <= M, "garray: too many indices for the view's number of dimensions");
     return {*a_, compose(sec_, s, array_type::name(detail::Call::get))};
   }
 
-  /// One-sided. As GlobalArray::get on the view's selection.
+  /// Local. The base-array index of view position `k` (not bounds-checked).
+  Shape<N> base_index(const Shape<M>& k) const noexcept {
+    Shape<N> g{};
+    std::size_t j = 0;
+    for (std::size_t d = 0; d < N; ++d) g[d] = sec_.start[d] + (sec_.dropped[d] ? 0 : k[j++] * sec_.step[d]);
+    return g;
+  }
+  /// Local. The part of the view stored in `rank`'s block, as a box of view coordinates.
+  /// Empty when that rank holds nothing of the view (for a 0-d view, see local_size()).
+  Box<M> box_of(int rank) const noexcept { return part_of(rank).first; }
+  /// Local. The part of the view this rank owns (view coordinates); see box_of.
+  Box<M> local_box() const noexcept { return box_of(a_->context().rank()); }
+  /// Local. Number of view elements this rank owns.
+  index local_size() const noexcept { return part_of(a_->context().rank()).second; }
+
+  // ---- one-sided transfers (as GlobalArray's over the composed section) ---------------
+  /// One-sided. Copies the view into `out` (dense, row-major over shape()). Complete on
+  /// return. Throws SizeMismatch before any transfer.
   void get(std::span<T> out) const { a_->get_section(sec_, out); }
+  /// One-sided. As get(span) into a row-major boost array of the view's shape.
+  void get(boost::multi_array_ref<T, M>& out) const
+    requires(M >= 1)
+  {
+    check_shape(out.shape(), out.storage_order(), detail::Call::get);
+    a_->get_section(sec_, std::span<T>(out.data(), out.num_elements()));
+  }
   /// One-sided. The view as a new boost::multi_array (a value for a 0-d view).
   auto get() const {
     if constexpr (M == 0) {
@@ -66,18 +200,272 @@ class View {
       return out;
     }
   }
-  /// One-sided. As GlobalArray::put.
+  /// One-sided. Writes `in` (row-major over shape()) into the view. Locally complete on
+  /// return; remotely at fence()/sync(). Throws SizeMismatch before any transfer.
   void put(std::span<const T> in) const { a_->put_section(sec_, in); }
-  /// One-sided. As GlobalArray::accumulate.
+  void put(const boost::multi_array_ref<T, M>& in) const
+    requires(M >= 1)
+  {
+    check_shape(in.shape(), in.storage_order(), detail::Call::put);
+    a_->put_section(sec_, std::span<const T>(in.data(), in.num_elements()));
+  }
+  /// One-sided. Writes one value into a 0-d view. Completion as put.
+  void put(const T& v) const
+    requires(M == 0)
+  {
+    a_->put_section(sec_, std::span<const T>(&v, 1));
+  }
+  /// One-sided. view += alpha * in, atomic per element. Completion as put.
   void accumulate(std::span<const T> in, T alpha = T{1}) const { a_->acc_section(sec_, in, alpha); }
+  void accumulate(const boost::multi_array_ref<T, M>& in, T alpha = T{1}) const
+    requires(M >= 1)
+  {
+    check_shape(in.shape(), in.storage_order(), detail::Call::acc);
+    a_->acc_section(sec_, std::span<const T>(in.data(), in.num_elements()), alpha);
+  }
+  /// One-sided. Adds alpha * v to the element of a 0-d view, atomically.
+  void accumulate(const T& v, T alpha = T{1}) const
+    requires(M == 0)
+  {
+    a_->acc_section(sec_, std::span<const T>(&v, 1), alpha);
+  }
+  /// Nonblocking variants: the request's wait() completes as the blocking call.
   Request get_nb(std::span<T> out) const { return a_->get_section_nb(sec_, out); }
   Request put_nb(std::span<const T> in) const { return a_->put_section_nb(sec_, in); }
   Request acc_nb(std::span<const T> in, T alpha = T{1}) const { return a_->acc_section_nb(sec_, in, alpha); }
 
+  // ---- index lists in view coordinates --------------------------------------------------
+  /// One-sided. out[j] = view[indices[j]]; indices are view positions (negative ones count
+  /// from the end of the view's dimension). Complete on return. Throws BoundsError (naming
+  /// the list position) or SizeMismatch before any transfer.
+  void gather(std::span<const Shape<M>> indices, std::span<T> out) const {
+    check_list(indices.size(), out.size(), detail::Call::gather);
+    const auto g = to_base(indices, detail::Call::gather);
+    a_->gather(g, out);
+  }
+  /// One-sided. view[indices[j]] = values[j]; with repeated positions one value wins.
+  /// Completion as put. Throws as gather.
+  void scatter(std::span<const Shape<M>> indices, std::span<const T> values) const {
+    check_list(indices.size(), values.size(), detail::Call::scatter);
+    const auto g = to_base(indices, detail::Call::scatter);
+    a_->scatter(g, values);
+  }
+  /// One-sided. view[indices[j]] += alpha * values[j], atomic per element; repeated
+  /// positions all contribute. Completion as put. Throws as gather.
+  void scatter_acc(std::span<const Shape<M>> indices, std::span<const T> values, T alpha = T{1}) const {
+    check_list(indices.size(), values.size(), detail::Call::scatter_acc);
+    const auto g = to_base(indices, detail::Call::scatter_acc);
+    a_->scatter_acc(g, values, alpha);
+  }
+
+  // ---- owner-computes -------------------------------------------------------------------
+  /// **Collective over the array's context.** Sets every element of the view to `value`.
+  /// Each rank writes the part of the view stored in its own block (no data is sent), with
+  /// a sync before (earlier operations of every rank complete first) and after (on return
+  /// every rank sees the new values). Ghost cells are not updated. Throws
+  /// CollectiveMismatch on every rank if ranks pass different views or values.
+  void fill(const T& value) const {
+    std::uint64_t sig = detail::hash_mix(detail::hash_string("fill-view"), a_->id());
+    sig = detail::value_hash(detail::section_hash(sig, sec_), value);
+    const detail::Window* w = &a_->window();
+    detail::begin_collective(std::span<const detail::Window* const>(&w, 1), a_->context().comm(), sig,
+                             call_name(detail::Call::fill), describe());
+    if (auto p = detail::piece_of(a_->distribution(), sec_, a_->ghost(), a_->context().rank())) {
+      auto blk = a_->access();
+      const auto it = detail::collapse(p->count, p->block_str, p->block_str);
+      detail::for_each_run(it, blk.data() + p->block_off, blk.data() + p->block_off,
+                           [&](T* x, T*, index n, index sx, index) {
+                             for (index i = 0; i < n; ++i) x[i * sx] = value;
+                           });
+    }
+    a_->sync();
+  }
+
+  /// Local. RAII access to the part of the view this rank owns, in view coordinates (see
+  /// ViewBlock). Brackets the local accesses with MPI_Win_sync like GlobalArray::access().
+  ViewBlock<T, N, M> access() const { return ViewBlock<T, N, M>(*this); }
+
+  /// Local. "view [sec] of array #id", for messages.
+  std::string describe() const {
+    std::ostringstream os;
+    os << "view " << sec_ << " of array #" << a_->id();
+    return os.str();
+  }
+
  private:
+  template <Element, std::size_t, std::size_t>
+  friend class ViewBlock;
+
+  static std::string call_name(detail::Call c) {
+    return std::string(array_type::name(c)) + "(view)";
+  }
+
+  // The part of the view in `rank`'s block: view-coordinate box and element count.
+  std::pair<Box<M>, index> part_of(int rank) const noexcept {
+    Box<M> b{};
+    const Box<N> blk = a_->box_of(rank);
+    index n = blk.empty() ? 0 : 1;
+    std::size_t j = 0;
+    for (std::size_t d = 0; d < N; ++d) {
+      const auto [k0, k1] = detail::k_range(sec_.start[d], sec_.step[d], sec_.count[d], blk.lo[d], blk.hi[d]);
+      n *= k1 - k0;
+      if (!sec_.dropped[d]) {
+        b.lo[j] = k0;
+        b.hi[j] = k1;
+        ++j;
+      }
+    }
+    if (n == 0)
+      for (std::size_t q = 0; q < M; ++q) b.hi[q] = b.lo[q];
+    return {b, n};
+  }
+
+  template <class SizeT>
+  void check_shape(const SizeT* shp, const boost::general_storage_order<M>& order, detail::Call c) const {
+    const auto want = shape();
+    bool ok = order == boost::c_storage_order();
+    for (std::size_t d = 0; d < M; ++d) ok = ok && static_cast<index>(shp[d]) == want[d];
+    if (!ok) {
+      Shape<M> got{};
+      for (std::size_t d = 0; d < M; ++d) got[d] = static_cast<index>(shp[d]);
+      detail::raise<SizeMismatch>(call_name(c), ": buffer of shape ", detail::seq(got),
+                                  " (row-major required) for a view of shape ", detail::seq(want));
+    }
+  }
+  void check_list(std::size_t nidx, std::size_t nval, detail::Call c) const {
+    if (nidx != nval) detail::raise<SizeMismatch>(call_name(c), ": ", nidx, " indices but ", nval, " values");
+  }
+  std::vector<Shape<N>> to_base(std::span<const Shape<M>> indices, detail::Call c) const {
+    const auto shp = shape();
+    std::vector<Shape<N>> g(indices.size());
+    for (std::size_t q = 0; q < indices.size(); ++q) {
+      Shape<M> k = indices[q];
+      for (std::size_t d = 0; d < M; ++d) {
+        if (k[d] < 0) k[d] += shp[d];
+        if (k[d] < 0 || k[d] >= shp[d])
+          detail::raise<BoundsError>(call_name(c), ": index list entry ", q, " ", detail::seq(indices[q]),
+                                     " out of range for view shape ", detail::seq(shp), " (dim ", d, ")");
+      }
+      g[q] = base_index(k);
+    }
+    return g;
+  }
+
   array_type* a_;
   Section<N> sec_;
 };
+
+/// RAII access to the part of a view that this rank owns (see View::access()).
+///
+///   auto vb = u[idx[range(1, -1)][range(_, _, -2)]].access();
+///   auto& v = vb.view();                       // boost strided view, VIEW coordinates
+///   for (auto i = vb.lo(0); i < vb.hi(0); ++i)
+///     for (auto j = vb.lo(1); j < vb.hi(1); ++j) v[i][j] *= 2;   // view element (i, j)
+///
+/// Coordinates: `view()` is indexed by view positions, not base-array indices: element
+/// (k_0, ..., k_{M-1}) of the view is `view()[k_0]...[k_{M-1}]`, valid for k in box()
+/// (index bases are box().lo). View::base_index(k) gives the base-array index. Strides
+/// may be negative (reversed views); writes go straight to the block's memory and become
+/// visible to other ranks after the next sync(), as with GlobalArray::access().
+/// For a 0-d view there is no boost view: element() is the owned element or nullptr.
+template <Element T, std::size_t N, std::size_t M>
+class ViewBlock {
+ public:
+  using view_type = typename std::conditional_t<(M >= 1), detail::BoostViewOf<T, N, M>,
+                                                std::type_identity<detail::NoBoostView>>::type;
+
+  /// Local. Prefer View::access().
+  explicit ViewBlock(const View<T, N, M>& v) : blk_(v.array().access()) {
+    const auto [box, n] = v.part_of(v.array().context().rank());
+    box_ = box;
+    size_ = n;
+    const Section<N>& s = v.section();
+    if constexpr (M == 0) {
+      if (n > 0) element_ = &blk_.view()(s.start);
+    } else {
+      // Boost index ranges in the block's global coordinates. An empty part is a view of
+      // extent 0 into a dummy 1x...x1 array (an empty block has no element to index).
+      boost::detail::multi_array::index_gen<N, M> ig;
+      using R = boost::multi_array_types::index_range;
+      if (n == 0) {
+        for (std::size_t d = 0; d < N; ++d) ig.ranges_[d] = s.dropped[d] ? R(0) : R(0, 0, 1);
+        Shape<N> ones;
+        ones.fill(1);
+        boost::multi_array_ref<T, N> dummy(&dummy_, ones);
+        make_view(dummy, ig);
+        return;
+      }
+      std::size_t j = 0;
+      for (std::size_t d = 0; d < N; ++d) {
+        if (s.dropped[d]) {
+          ig.ranges_[d] = R(s.start[d]);
+        } else {
+          // boost wants the open end just past the last element (one below it for a
+          // negative step), not first + count * step, which may leave the block.
+          const index first = s.start[d] + box.lo[j] * s.step[d];
+          const index last = first + (box.hi[j] - box.lo[j] - 1) * s.step[d];
+          ig.ranges_[d] = R(first, last + (s.step[d] > 0 ? 1 : -1), s.step[d]);
+        }
+        j += s.dropped[d] ? 0 : 1;
+      }
+      make_view(blk_.view(), ig);
+      Shape<M> bases{};
+      for (std::size_t q = 0; q < M; ++q) bases[q] = box.lo[q];
+      view_->reindex(bases);
+    }
+  }
+  ViewBlock(const ViewBlock&) = delete;
+  ViewBlock& operator=(const ViewBlock&) = delete;
+
+  /// Local. The owned part as a strided boost view in view coordinates (M >= 1).
+  view_type& view() noexcept
+    requires(M >= 1)
+  {
+    return *view_;
+  }
+  /// Local. The owned part in view coordinates (empty if this rank owns nothing).
+  const Box<M>& box() const noexcept { return box_; }
+  index lo(std::size_t d) const noexcept { return box_.lo[d]; }
+  index hi(std::size_t d) const noexcept { return box_.hi[d]; }
+  /// Local. Number of owned view elements.
+  index size() const noexcept { return size_; }
+  bool empty() const noexcept { return size_ == 0; }
+  /// Local. For a 0-d view: the element if this rank owns it, else nullptr.
+  T* element() const noexcept
+    requires(M == 0)
+  {
+    return element_;
+  }
+
+ private:
+  // GCC 12 reports a false -Wmaybe-uninitialized inside boost's generate_array_view (it
+  // cannot prove the loop fills every kept extent): keep the construction out of line, in
+  // one function where the warning is silenced.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+  template <class Gen>
+  [[gnu::noinline]] void make_view(boost::multi_array_ref<T, N>& ref, const Gen& ig) {
+    view_.emplace(ref[ig]);
+  }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+  LocalBlock<T, N> blk_;
+  Box<M> box_{};
+  index size_ = 0;
+  std::optional<view_type> view_;
+  T* element_ = nullptr;
+  T dummy_{};
+};
+
+/// **Collective over the view's array context.** numpy's `v[...] = value`; see View::fill.
+template <Element T, std::size_t N, std::size_t M>
+void fill(const View<T, N, M>& v, const std::type_identity_t<T>& value) {
+  v.fill(value);
+}
 
 template <Element T, std::size_t N>
 template <std::size_t K, std::size_t M>

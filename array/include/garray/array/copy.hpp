@@ -1,0 +1,173 @@
+#pragma once
+// copy(dst, src): numpy's `dst[...] = src[...]` between views of any two arrays of one group.
+//
+//   garray::copy(b[idx[range(1, -1)]], a[idx[range(_, _, -2)]]);   // different distributions
+//   garray::copy(u[idx[range(1, _)]], u[idx[range(_, -1)]]);       // overlapping: numpy result
+//   garray::copy(b, a);                                             // whole arrays
+//
+// Owner-computes, one-sided:
+//
+//   dst owners:   rank 0 | rank 1 | rank 2          src owners:  rank 0 | rank 1
+//                 [piece]                                        <-get-  <-get-
+//
+//   1. agree   every rank completes its outstanding operations on both arrays; one
+//              allreduce checks that all ranks called copy with the same views
+//   2. fetch   each rank takes the part of dst stored in its block, maps it to the
+//              matching part of src and fetches it with one get (one MPI call or one
+//              strided copy per src owner). Unless src may overlap dst, the data lands
+//              directly in block memory (strided), with no temporary.
+//   3. [barrier]  only when src and dst are views of the same array whose selections may
+//              overlap: nobody writes before everybody has read (numpy semantics: the
+//              result is as if src was read completely first)
+//   4. write   the fetched piece is stored into the local block (strided copy)
+//   5. sync    a sync of dst: on return every rank sees the result
+//
+// Ghost cells of dst are not updated (call update_ghosts()).
+
+#include <garray/array/detail/transfer_plan.hpp>
+#include <garray/array/global_array.hpp>
+#include <garray/array/view.hpp>
+#include <garray/runtime/context.hpp>
+#include <garray/runtime/error.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <span>
+#include <string>
+
+namespace garray {
+
+namespace detail {
+
+/// The sub-section of `sec` selecting view-coordinate box `k` (M kept dimensions).
+template <std::size_t N, std::size_t M>
+Section<N> sub_section(const Section<N>& sec, const Box<M>& k) noexcept {
+  Section<N> s = sec;
+  std::size_t j = 0;
+  for (std::size_t d = 0; d < N; ++d) {
+    if (sec.dropped[d]) continue;
+    s.start[d] = sec.start[d] + k.lo[j] * sec.step[d];
+    s.count[d] = k.hi[j] - k.lo[j];
+    ++j;
+  }
+  return s;
+}
+
+}  // namespace detail
+
+/// numpy's `dst[...] = src[...]`. **Collective over dst's context** (src's array must be on
+/// the same group). Views may belong to different arrays with different distributions, or
+/// to the same array, overlapping or not: the result is always as if src was read
+/// completely before anything was written. Owner-computes: each rank fetches, with one
+/// one-sided get, the source of the part of dst in its block, and writes it locally. On
+/// return every rank sees the result (the call ends with a sync of dst); operations issued
+/// before the call by any rank on either array are complete before it reads.
+/// Throws before any data moves, on every rank: SizeMismatch (shapes differ),
+/// InvalidArgument (arrays on different groups), CollectiveMismatch (ranks passed
+/// different views). Views of different ranks do not compile.
+template <Element T, std::size_t N1, std::size_t N2, std::size_t M>
+void copy(const View<T, N1, M>& dst, const View<T, N2, M>& src) {
+  auto& da = dst.array();
+  auto& sa = src.array();
+  const std::string what = "garray::copy<" + std::string(type_name<T>()) + "," + std::to_string(N1) + "<-" +
+                           std::to_string(N2) + ">";
+  // 1. validate locally, then agree (a rank that fails reports its own reason; the others
+  //    get CollectiveMismatch)
+  std::exception_ptr err;
+  try {
+    if (dst.shape() != src.shape())
+      detail::raise<SizeMismatch>(what, ": destination shape ", detail::seq(dst.shape()),
+                                  " differs from source shape ", detail::seq(src.shape()));
+    int cmp = MPI_UNEQUAL;
+    detail::check_mpi(MPI_Comm_compare(da.context().comm(), sa.context().comm(), &cmp), "MPI_Comm_compare");
+    if (cmp != MPI_IDENT && cmp != MPI_CONGRUENT)
+      detail::raise<InvalidArgument>(what, ": source array #", sa.id(), " and destination array #", da.id(),
+                                     " live on different process groups");
+  } catch (const Error&) {
+    err = std::current_exception();
+  }
+  const bool same = static_cast<const void*>(&da) == static_cast<const void*>(&sa);
+  std::uint64_t sig = detail::hash_string("copy-invalid");
+  if (!err) {
+    sig = detail::hash_mix(detail::hash_string("copy"), da.id());
+    sig = detail::section_hash(sig, dst.section());
+    sig = detail::hash_mix(sig, sa.id());
+    sig = detail::section_hash(sig, src.section());
+  }
+  const detail::Window* wins[2] = {&da.window(), &sa.window()};
+  try {
+    detail::begin_collective(std::span<const detail::Window* const>(wins, same ? 1 : 2), da.context().comm(),
+                             sig, what, dst.describe() + " <- " + src.describe());
+  } catch (const CollectiveMismatch&) {
+    if (err) std::rethrow_exception(err);
+    throw;
+  }
+  if (err) std::rethrow_exception(err);
+
+  // Same array and intersecting bounding boxes: reading and writing may overlap.
+  bool overlap = false;
+  if constexpr (N1 == N2) {
+    if (same) {
+      const Box<N1> b = intersect(dst.section().bounding_box(), src.section().bounding_box());
+      overlap = !b.empty() && dst.size() > 0;
+    }
+  }
+
+  // 2. fetch the source of my piece of dst
+  const int me = da.context().rank();
+  const auto p = detail::piece_of(da.distribution(), dst.section(), da.ghost(), me);
+  std::unique_ptr<T[]> tmp;
+  detail::Strided2<N1> wr{};  // block strides (a) x dense temp strides (b)
+  if (p) {
+    const Section<N2> ssub = detail::sub_section(src.section(), dst.box_of(me));
+    const index n = p->size();
+    if (!overlap) {
+      auto blk = da.access();
+      // Straight into block memory: element k of the source piece goes to the block
+      // position of view element k (src dims map to dst dims in kept order).
+      Shape<N2> out_str{};
+      std::array<index, M == 0 ? 1 : M> kept_str{};
+      for (std::size_t d = 0, j = 0; d < N1; ++d)
+        if (!dst.section().dropped[d]) kept_str[j++] = p->block_str[d];
+      for (std::size_t d = 0, j = 0; d < N2; ++d)
+        out_str[d] = src.section().dropped[d] ? 0 : kept_str[j++];
+      sa.get_section_strided(ssub, blk.data() + p->block_off, out_str);
+    } else {
+      wr = detail::collapse(p->count, p->block_str, row_major_strides(p->count));
+      tmp.reset(new T[static_cast<std::size_t>(n)]);
+      auto& peak = da.context().stats().temp_bytes_peak;
+      peak = std::max<std::int64_t>(peak, n * static_cast<index>(sizeof(T)));
+      sa.get_section(ssub, std::span<T>(tmp.get(), static_cast<std::size_t>(n)));
+    }
+  }
+  // 3. + 4. with overlap, write only after every rank has read
+  if (overlap) {
+    da.context().barrier();
+    if (p) {
+      auto blk = da.access();
+      detail::strided_copy(wr, blk.data() + p->block_off, tmp.get());
+    }
+  }
+  // 5. make the result visible everywhere
+  da.sync();
+}
+
+/// Views of different ranks: a readable compile-time error.
+template <Element T, std::size_t N1, std::size_t N2, std::size_t M1, std::size_t M2>
+  requires(M1 != M2)
+void copy(const View<T, N1, M1>&, const View<T, N2, M2>&) {
+  static_assert(M1 == M2, "garray::copy: destination and source views have different numbers of dimensions");
+}
+
+/// Whole-array copy: `copy(dst.view(), src.view())`. **Collective over dst's context.**
+/// Distributions may differ; shapes must be equal (SizeMismatch on every rank otherwise).
+template <Element T, std::size_t N>
+void copy(GlobalArray<T, N>& dst, GlobalArray<T, N>& src) {
+  copy(dst.view(), src.view());
+}
+
+}  // namespace garray
