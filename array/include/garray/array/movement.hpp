@@ -279,6 +279,7 @@ GlobalArray<T, N> redistribute(GlobalArray<T, N>& src, const Distribution<N>& di
   dst.sync();  // also keeps src unchanged until every rank has read it
   return dst;
 }
+/// As above, keeping src's ghost width. **Collective over src's context.** Throws as above.
 template <Element T, std::size_t N>
 GlobalArray<T, N> redistribute(GlobalArray<T, N>& src, const Distribution<N>& dist) {
   return redistribute(src, dist, src.ghost());
