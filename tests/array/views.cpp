@@ -461,6 +461,14 @@ TEST_CASE("numpy examples: composed views, rank-0 views, access in view coordina
   CHECK(u[idx[3]][idx[4]].get() == 34.0);
   CHECK(u[idx[range(_, _, -1)]][idx[0][range(_, _, 3)]].get()[2] == 56.0);  // u[::-1][0, ::3]
 
+  {  // mixed view/array copies: b[::-1] = u, then u2 = b[::-1]
+    garray::GlobalArray<double, 2> b(ctx, {6, 7}, garray::Distribution<2>::slab(1)), u2(ctx, {6, 7});
+    garray::copy(b[idx[range(_, _, -1)]], u);
+    CHECK(b[idx[0][2]].get() == 52.0);
+    garray::copy(u2, b[idx[range(_, _, -1)]]);
+    const auto all_u2 = u2.view().get(), all_u = u.view().get();
+    CHECK(all_u2 == all_u);
+  }
   u.sync();  // everyone has read before anyone writes
   // 0-d views: put / accumulate a value, fill, gather
   auto e = u[idx[-1][-1]];

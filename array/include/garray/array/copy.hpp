@@ -4,6 +4,7 @@
 //   garray::copy(b[idx[range(1, -1)]], a[idx[range(_, _, -2)]]);   // different distributions
 //   garray::copy(u[idx[range(1, _)]], u[idx[range(_, -1)]]);       // overlapping: numpy result
 //   garray::copy(b, a);                                             // whole arrays
+//   garray::copy(b[idx[range(_, _, -1)]], a);                        // a view and an array
 //
 // Owner-computes, one-sided:
 //
@@ -161,6 +162,17 @@ template <Element T, std::size_t N1, std::size_t N2, std::size_t M1, std::size_t
   requires(M1 != M2)
 void copy(const View<T, N1, M1>&, const View<T, N2, M2>&) {
   static_assert(M1 == M2, "garray::copy: destination and source views have different numbers of dimensions");
+}
+
+/// `copy(dst, src.view())`: a view filled from a whole array. **Collective**, as above.
+template <Element T, std::size_t N1, std::size_t M, std::size_t N2>
+void copy(const View<T, N1, M>& dst, GlobalArray<T, N2>& src) {
+  copy(dst, src.view());
+}
+/// `copy(dst.view(), src)`: a whole array filled from a view. **Collective**, as above.
+template <Element T, std::size_t N1, std::size_t N2, std::size_t M>
+void copy(GlobalArray<T, N1>& dst, const View<T, N2, M>& src) {
+  copy(dst.view(), src);
 }
 
 /// Whole-array copy: `copy(dst.view(), src.view())`. **Collective over dst's context.**
