@@ -160,13 +160,19 @@ WindowCache& Context::cache() const noexcept { return *state_->cache; }
 
 std::uint64_t Context::next_array_id() noexcept { return state_->next_array_id++; }
 
+void Context::progress() const {
+  int flag = 0;
+  detail::check_mpi(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm_, &flag, MPI_STATUS_IGNORE), "MPI_Iprobe");
+}
+
 void Context::barrier() const { detail::check_mpi(MPI_Barrier(state_->comm), "MPI_Barrier"); }
 
 std::string Context::describe() const {
   char lib[MPI_MAX_LIBRARY_VERSION_STRING] = {};
   int len = 0;
   MPI_Get_library_version(lib, &len);
-  std::string first(lib, static_cast<std::size_t>(len));
+  // Some libraries count the terminating NUL in `len`: stop at the first NUL or newline.
+  std::string first(lib, strnlen(lib, static_cast<std::size_t>(len)));
   if (auto nl = first.find_first_of("\r\n"); nl != std::string::npos) first.resize(nl);
   while (!first.empty() && (first.back() == ' ' || first.back() == ',')) first.pop_back();
   std::ostringstream os;

@@ -73,9 +73,11 @@ TEST_CASE("the window kind follows GARRAY_WINDOW and is the same on every rank")
   MPI_Allreduce(&k, &kmin, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   MPI_Allreduce(&k, &kmax, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   CHECK(kmin == kmax);
+  CHECK_NOTHROW(ctx.progress());
   const auto d = ctx.describe();
   CHECK(d.find("mpi_library=") != std::string::npos);
   CHECK(d.find("window_kind=") != std::string::npos);
+  CHECK(d.find('\0') == std::string::npos);  // no NUL from MPI_Get_library_version's length
 }
 
 TEST_CASE("statistics reduce over ranks into one table on rank 0") {

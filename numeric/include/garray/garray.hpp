@@ -2,6 +2,7 @@
 // Umbrella header: everything a garray user needs. It lives in the top layer (numeric/),
 // the only one that sees every layer.
 #include <garray/array/box.hpp>
+#include <garray/array/copy.hpp>
 #include <garray/array/distribution.hpp>
 #include <garray/array/global_array.hpp>
 #include <garray/array/halo.hpp>

@@ -68,6 +68,11 @@ class Context {
   /// rank because array creation is collective. Used in collective signatures.
   std::uint64_t next_array_id() noexcept;
 
+  /// Local. Lets the MPI library make progress on one-sided requests that target this
+  /// rank. Call it in long local loops when running where MPI RMA needs the target's help
+  /// (e.g. Open MPI osc/pt2pt or MPICH over TCP across hosts); a no-op cost elsewhere.
+  void progress() const;
+
   /// Collective barrier over the context.
   void barrier() const;
 
