@@ -159,3 +159,53 @@ TEST_CASE("k_range selects exactly the section elements inside a block") {
     CHECK(got == want);
   }
 }
+
+TEST_CASE("ellipsis stands for the dimensions the other items leave, as in numpy") {
+  using garray::ellipsis;
+  const Shape<3> s{4, 5, 6};
+  auto n = [&](auto sl) { return garray::normalize(s, sl); };
+  CHECK(n(idx[ellipsis][2]) == n(idx[all][all][2]));
+  CHECK(n(idx[1][ellipsis]) == n(idx[1][all][all]));
+  CHECK(n(idx[1][ellipsis]) == n(idx[1]));
+  CHECK(n(idx[1][ellipsis][range(0, 2)]) == n(idx[1][all][range(0, 2)]));
+  CHECK(n(idx[ellipsis]) == Section<3>::full(s));
+  CHECK(n(idx[ellipsis][1][2][3]) == n(idx[1][2][3]));
+  CHECK(n(idx[range(_, _, -1)][ellipsis][-1]) == n(idx[range(_, _, -1)][all][-1]));
+  CHECK_THROWS_AS(n(idx[ellipsis][0][ellipsis]), garray::InvalidSlice);
+  // on a view: the ellipsis covers the view's kept dimensions only
+  const auto row = n(idx[2]);  // 2 kept dims
+  CHECK(garray::compose(row, idx[ellipsis][-1]) == n(idx[2][all][-1]));
+  // random: an ellipsis anywhere equals padding with `all` at that place
+  test::Rng g(test::shared_seed() + 3);
+  for (int iter = 0; iter < 2000; ++iter) {
+    const auto shape = test::random_shape<3>(g, 6);
+    const auto k = static_cast<std::size_t>(test::uniform(g, 0, 3));  // items given explicitly
+    const auto at = static_cast<std::size_t>(test::uniform(g, 0, static_cast<test::index>(k)));
+    std::array<garray::SliceItem, 3> its{};
+    for (std::size_t q = 0; q < k; ++q) its[q] = test::to_item(test::random_item(g, shape[q < at ? q : 3 - k + q], true));
+    garray::Slice<3, 3> padded;  // items with `all` filling the ellipsis' place
+    for (std::size_t d = 0; d < 3; ++d) {
+      if (d < at) padded.items[d] = its[d];
+      else if (d >= 3 - (k - at)) padded.items[d] = its[d - (3 - k)];
+      else padded.items[d] = garray::SliceItem{};
+    }
+    bool same = true;
+    auto with_ellipsis = [&](auto sl) {
+      for (std::size_t q = 0; q < k; ++q) sl.items[q] = its[q];
+      sl.ellipsis_at = static_cast<int>(at);
+      return sl;
+    };
+    try {
+      const auto want = garray::normalize(shape, padded);
+      switch (k) {
+        case 0: same = garray::normalize(shape, with_ellipsis(garray::Slice<0, 0>{})) == want; break;
+        case 1: same = garray::normalize(shape, with_ellipsis(garray::Slice<1, 1>{})) == want; break;
+        case 2: same = garray::normalize(shape, with_ellipsis(garray::Slice<2, 2>{})) == want; break;
+        default: same = garray::normalize(shape, with_ellipsis(garray::Slice<3, 3>{})) == want; break;
+      }
+    } catch (const garray::Error&) {
+      same = false;
+    }
+    CHECK(same);
+  }
+}

@@ -140,6 +140,10 @@ TEST_CASE("typed slice API: numpy spellings, multi_array buffers, scalar get") {
   auto col = a.get(idx[all][-3]);
   CHECK(col.shape()[0] == 7);
   CHECK(col[5] == val(5, 6));
+  auto c0 = a.get(idx[garray::ellipsis][0]);  // a[..., 0] -> column 0, a 1-d array
+  static_assert(std::is_same_v<decltype(c0), boost::multi_array<double, 1>>);
+  CHECK(c0.shape()[0] == 7);
+  CHECK(c0[4] == val(4, 0));
   auto empty = a.get(idx[range(5, 2)][all]);
   CHECK(empty.num_elements() == 0);
   a.sync();

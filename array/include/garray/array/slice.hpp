@@ -5,6 +5,7 @@
 //   idx[range(1, -1)][all][3]     // numpy a[1:-1, :, 3]       -> Slice<3, 2>
 //   idx[range(_, _, -2)]          // numpy a[::-2]             -> Slice<1, 1>
 //   idx[range(2, _)]              // numpy a[2:]
+//   idx[ellipsis][0]              // numpy a[..., 0]
 //
 // A Slice<K, M> holds K per-dimension items (ranges or integers); M of them are ranges and
 // keep their dimension. Dimensions past K are taken whole, as in numpy. Normalising a slice
@@ -60,6 +61,10 @@ struct range {
       : start(start_), stop(stop_), step(step_) {}
 };
 
+/// numpy's `...`: as many whole dimensions as the other items leave. At most one per slice.
+struct Ellipsis {};
+inline constexpr Ellipsis ellipsis{};
+
 /// One item of a slice: a range (keeps the dimension) or an integer (drops it).
 struct SliceItem {
   bool is_index = false;
@@ -67,18 +72,29 @@ struct SliceItem {
   range r{};
 };
 
-/// K slice items, M of them ranges. Build with `idx[...][...]`.
+/// K slice items, M of them ranges, plus optionally one ellipsis. Build with
+/// `idx[...][...]`. An ellipsis is not an item: it stands for the dimensions the items leave
+/// (all kept), so the result rank is M + (rank - K) with or without it; only where the
+/// untouched dimensions sit changes (`ellipsis_at` = number of items before it).
 template <std::size_t K, std::size_t M>
 struct Slice {
   static constexpr std::size_t items_count = K;
   static constexpr std::size_t kept = M;
   std::array<SliceItem, K> items{};
+  int ellipsis_at = -1;         ///< items before the ellipsis; -1 = none (same as at the end)
+  bool ellipsis_twice = false;  ///< a second ellipsis was given (InvalidSlice when applied)
 
   constexpr Slice<K + 1, M + 1> operator[](range r) const noexcept { return extend<M + 1>({false, 0, r}); }
   constexpr Slice<K + 1, M + 1> operator[](All) const noexcept { return extend<M + 1>({false, 0, range{}}); }
   template <std::integral I>
   constexpr Slice<K + 1, M> operator[](I i) const noexcept {
     return extend<M>({true, static_cast<index>(i), range{}});
+  }
+  constexpr Slice operator[](Ellipsis) const noexcept {
+    Slice s = *this;
+    if (s.ellipsis_at >= 0) s.ellipsis_twice = true;
+    else s.ellipsis_at = static_cast<int>(K);
+    return s;
   }
 
  private:
@@ -87,6 +103,8 @@ struct Slice {
     Slice<K + 1, M2> s;
     for (std::size_t k = 0; k < K; ++k) s.items[k] = items[k];
     s.items[K] = it;
+    s.ellipsis_at = ellipsis_at;
+    s.ellipsis_twice = ellipsis_twice;
     return s;
   }
 };
@@ -213,18 +231,27 @@ GARRAY_DETAIL_INLINE Section<N> compose(const Section<N>& base, const Slice<K, M
   // whole first would read freshly written scalars back with vector loads, a store-forwarding
   // stall that doubled the cost of a small get.
   Section<N> out;
-  std::size_t k = 0;  // next slice item
-  std::size_t j = 0;  // kept-dimension number, for messages
+  std::size_t kept = 0;  // dimensions the base selection keeps
+  for (std::size_t d = 0; d < N; ++d) kept += base.dropped[d] ? 0 : 1;
+  if (s.ellipsis_twice) detail::raise<InvalidSlice>(what, ": a slice can only have a single ellipsis");
+  if (K > kept) detail::raise<InvalidSlice>(what, ": ", K, " indices for a selection with ", kept, " dimensions");
+  // Kept dimension j takes item j before the ellipsis, item j - (kept - K) after it, and is
+  // left whole in between (no ellipsis = an ellipsis after the last item).
+  const std::size_t e = s.ellipsis_at < 0 ? K : static_cast<std::size_t>(s.ellipsis_at);
+  const std::size_t tail_from = kept - (K - e);
+  std::size_t j = 0;  // kept-dimension number
   for (std::size_t d = 0; d < N; ++d) {
     const index b_start = base.start[d], b_step = base.step[d], len = base.count[d];
-    if (base.dropped[d] || k >= K) {
+    const bool whole = base.dropped[d] || (j >= e && j < tail_from);
+    if (whole) {
       out.start[d] = b_start;
       out.step[d] = b_step;
       out.count[d] = len;
       out.dropped[d] = base.dropped[d];
+      if (!base.dropped[d]) ++j;
       continue;
     }
-    const SliceItem& it = s.items[k++];
+    const SliceItem& it = s.items[j < e ? j : j - (kept - K)];
     if (it.is_index) {
       const index i = detail::normalize_index(it.value, len, j, what);
       out.start[d] = b_start + i * b_step;
@@ -240,7 +267,6 @@ GARRAY_DETAIL_INLINE Section<N> compose(const Section<N>& base, const Slice<K, M
     }
     ++j;
   }
-  if (k < K) detail::raise<InvalidSlice>(what, ": ", K, " indices for a selection with ", j, " dimensions");
   return out;
 }
 

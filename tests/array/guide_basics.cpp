@@ -1,0 +1,54 @@
+// The user guide's "Basics" section, compiled and checked (docs/user-guide.md).
+#include "support/test_support.hpp"
+
+#include <sstream>
+
+using garray::idx, garray::range, garray::all, garray::_;
+
+TEST_CASE("user guide basics: one-sided operations, local loops, statistics") {
+  garray::Context ctx;
+  garray::GlobalArray<double, 2> a(ctx, {1000, 1000});
+  std::vector<double> buf(100);
+  for (std::size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<double>(i);
+  if (ctx.rank() == 0) {
+    a.put(idx[range(0, 10)][range(0, 10)], std::span<const double>(buf));
+    a.fence();
+    a.accumulate(idx[range(0, 10)][range(_, _, -100)], std::span<const double>(buf), 0.5);  // 10x10
+  }
+  a.sync();
+  std::vector<double> got(100);
+  a.get(idx[3][range(0, 100)], std::span(got));
+  CHECK(got[5] == 35.0);
+  CHECK(a.get(idx[0][999]) == 0.5 * 0.0);
+  CHECK(a.get(idx[9][99]) == 0.5 * 99.0);
+  boost::multi_array<double, 2> patch = a.get(idx[range(0, 10)][range(0, 10)]);
+  CHECK(patch[9][9] == 99.0);
+  std::vector<double> row(1000);
+  auto r = a.get_nb(idx[5], std::span(row));
+  r.wait();
+  CHECK(row[2] == 52.0);
+  a.sync();
+  std::vector<garray::Shape<2>> where{{0, 0}, {999, 3}, {-1, -1}};
+  std::vector<double> vals(3);
+  a.gather(where, vals);
+  CHECK(vals[0] == 0.0);
+  a.sync();
+  a.scatter_acc(where, std::vector<double>{1.0, 1.0, 1.0}, 2.0);
+  a.sync();
+  CHECK(a.get(idx[-1][-1]) == 2.0 * ctx.size());
+  garray::GlobalArray<std::int64_t, 1> counter(ctx, {1});
+  const std::int64_t ticket = counter.read_inc({0}, 1);
+  CHECK(ticket >= 0);
+  CHECK(ticket < ctx.size());
+  {
+    auto blk = a.access();
+    auto& v = blk.view();
+    for (auto i = blk.lo(0); i < blk.hi(0); ++i)
+      for (auto j = blk.lo(1); j < blk.hi(1); ++j) v[i][j] *= 2;
+  }
+  a.sync();
+  CHECK(a.get(idx[3][5]) == 70.0);
+  std::ostringstream os;
+  garray::print_stats(ctx, os);
+  if (ctx.rank() == 0) CHECK(os.str().find("get.calls") != std::string::npos);
+}
