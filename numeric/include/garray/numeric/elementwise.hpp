@@ -72,10 +72,11 @@ T* bind_output(Plan<M>& p, const View<T, N, M>& out) {
   const auto piece = piece_section(out.section(), p.k0, p.k1);
   const auto lay = a.layout_of(a.context().rank());
   T* base = reinterpret_cast<T*>(a.window().base()) + lay.offset(piece.start);
-  p.out_slot.ptr = base;
+  p.out_piece.ptr = base;
+  p.out_elem = sizeof(T);
   std::size_t j = 0;
   for (std::size_t d = 0; d < N; ++d)
-    if (!piece.dropped[d]) p.out_slot.str[j++] = piece.step[d] * lay.strides[d];
+    if (!piece.dropped[d]) p.out_piece.str[j++] = piece.step[d] * lay.strides[d];
   return base;
 }
 
@@ -84,7 +85,7 @@ std::string describe_expr(std::uint64_t out_id, const E&) {
   return "output array #" + std::to_string(out_id) + ", expression " + typeid(E).name();
 }
 
-/// Steps 1-5 of an assignment up to the kernel; returns the plan ready to run.
+/// Steps 1-4 of an assignment; the plan is then run by execute().
 template <class T, std::size_t N, std::size_t M, class E>
 void setup_assign(Plan<M>& p, const View<T, N, M>& out, const E& e) {
   static_assert(E::rank == static_cast<int>(M) || E::rank == scalar_rank,
@@ -94,7 +95,6 @@ void setup_assign(Plan<M>& p, const View<T, N, M>& out, const E& e) {
   plan_leaves(p, e);
   fetch_all(p);
   bind_output(p, out);
-  collapse_iteration(p, E::needs_coords);
 }
 
 template <class T, std::size_t N, std::size_t M>
@@ -166,10 +166,8 @@ void assign(O&& out_, const X& x) {
   detail::Plan<M> p;
   p.what = "garray::assign";
   detail::setup_assign(p, out, e);
-  detail::Binder<M> binder{p};
-  auto b = binder(e);
   const bool restrict_ok = !p.pointwise;
-  detail::run_rows(p, b, [&](auto& bt, const detail::RowPos& pos, index n) {
+  detail::execute(p, e, false, false, [&](auto& bt, const detail::RowPos& pos, index n) {
     T* o = static_cast<T*>(const_cast<void*>(p.out_slot.ptr)) + detail::run_offset(p.out_slot, pos);
     if (p.unit) {
       if (restrict_ok) detail::run_unit_restrict(bt, o, n);
@@ -197,11 +195,9 @@ auto assign_reduce(O&& out_, const X& x, Red red, F f) {
   detail::Plan<M> p;
   p.what = "garray::assign_reduce";
   detail::setup_assign(p, out, e);
-  detail::Binder<M> binder{p};
-  auto b = binder(e);
   Acc acc = Red::template identity<Acc>();
-  const index os = p.nd > 0 ? p.out_slot.str[static_cast<std::size_t>(p.nd - 1)] : 1;
-  detail::run_rows(p, b, [&](auto& bt, const detail::RowPos& pos, index n) {
+  detail::execute(p, e, true, false, [&](auto& bt, const detail::RowPos& pos, index n) {
+    const index os = p.nd > 0 ? p.out_slot.str[static_cast<std::size_t>(p.nd - 1)] : 1;
     T* o = static_cast<T*>(const_cast<void*>(p.out_slot.ptr)) + detail::run_offset(p.out_slot, pos);
     const auto run = [&](auto unit) {
       constexpr bool U = decltype(unit)::value;

@@ -41,14 +41,10 @@ using sum_t = std::conditional_t<std::is_same_v<V, bool>, index, V>;
 /// The per-rank partial of red(map(x)) over the driver's owned elements.
 template <class Acc, class E, class Red, class Map>
 Acc local_reduce(Plan<static_cast<std::size_t>(E::rank)>& p, const E& e, Red red, Map map) {
-  constexpr std::size_t M = static_cast<std::size_t>(E::rank);
   plan_leaves(p, e);
   fetch_all(p);
-  collapse_iteration(p, E::needs_coords);
-  Binder<M> binder{p};
-  auto b = binder(e);
   Acc acc = Red::template identity<Acc>();
-  run_rows(p, b, [&](auto& bt, const RowPos&, index n) {
+  execute(p, e, true, false, [&](auto& bt, const RowPos&, index n) {
     const auto run = [&](auto unit) {
       constexpr bool U = decltype(unit)::value;
       const auto bb = bt;
@@ -128,10 +124,7 @@ auto reduce_axis(const X& x, Axis axis, Red red, Map map, std::string_view what)
   const Shape<R> pstr = row_major_strides(pext);
   plan_leaves(p, e);
   fetch_all(p);
-  collapse_iteration(p, true);
-  Binder<M> binder{p};
-  auto b = binder(e);
-  run_rows(p, b, [&](auto& bt, const RowPos& pos, index n) {
+  execute(p, e, true, true, [&](auto& bt, const RowPos& pos, index n) {
     index base = 0;
     for (std::size_t d = 0, j = 0; d + 1 < M; ++d)
       if (d != ax) base += (pos.abs[d] - p.k0[d]) * pstr[j++];

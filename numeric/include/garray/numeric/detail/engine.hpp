@@ -8,18 +8,33 @@
 //                 is rethrown on every rank (nothing moved yet)
 //   3. plan       the driver (the output view, or the first view operand for reductions)
 //                 gives this rank's piece: the elements it owns, a box [k0, k1) in the
-//                 expression's index space. Each view leaf's matching sub-section is
-//                   - read in place when it lies in this rank's block (no copy), unless it
-//                     overlaps the output without being the output itself (aliasing);
-//                   - otherwise fetched: per array, the leaves' sub-sections are fetched as
-//                     one bounding region when that is compact (each input region once per
-//                     rank; get_section = one call per owner), else one get each.
-//   4. alias      if some leaf overlaps the output other than element-for-element, a
-//                 barrier after every rank's fetch and before any write (numpy semantics).
-//                 The decision uses only the global sections, so it is the same everywhere.
-//   5. run        the iteration box is collapsed across contiguous dimensions; the bound
-//                 expression (raw pointers + strides) runs once per contiguous run.
-//   6. finish     writes become visible: MPI_Win_sync and a barrier.
+//                 expression's index space. Every view leaf becomes a LeafSource:
+//                   - aliasing leaves (overlapping the output without being it element for
+//                     element) are snapshotted: per array, one bounding region when compact,
+//                     else one get per leaf (numpy semantics);
+//                   - every other leaf is split by owner (below).
+//   4. alias      if a snapshot was taken, a barrier after every rank's snapshot and before
+//                 any write. The decision uses only the global sections: same everywhere.
+//   5. split      the piece is cut into sub-boxes along the preimages of the input arrays'
+//                 block boundaries (the cuts of every non-aliasing view leaf, through its
+//                 start/step; negative steps and dropped dimensions included), so in each
+//                 sub-box every leaf reads from exactly one owner. Per sub-box a leaf is
+//                   - read in place (pointer + strides into this rank's window memory) when
+//                     that owner is this rank: a stencil's own rows are never copied;
+//                   - else fetched, one get_section of just that sub-piece (the halo).
+//                 Correctness never depends on the cuts: a sub-box spanning several owners
+//                 (cuts capped at max_sub_boxes) is fetched whole, get_section splitting it.
+//   6. run        per sub-box the iteration box is collapsed across contiguous dimensions
+//                 and the bound expression (raw pointers + strides) runs once per run.
+//                 Order-sensitive callers (reductions, assign_reduce) run `ordered`: the
+//                 rows of all sub-boxes are interleaved so elements are visited in exactly
+//                 the row-major order of the piece (results independent of the cuts).
+//   7. finish     writes become visible: MPI_Win_sync and a barrier.
+//
+// Fetched data lives in a per-thread ScratchArena: uninitialised (no zero fill), 64-byte
+// aligned, bump-allocated and reset at the end of every call, its memory KEPT across calls
+// (up to scratch_keep_bytes) so repeated steps pay no allocation, zero fill or page faults.
+// A nested evaluation on the same thread (e.g. from a user functor) gets a private arena.
 
 #include <garray/array/detail/transfer_plan.hpp>
 #include <garray/array/global_array.hpp>
@@ -49,6 +64,104 @@ inline constexpr std::size_t max_dims = 16;
 struct Slot {
   const void* ptr = nullptr;
   std::array<index, max_dims> str{};
+};
+
+/// Largest scratch memory a thread keeps between calls (more is freed at the end of a call).
+inline constexpr std::size_t scratch_keep_bytes = std::size_t{1} << 30;
+/// Most sub-boxes a piece is split into (cuts beyond are dropped, innermost dims first).
+inline constexpr std::size_t max_sub_boxes = 4096;
+
+/// Bump allocator for fetched data: uninitialised, 64-byte aligned chunks. reset() ends
+/// every allocation and merges the chunks into one, so the next call of the same size
+/// allocates nothing. Local, not thread-safe (one per thread, see ScratchLease).
+class ScratchArena {
+ public:
+  void* alloc(std::size_t bytes) {
+    bytes = (bytes + 63) & ~std::size_t{63};
+    for (; cur_ < chunks_.size(); ++cur_) {
+      Chunk& c = chunks_[cur_];
+      if (c.cap - c.used >= bytes) {
+        void* r = c.base + c.used;
+        c.used += bytes;
+        return r;
+      }
+    }
+    std::size_t cap = bytes;
+    for (const auto& c : chunks_) cap = std::max(cap, c.cap);
+    chunks_.push_back(make(cap));
+    cur_ = chunks_.size() - 1;
+    chunks_.back().used = bytes;
+    return chunks_.back().base;
+  }
+  template <class T>
+  T* alloc_array(std::size_t n) {
+    return static_cast<T*>(alloc(n * sizeof(T)));
+  }
+  void reset() {
+    std::size_t total = 0;
+    for (const auto& c : chunks_) total += c.cap;
+    if (chunks_.size() > 1 || total > scratch_keep_bytes) {
+      chunks_.clear();
+      if (total <= scratch_keep_bytes) chunks_.push_back(make(total));
+    }
+    for (auto& c : chunks_) c.used = 0;
+    cur_ = 0;
+  }
+
+ private:
+  struct Chunk {
+    std::unique_ptr<std::byte[]> mem;
+    std::byte* base = nullptr;
+    std::size_t cap = 0, used = 0;
+  };
+  static Chunk make(std::size_t cap) {
+    Chunk c;
+    c.mem.reset(new std::byte[cap + 64]);  // default-initialised: no zero fill
+    const auto addr = reinterpret_cast<std::uintptr_t>(c.mem.get());
+    c.base = c.mem.get() + ((64 - addr % 64) % 64);
+    c.cap = cap;
+    return c;
+  }
+  std::vector<Chunk> chunks_;
+  std::size_t cur_ = 0;
+};
+
+/// The thread's arena, taken lazily by a Plan for one call; a nested call gets its own.
+class ScratchLease {
+ public:
+  ScratchLease() = default;
+  ScratchLease(const ScratchLease&) = delete;
+  ScratchLease& operator=(const ScratchLease&) = delete;
+  ~ScratchLease() {
+    if (!arena_) return;
+    arena_->reset();
+    if (!own_) tls().busy = false;
+  }
+  ScratchArena& get() {
+    if (!arena_) {
+      auto& t = tls();
+      if (!t.busy) {
+        t.busy = true;
+        arena_ = &t.arena;
+      } else {
+        own_ = std::make_unique<ScratchArena>();
+        arena_ = own_.get();
+      }
+    }
+    return *arena_;
+  }
+
+ private:
+  struct Tls {
+    ScratchArena arena;
+    bool busy = false;
+  };
+  static Tls& tls() {
+    thread_local Tls t;
+    return t;
+  }
+  ScratchArena* arena_ = nullptr;
+  std::unique_ptr<ScratchArena> own_;
 };
 
 /// True if progressions {s1 + k t1, k < c1} and {s2 + j t2, j < c2} share an element.
@@ -130,24 +243,104 @@ void map_into(const Section<N>& r, const void* buf, std::size_t elem, const Sect
   s.ptr = static_cast<const std::byte*>(buf) + off * static_cast<index>(elem);
 }
 
+/// Where one leaf's data is: bound to a Slot per sub-box of the piece.
+template <std::size_t M>
+struct LeafSource {
+  virtual ~LeafSource() = default;
+  /// Adds this leaf's owner-boundary cuts strictly inside (k0[j], k1[j]) to cuts[j].
+  virtual void add_cuts(const Shape<M>&, const Shape<M>&, std::array<std::vector<index>, M>&) const {}
+  /// Binds `s` to sub-box [b0, b1) of the piece; may fetch that sub-piece (one get).
+  virtual void bind(const Shape<M>& b0, const Shape<M>& b1, Slot& s, ScratchArena& sc) const = 0;
+};
+
+/// A local (replicated) array: element k at base + sum_d k[d] * str[d] elements.
+template <class T, std::size_t M>
+struct LocalSource final : LeafSource<M> {
+  const T* base = nullptr;
+  Shape<M> str{};
+  void bind(const Shape<M>& b0, const Shape<M>&, Slot& s, ScratchArena&) const override {
+    index off = 0;
+    for (std::size_t d = 0; d < M; ++d) {
+      off += b0[d] * str[d];
+      s.str[d] = str[d];
+    }
+    s.ptr = base + off;
+  }
+};
+
+/// First k >= 0 of the progression s + k t (t != 0) on the far side of boundary b (the
+/// index where s + k t crosses from < b to >= b or back).
+inline index boundary_cut(index s, index t, index b) noexcept {
+  const auto floor_div = [](index x, index y) { return x / y - ((x % y != 0) && ((x < 0) != (y < 0)) ? 1 : 0); };
+  if (t > 0) return -floor_div(s - b, t);  // ceil((b - s) / t)
+  return floor_div(s - b, -t) + 1;
+}
+
+/// A view leaf of a distributed array.
+template <class T, std::size_t N, std::size_t M>
+struct ViewSource final : LeafSource<M> {
+  const GlobalArray<T, N>* a = nullptr;
+  Section<N> sec;
+  bool snapshot = false;  // aliases the output: read from `buf` holding `region`
+  Section<N> region;
+  const T* buf = nullptr;
+
+  void add_cuts(const Shape<M>& k0, const Shape<M>& k1, std::array<std::vector<index>, M>& cuts) const override {
+    if (snapshot) return;
+    const auto& dist = a->distribution();
+    std::size_t j = 0;
+    for (std::size_t d = 0; d < N; ++d) {
+      if (sec.dropped[d]) continue;
+      const auto& bd = dist.bounds(d);
+      if (j < M && sec.step[d] != 0)
+        for (std::size_t i = 1; i + 1 < bd.size(); ++i) {
+          const index c = boundary_cut(sec.start[d], sec.step[d], bd[i]);
+          if (k0[j] < c && c < k1[j]) cuts[j].push_back(c);
+        }
+      ++j;
+    }
+  }
+  void bind(const Shape<M>& b0, const Shape<M>& b1, Slot& s, ScratchArena& sc) const override {
+    const Section<N> sub = piece_section(sec, b0, b1);
+    if (snapshot) {
+      map_into(region, buf, sizeof(T), sub, s);
+      return;
+    }
+    const Box<N> bb = sub.bounding_box();
+    if (intersect(bb, a->local_box()) == bb) {
+      // In place: this rank's own block, no copy.
+      const auto lay = a->layout_of(a->context().rank());
+      s.ptr = reinterpret_cast<const T*>(a->window().base()) + lay.offset(sub.start);
+      std::size_t j = 0;
+      for (std::size_t d = 0; d < N; ++d)
+        if (!sub.dropped[d]) s.str[j++] = sub.step[d] * lay.strides[d];
+      return;
+    }
+    // Remote (one owner when the cuts were applied): fetch just this sub-piece.
+    const auto n = static_cast<std::size_t>(sub.size());
+    T* dst = sc.alloc_array<T>(n);
+    a->get_section(sub, std::span<T>(dst, n));
+    map_into(sub, dst, sizeof(T), sub, s);
+  }
+};
+
 struct FetchGroupBase {
   virtual ~FetchGroupBase() = default;
-  virtual void fetch(std::vector<Slot>& slots, bool allow_region) = 0;
+  virtual void fetch(ScratchArena& sc) = 0;
   std::uint64_t id = 0;
 };
 
-/// The leaves of one array that this rank cannot read in place.
-template <class T, std::size_t N>
+/// The aliasing leaves of one array: snapshotted before the aliasing barrier.
+template <class T, std::size_t N, std::size_t M>
 struct FetchGroup final : FetchGroupBase {
   const GlobalArray<T, N>* a = nullptr;
   struct Member {
     Section<N> piece;
-    std::size_t slot;
+    ViewSource<T, N, M>* src;
   };
   std::vector<Member> members;
-  std::vector<std::vector<T>> bufs;
 
-  void fetch(std::vector<Slot>& slots, bool allow_region) override {
+  void fetch(ScratchArena& sc) override {
     Box<N> bb = members.front().piece.bounding_box();
     index total = 0;
     for (const auto& m : members) {
@@ -158,7 +351,7 @@ struct FetchGroup final : FetchGroupBase {
       }
       total += m.piece.size();
     }
-    if (allow_region && members.size() > 1 && bb.volume() <= 2 * total) {
+    if (members.size() > 1 && bb.volume() <= 2 * total) {
       // One region covering every leaf: each remote element crosses the network once.
       Section<N> r;
       for (std::size_t d = 0; d < N; ++d) {
@@ -166,15 +359,21 @@ struct FetchGroup final : FetchGroupBase {
         r.step[d] = 1;
         r.count[d] = bb.extent(d);
       }
-      auto& buf = bufs.emplace_back(static_cast<std::size_t>(r.size()));
-      a->get_section(r, buf);
-      for (const auto& m : members) map_into(r, buf.data(), sizeof(T), m.piece, slots[m.slot]);
+      const auto n = static_cast<std::size_t>(r.size());
+      T* buf = sc.alloc_array<T>(n);
+      a->get_section(r, std::span<T>(buf, n));
+      for (const auto& m : members) {
+        m.src->region = r;
+        m.src->buf = buf;
+      }
       return;
     }
     for (const auto& m : members) {
-      auto& buf = bufs.emplace_back(static_cast<std::size_t>(m.piece.size()));
-      a->get_section(m.piece, buf);
-      map_into(m.piece, buf.data(), sizeof(T), m.piece, slots[m.slot]);
+      const auto n = static_cast<std::size_t>(m.piece.size());
+      T* buf = sc.alloc_array<T>(n);
+      a->get_section(m.piece, std::span<T>(buf, n));
+      m.src->region = m.piece;
+      m.src->buf = buf;
     }
   }
 };
@@ -195,10 +394,15 @@ struct Plan {
   std::vector<unsigned char> out_dropped;
   bool alias = false;      // a leaf overlaps the output, not element-for-element
   bool pointwise = false;  // a leaf is the output itself (x += ...)
-  std::vector<Slot> slots;
-  std::vector<std::unique_ptr<FetchGroupBase>> groups;
-  Slot out_slot;
-  // the iteration space after collapsing
+  std::vector<Slot> slots;                             // per leaf, bound to the current sub-box
+  std::vector<std::unique_ptr<LeafSource<M>>> sources;  // per leaf (same order as slots)
+  std::vector<std::unique_ptr<FetchGroupBase>> groups;  // aliasing snapshots
+  Slot out_piece;  // the output at the piece's origin k0
+  Slot out_slot;   // the output at the current sub-box's origin
+  std::size_t out_elem = 0;
+  ScratchLease scratch;
+  // the current sub-box [b0, b1) of the piece, and its iteration space after collapsing
+  Shape<M> b0{}, b1{};
   int nd = 0;
   std::array<index, max_dims> count{};
   bool unit = true;
@@ -333,66 +537,57 @@ void prepare(Plan<M>& p, const E& e, std::string_view describe) {
   for (auto& f : p.syncs) f();
 }
 
-/// Step 3: binds every leaf to a slot (in place or through a fetch group).
+/// Step 3: a LeafSource per leaf; aliasing leaves join their array's snapshot group.
 template <std::size_t M, class E>
 void plan_leaves(Plan<M>& p, const E& e) {
   e.for_each_leaf([&](const auto& leaf) {
     using L = std::remove_cvref_t<decltype(leaf)>;
     if constexpr (requires { leaf.v.section(); }) {
+      using T = typename L::value_type;
+      constexpr std::size_t N = std::tuple_size_v<std::remove_cvref_t<decltype(leaf.v.section().start)>>;
       auto& a = leaf.v.array();
       const auto& s = leaf.v.section();
       const int ov = p.overlap_with_out(a.id(), s);
       if (ov == 2) p.alias = true;
       if (ov == 1) p.pointwise = true;
-      const std::size_t slot = p.slots.size();
+      auto src = std::make_unique<ViewSource<T, N, M>>();
+      src->a = &a;
+      src->sec = s;
+      src->snapshot = ov == 2;
+      if (ov == 2 && !p.empty) {
+        using G = FetchGroup<T, N, M>;
+        G* g = nullptr;
+        for (auto& gb : p.groups)
+          if (gb->id == a.id()) g = static_cast<G*>(gb.get());
+        if (!g) {
+          auto ng = std::make_unique<G>();
+          ng->id = a.id();
+          ng->a = &a;
+          g = ng.get();
+          p.groups.push_back(std::move(ng));
+        }
+        g->members.push_back({piece_section(s, p.k0, p.k1), src.get()});
+      }
       p.slots.emplace_back();
-      if (p.empty) return;
-      const auto piece = piece_section(s, p.k0, p.k1);
-      const auto bb = piece.bounding_box();
-      if (ov != 2 && intersect(bb, a.local_box()) == bb) {
-        // In place: this rank's own block, no copy.
-        const auto lay = a.layout_of(a.context().rank());
-        const auto* base = reinterpret_cast<const typename L::value_type*>(a.window().base());
-        Slot& sl = p.slots[slot];
-        sl.ptr = base + lay.offset(piece.start);
-        std::size_t j = 0;
-        for (std::size_t d = 0; d < s.start.size(); ++d)
-          if (!piece.dropped[d]) sl.str[j++] = piece.step[d] * lay.strides[d];
-        return;
-      }
-      using G = FetchGroup<typename L::value_type, std::tuple_size_v<std::remove_cvref_t<decltype(s.start)>>>;
-      G* g = nullptr;
-      for (auto& gb : p.groups)
-        if (gb->id == a.id()) g = static_cast<G*>(gb.get());
-      if (!g) {
-        auto ng = std::make_unique<G>();
-        ng->id = a.id();
-        ng->a = &a;
-        g = ng.get();
-        p.groups.push_back(std::move(ng));
-      }
-      g->members.push_back({piece, slot});
+      p.sources.push_back(std::move(src));
     } else if constexpr (requires { leaf.strides; }) {
-      Slot sl;
-      index off = 0;
-      for (std::size_t d = 0; d < M; ++d) {
-        off += p.k0[d] * leaf.strides[d];
-        sl.str[d] = leaf.strides[d];
-      }
-      sl.ptr = leaf.data + (p.empty ? 0 : off);
-      p.slots.push_back(sl);
+      auto src = std::make_unique<LocalSource<typename L::value_type, M>>();
+      src->base = leaf.data;
+      src->str = leaf.strides;
+      p.slots.emplace_back();
+      p.sources.push_back(std::move(src));
     }
   });
 }
 
-/// Steps 3b-4: fetches, then the aliasing barrier (same decision on every rank).
+/// Step 4: the aliasing snapshots, then the aliasing barrier (same decision on every rank).
 template <std::size_t M>
 void fetch_all(Plan<M>& p) {
-  for (auto& g : p.groups) g->fetch(p.slots, p.alias || !p.has_out || g->id != p.out_id);
+  for (auto& g : p.groups) g->fetch(p.scratch.get());
   if (p.alias) p.ctx->barrier();
 }
 
-/// Step 5a: collapses the iteration box over every bound pointer.
+/// Step 6a: collapses the current sub-box's iteration box over every bound pointer.
 template <std::size_t M>
 void collapse_iteration(Plan<M>& p, bool keep_coords) {
   std::vector<Slot*> ptrs;
@@ -401,10 +596,10 @@ void collapse_iteration(Plan<M>& p, bool keep_coords) {
   p.nd = 0;
   if (keep_coords) {
     p.nd = static_cast<int>(M);
-    for (std::size_t d = 0; d < M; ++d) p.count[d] = p.k1[d] - p.k0[d];
+    for (std::size_t d = 0; d < M; ++d) p.count[d] = p.b1[d] - p.b0[d];
   } else {
     for (std::size_t d = 0; d < M; ++d) {
-      const index c = p.k1[d] - p.k0[d];
+      const index c = p.b1[d] - p.b0[d];
       if (c == 1) continue;
       if (p.nd > 0) {
         const auto i = static_cast<std::size_t>(p.nd - 1);
@@ -480,13 +675,12 @@ struct Binder {
   }
 };
 
-/// Step 5b: calls row(bound, out_row_ptr_offset_k, n) for every contiguous run, after
-/// positioning the bound tree on it. `row` receives the RowPos too.
+/// Step 6b: calls row(bound, pos, n) for every contiguous run of the current sub-box,
+/// after positioning the bound tree on it.
 template <std::size_t M, class B, class Row>
 void run_rows(const Plan<M>& p, B& b, Row&& row) {
-  if (p.empty) return;
   std::array<index, max_dims> k{};
-  Shape<M> abs = p.k0;
+  Shape<M> abs = p.b0;
   RowPos pos{p.nd, k.data(), abs.data(), static_cast<int>(M)};
   if (p.nd == 0) {
     b.seek(pos);
@@ -497,7 +691,7 @@ void run_rows(const Plan<M>& p, B& b, Row&& row) {
   const index n = p.count[static_cast<std::size_t>(outer)];
   while (true) {
     if (p.nd == static_cast<int>(M))
-      for (std::size_t d = 0; d < M; ++d) abs[d] = p.k0[d] + k[d];
+      for (std::size_t d = 0; d < M; ++d) abs[d] = p.b0[d] + k[d];
     b.seek(pos);
     row(b, pos, n);
     int d = outer - 1;
@@ -507,6 +701,121 @@ void run_rows(const Plan<M>& p, B& b, Row&& row) {
       k[du] = 0;
     }
     if (d < 0) return;
+  }
+}
+
+/// Steps 5-6: splits this rank's piece into sub-boxes by input owner, binds every leaf per
+/// sub-box (in place or fetched) and calls row(bound, pos, n) for every run; during a call
+/// p.nd, p.unit, p.count, p.out_slot, p.b0 and p.b1 describe the current sub-box.
+/// `ordered`: visit elements in the piece's row-major order (reductions). `coords`: keep
+/// pos.abs valid (no collapsing).
+template <std::size_t M, class E, class Row>
+void execute(Plan<M>& p, const E& e, bool ordered, bool coords, Row&& row) {
+  if (p.empty) return;
+  std::array<std::vector<index>, M> edges;
+  for (const auto& src : p.sources) src->add_cuts(p.k0, p.k1, edges);
+  std::size_t nsub = 1;
+  std::array<std::size_t, M> nb{};
+  for (std::size_t j = 0; j < M; ++j) {
+    auto& c = edges[j];
+    c.push_back(p.k0[j]);
+    c.push_back(p.k1[j]);
+    std::sort(c.begin(), c.end());
+    c.erase(std::unique(c.begin(), c.end()), c.end());
+    nb[j] = c.size() - 1;
+    nsub *= nb[j];
+  }
+  for (std::size_t j = M; j-- > 0 && nsub > max_sub_boxes;) {
+    nsub /= nb[j];
+    edges[j] = {p.k0[j], p.k1[j]};
+    nb[j] = 1;
+  }
+  const bool keep = coords || E::needs_coords || (ordered && nsub > 1);
+  ScratchArena* sc = nsub > 0 ? &p.scratch.get() : nullptr;
+  std::array<std::size_t, M> iv{};
+  // Binds every leaf and the output to sub-box iv and returns the bound expression.
+  const auto bind_sub = [&] {
+    for (std::size_t j = 0; j < M; ++j) {
+      p.b0[j] = edges[j][iv[j]];
+      p.b1[j] = edges[j][iv[j] + 1];
+    }
+    for (std::size_t i = 0; i < p.sources.size(); ++i) p.sources[i]->bind(p.b0, p.b1, p.slots[i], *sc);
+    if (p.has_out) {
+      p.out_slot = p.out_piece;
+      index off = 0;
+      for (std::size_t j = 0; j < M; ++j) off += (p.b0[j] - p.k0[j]) * p.out_piece.str[j];
+      p.out_slot.ptr = static_cast<const std::byte*>(p.out_piece.ptr) + off * static_cast<index>(p.out_elem);
+    }
+    collapse_iteration(p, keep);
+    Binder<M> binder{p};
+    return binder(e);
+  };
+  const auto next_iv = [&] {
+    for (std::size_t j = M; j-- > 0;) {
+      if (++iv[j] < nb[j]) return true;
+      iv[j] = 0;
+    }
+    return false;
+  };
+  if (!ordered || nsub == 1) {
+    do {
+      auto b = bind_sub();
+      run_rows(p, b, row);
+    } while (next_iv());
+    return;
+  }
+  if constexpr (M > 0) {
+    // Ordered and split: bind every sub-box, then walk the piece row by row in row-major
+    // order, each row crossing the last dimension's sub-boxes left to right.
+    using B = decltype(bind_sub());
+    struct Sub {
+      Shape<M> b0, b1;
+      Slot out;
+      bool unit;
+      std::array<index, max_dims> count;
+    };
+    std::vector<B> trees;
+    std::vector<Sub> subs;
+    trees.reserve(nsub);
+    subs.reserve(nsub);
+    do {
+      trees.push_back(bind_sub());
+      subs.push_back({p.b0, p.b1, p.out_slot, p.unit, p.count});
+    } while (next_iv());
+    std::array<index, max_dims> k{};
+    Shape<M> x = p.k0;  // the row's coordinates (outer dims)
+    std::array<std::size_t, M> jv{};
+    while (true) {
+      std::size_t base = 0;
+      for (std::size_t j = 0; j + 1 < M; ++j) base = base * nb[j] + jv[j];
+      for (std::size_t q = 0; q < nb[M - 1]; ++q) {
+        const std::size_t id = base * nb[M - 1] + q;
+        const Sub& st = subs[id];
+        p.b0 = st.b0;
+        p.b1 = st.b1;
+        p.out_slot = st.out;
+        p.unit = st.unit;
+        p.count = st.count;
+        p.nd = static_cast<int>(M);
+        Shape<M> abs = x;
+        abs[M - 1] = st.b0[M - 1];
+        for (std::size_t j = 0; j + 1 < M; ++j) k[j] = x[j] - st.b0[j];
+        RowPos pos{p.nd, k.data(), abs.data(), static_cast<int>(M)};
+        B& b = trees[id];
+        b.seek(pos);
+        row(b, pos, st.b1[M - 1] - st.b0[M - 1]);
+      }
+      std::size_t j = M - 1;
+      while (j-- > 0) {
+        ++x[j];
+        if (x[j] == edges[j][jv[j] + 1]) ++jv[j];
+        if (x[j] < p.k1[j]) break;
+        x[j] = p.k0[j];
+        jv[j] = 0;
+        if (j == 0) return;
+      }
+      if constexpr (M == 1) return;
+    }
   }
 }
 
