@@ -730,6 +730,10 @@ void execute(Plan<M>& p, const E& e, bool ordered, bool coords, Row&& row) {
     edges[j] = {p.k0[j], p.k1[j]};
     nb[j] = 1;
   }
+  // Sub-boxes split only along dimension 0 are visited in row-major order anyway.
+  bool inner_split = false;
+  for (std::size_t j = 1; j < M; ++j) inner_split = inner_split || nb[j] > 1;
+  ordered = ordered && inner_split;
   const bool keep = coords || E::needs_coords || (ordered && nsub > 1);
   ScratchArena* sc = nsub > 0 ? &p.scratch.get() : nullptr;
   std::array<std::size_t, M> iv{};
