@@ -613,7 +613,7 @@ class GlobalArray {
       const MPI_Win win = w.win();
       if constexpr (D == detail::Dir::get) {
         w.complete_writes_to(r);
-        if (req)
+        if (req && detail::request_ops_ok)
           detail::check_mpi(MPI_Rget(origin, oreg.count(), oreg.type(), r, disp, target.count(), target.type(), win,
                                      req->add_mpi()),
                             "MPI_Rget");
@@ -621,7 +621,7 @@ class GlobalArray {
           detail::check_mpi(MPI_Get(origin, oreg.count(), oreg.type(), r, disp, target.count(), target.type(), win),
                             "MPI_Get");
       } else if constexpr (D == detail::Dir::put) {
-        if (req)
+        if (req && detail::request_ops_ok)
           detail::check_mpi(MPI_Rput(origin, oreg.count(), oreg.type(), r, disp, target.count(), target.type(), win,
                                      req->add_mpi()),
                             "MPI_Rput");
@@ -630,7 +630,7 @@ class GlobalArray {
                             "MPI_Put");
         const_cast<detail::Window&>(w).mark_dirty(r);
       } else {
-        if (req)
+        if (req && detail::request_ops_ok)
           detail::check_mpi(MPI_Raccumulate(origin, oreg.count(), oreg.type(), r, disp, target.count(),
                                             target.type(), MPI_SUM, win, req->add_mpi()),
                             "MPI_Raccumulate");
@@ -640,6 +640,7 @@ class GlobalArray {
                             "MPI_Accumulate");
         const_cast<detail::Window&>(w).mark_dirty(r);
       }
+      if (req && !detail::request_ops_ok) req->add_finisher([&w, r] { w.flush_local(r); });
       ++st.mpi_rma_calls;
       if (r != last_target) {
         ++ntargets;

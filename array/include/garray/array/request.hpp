@@ -4,7 +4,8 @@
 // wait() gives the same guarantee as the blocking call on return (get: the data is in the
 // buffer; put/acc: the buffer may be reused; remote completion still needs fence()/sync()).
 // Nonblocking operations are unordered with respect to each other. A Request that is
-// destroyed without wait() waits in its destructor.
+// destroyed without wait() waits in its destructor. With MPICH, test() may block until the
+// operation is locally complete (see detail::request_ops_ok).
 
 #include <garray/runtime/error.hpp>
 
@@ -16,6 +17,19 @@
 #include <vector>
 
 namespace garray {
+namespace detail {
+/// Whether nonblocking transfers use MPI's request-based RMA (MPI_Rget/Rput/Raccumulate).
+/// Not with MPICH: its CH4/UCX netmod completes the request of an operation with a derived
+/// datatype before the data moved (pmodels/mpich#7896; here it showed as a get buffer written
+/// after wait() returned). There the operation is issued without a request and wait()
+/// completes it with MPI_Win_flush_local on its target, which has the same guarantee.
+#if defined(MPICH_NUMVERSION)
+inline constexpr bool request_ops_ok = false;
+#else
+inline constexpr bool request_ops_ok = true;
+#endif
+}  // namespace detail
+
 
 class [[nodiscard]] Request {
  public:
