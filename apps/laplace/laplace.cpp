@@ -318,18 +318,17 @@ struct Stencil {
         right(u[idx[range(1, -1)][range(2, _)]]) {}
 };
 
-/// fused: the numeric layer, one owner-computes fused expression per step plus the error
-/// reduction, with swapped buffers instead of old_u = u.copy():
+/// fused: the numeric layer, one owner-computes fused sweep per step with swapped buffers
+/// instead of old_u = u.copy():
 ///
-///   err = norm2(u[1:-1,1:-1] - J(u))     one fused reduction pass (reads u)
-///   v[1:-1,1:-1] = J(u); swap(u, v)      one fused assignment pass (reads u, writes v)
+///   err = assign_norm2_diff(v[1:-1,1:-1], J(u), u[1:-1,1:-1]); swap(u, v)
 ///
-/// where J(u) = ((u[0:-2,1:-1] + u[2:,1:-1])*dy2 + (u[1:-1,0:-2] + u[1:-1,2:])*dx2)*dnr_inv.
-/// u[inner] is the first operand, so the reduction runs over the elements each rank owns of
-/// u[inner], row-major, and (old - new)^2 == (new - old)^2 bitwise: the same error as kernel.
-/// (The one-pass alternative, assign_norm2_change(u[inner], J(u)) in place, is numpy-correct
-/// but the output aliases the inputs, so the numeric layer snapshots the whole block every
-/// step; measured 3-6x slower than this at n = 2000, see docs/performance.md.)
+/// where J(u) = ((u[0:-2,1:-1] + u[2:,1:-1])*dy2 + (u[1:-1,0:-2] + u[1:-1,2:])*dx2)*dnr_inv:
+/// one pass writes v = J(u) and sums (new - old)^2 against u, like the kernel's loop. The
+/// reduction runs over the elements each rank owns of v[inner], row-major, then in rank
+/// order: the same error bits as kernel. (The in-place alternative,
+/// assign_norm2_change(u[inner], J(u)), is numpy-correct but its output aliases its inputs,
+/// so the numeric layer snapshots the block every step; see docs/performance.md.)
 class FusedImpl final : public Impl {
  public:
   FusedImpl(const Context& ctx, const Problem& p, const Distribution<2>& dist)
@@ -348,8 +347,7 @@ class FusedImpl final : public Impl {
     const Coefficients& c = c_;
     // The same operations in the same order as jacobi().
     const auto jac = ((s.up + s.down) * c.dy2 + (s.left + s.right) * c.dx2) * c.dnr_inv;
-    const double err = garray::norm2(s.inner - jac);
-    garray::assign(t.inner, jac);
+    const double err = garray::assign_norm2_diff(t.inner, jac, s.inner);
     std::swap(cur_, nxt_);
     return err;
   }

@@ -23,8 +23,8 @@
 //           from the neighbours (get_section), one hand-written loop that computes the new
 //           value and accumulates the squared change in the same pass, two buffers swapped
 //           instead of old_u = u.copy(). The performance ceiling. (The default.)
-//   fused   the numeric layer: one owner-computes fused expression per step plus the
-//           error reduction (norm2 of the change, fused), two buffers swapped.
+//   fused   the numeric layer: one owner-computes fused sweep per step that writes the new
+//           iterate and sums the squared change (assign_norm2_diff), two buffers swapped.
 //   numpy   the numeric layer operator by operator, as numpy evaluates laplace.py: every
 //           binary operation materialises a temporary distributed array (through the array
 //           cache), nine per step.

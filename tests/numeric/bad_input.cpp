@@ -45,6 +45,8 @@ TEST_CASE("shape mismatches throw SizeMismatch on every rank and change nothing"
   CHECK(contains(m, "local operand"));
   m = message_of<garray::SizeMismatch>([&] { (void)garray::assign_norm2_change(a, b[idx[range(1, 6)]]); });
   CHECK(contains(m, "garray::assign_reduce"));
+  m = message_of<garray::SizeMismatch>([&] { (void)garray::assign_norm2_diff(a, b * 2.0, b[idx[range(1, 6)]]); });
+  CHECK(contains(m, "garray::assign_reduce"));  // the reference's shape is checked too
   CHECK(ntest::equal_bits(a, ra));
   CHECK(ntest::equal_bits(b, rb));
 }

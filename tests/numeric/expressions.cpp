@@ -253,6 +253,71 @@ TEST_CASE("the Jacobi step equals the serial two-buffer Jacobi bitwise") {
   }
 }
 
+TEST_CASE("assign_norm2_diff: the one-sweep two-buffer Jacobi step (output, reference, aliasing)") {
+  garray::Context ctx;
+  auto rng = test::Rng(test::shared_seed());
+  using garray::idx;
+  using garray::range;
+  using garray::_;
+  for (int round = 0; round < 4; ++round) {
+    const garray::Shape<2> sh = {test::uniform(rng, 3, 40), test::uniform(rng, 3, 40)};
+    // u and v on unrelated distributions: the reference u[inner] is remote for some of v's rows
+    A2 u(ctx, sh, test::random_distribution<2>(rng, sh, ctx.size()));
+    A2 v(ctx, sh, test::random_distribution<2>(rng, sh, ctx.size()));
+    test::Reference<double, 2> ru(sh), rv(sh);
+    ntest::randomize(rng, ru, -9, 9);
+    ntest::randomize(rng, rv, -9, 9);
+    ntest::load(u, ru);
+    ntest::load(v, rv);
+    const double dx2 = 0.013, dy2 = 0.021, dnr_inv = 0.5 / (dx2 + dy2);
+    auto J = [&](A2& a) {
+      return ((a[idx[range(_, -2)][range(1, -1)]] + a[idx[range(2, _)][range(1, -1)]]) * dy2 +
+              (a[idx[range(1, -1)][range(_, -2)]] + a[idx[range(1, -1)][range(2, _)]]) * dx2) *
+             dnr_inv;
+    };
+    double change = 0;  // serial, row-major
+    for (gidx i = 1; i + 1 < sh[0]; ++i)
+      for (gidx j = 1; j + 1 < sh[1]; ++j) {
+        rv.at({i, j}) = ((ru.at({i - 1, j}) + ru.at({i + 1, j})) * dy2 + (ru.at({i, j - 1}) + ru.at({i, j + 1})) * dx2) * dnr_inv;
+        const double d = rv.at({i, j}) - ru.at({i, j});
+        change += d * d;
+      }
+    const double got = garray::assign_norm2_diff(v[idx[range(1, -1)][range(1, -1)]], J(u), u[idx[range(1, -1)][range(1, -1)]]);
+    CHECK(ntest::same_on_all_ranks(got));
+    if (ctx.size() == 1) CHECK(got == std::sqrt(change));  // one rank: the serial order exactly
+    CHECK(got == doctest::Approx(std::sqrt(change)).epsilon(1e-12));
+    CHECK(ntest::equal_bits(v, rv));  // v written (boundary untouched), bitwise
+    CHECK(ntest::equal_bits(u, ru));  // the reference only read
+
+    // The reference aliases the output (in place): numpy semantics, bitwise the same as
+    // assign_norm2_change on a copy with the same distribution.
+    A2 w(ctx, sh, u.distribution());
+    ntest::load(w, ru);
+    auto inner = [](A2& a) { return a[idx[range(1, -1)][range(1, -1)]]; };
+    const double in_place = garray::assign_norm2_diff(inner(u), J(u), inner(u));
+    const double change_form = garray::assign_norm2_change(inner(w), J(w));
+    CHECK(in_place == change_form);
+    test::Reference<double, 2> expect = ru;  // boundary of u, interior of the new iterate
+    for (gidx i = 1; i + 1 < sh[0]; ++i)
+      for (gidx j = 1; j + 1 < sh[1]; ++j) expect.at({i, j}) = rv.at({i, j});
+    CHECK(ntest::equal_bits(u, expect));
+    CHECK(ntest::equal_bits(w, expect));
+    // The general form with another reducer and an expression as the reference:
+    // v[inner] = u[inner] + 1, max |new - 2 w[inner]| = max |expect + 1 - 2 expect|.
+    double max_ref = 0;
+    for (gidx i = 1; i + 1 < sh[0]; ++i)
+      for (gidx j = 1; j + 1 < sh[1]; ++j) {
+        const double e = expect.at({i, j});
+        rv.at({i, j}) = e + 1.0;
+        max_ref = std::max(max_ref, std::abs((e + 1.0) - e * 2.0));
+      }
+    const double mx = garray::assign_reduce(inner(v), inner(u) + 1.0, inner(w) * 2.0, garray::max_reducer{},
+                                            [](double nv, double r) { return std::abs(nv - r); });
+    CHECK(mx == max_ref);
+    CHECK(ntest::equal_bits(v, rv));
+  }
+}
+
 TEST_CASE("fill, iota, generate, fill_random and for_each_local") {
   garray::Context ctx;
   auto rng = test::Rng(test::shared_seed());

@@ -7,6 +7,7 @@
 //   auto t = garray::eval(a * 2.0 + b);            // new array, a's distribution
 //   garray::add(a, b, c);                          // c = a + b
 //   double d = garray::assign_norm2_change(u[inner], expr);  // one sweep: write + |change|
+//   double e = garray::assign_norm2_diff(v[inner], expr, u[inner]);  // write v, |v - u|
 //
 // Every function here except for_each_local is **collective over the context of the
 // output** (or of the first array operand): every rank calls it with the same arguments.
@@ -34,6 +35,7 @@
 #include <limits>
 #include <memory>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace garray {
@@ -179,54 +181,104 @@ void assign(O&& out_, const X& x) {
   detail::finish_assign(out);
 }
 
-/// out = expr in one sweep that also reduces f(new_value, old_value) over the written
-/// elements with `red` (sum_reducer, max_reducer, min_reducer, ...), e.g. the size of an
-/// iterative solver's update. **Collective**, as assign; the returned value is identical on
-/// every rank (rank-order combination of per-rank partials; deterministic for a given rank
-/// count and distribution).
-template <class O, Operand X, class Red, class F>
-auto assign_reduce(O&& out_, const X& x, Red red, F f) {
-  const auto out = detail::out_view(out_);
+namespace detail {
+/// Evaluates two operands side by side in one sweep (assign_reduce with a reference).
+struct PairOp {
+  template <class A, class B>
+  constexpr std::pair<A, B> operator()(const A& a, const B& b) const {
+    return {a, b};
+  }
+};
+
+/// The sweep behind assign_reduce: writes the first value of each element of `e` and
+/// reduces f(new, second), where second is the element's old value (WithRef false) or the
+/// second member of a PairOp node (WithRef true).
+template <bool WithRef, class O, class E, class Red, class F>
+auto assign_reduce_sweep(O&& out_, const E& e, Red red, F f, const char* what) {
+  const auto out = out_view(out_);
   using V = std::remove_cvref_t<decltype(out)>;
   using T = typename V::value_type;
-  using Acc = std::invoke_result_t<F, T, T>;
+  using Second = std::conditional_t<WithRef, typename E::value_type, std::pair<T, T>>;
+  using R = typename Second::second_type;
+  using Acc = std::invoke_result_t<F, T, R>;
   constexpr std::size_t M = V::dims;
-  const auto e = as_expr(x);
-  detail::Plan<M> p;
-  p.what = "garray::assign_reduce";
-  detail::setup_assign(p, out, e);
+  Plan<M> p;
+  p.what = what;
+  setup_assign(p, out, e);
   Acc acc = Red::template identity<Acc>();
-  detail::execute(p, e, true, false, [&](auto& bt, const detail::RowPos& pos, index n) {
+  execute(p, e, true, false, [&](auto& bt, const RowPos& pos, index n) {
     const index os = p.nd > 0 ? p.out_slot.str[static_cast<std::size_t>(p.nd - 1)] : 1;
-    T* o = static_cast<T*>(const_cast<void*>(p.out_slot.ptr)) + detail::run_offset(p.out_slot, pos);
+    T* o = static_cast<T*>(const_cast<void*>(p.out_slot.ptr)) + run_offset(p.out_slot, pos);
     const auto run = [&](auto unit) {
       constexpr bool U = decltype(unit)::value;
       const auto bb = bt;
       Acc a = acc;
       for (index i = 0; i < n; ++i) {
         T& slot = U ? o[i] : o[i * os];
-        const T nv = static_cast<T>(bb.template at<U>(i));
-        a = red(a, f(nv, slot));
-        slot = nv;
+        if constexpr (WithRef) {
+          const auto v = bb.template at<U>(i);
+          const T nv = static_cast<T>(v.first);
+          a = red(a, f(nv, v.second));
+          slot = nv;
+        } else {
+          const T nv = static_cast<T>(bb.template at<U>(i));
+          a = red(a, f(nv, slot));
+          slot = nv;
+        }
       }
       acc = a;
     };
     if (p.unit) run(std::true_type{});
     else run(std::false_type{});
   });
-  detail::finish_assign(out);
-  return detail::combine_partials(out.array().context(), acc, red, Red::template identity<Acc>());
+  finish_assign(out);
+  return combine_partials(out.array().context(), acc, red, Red::template identity<Acc>());
+}
+
+template <class A, class B>
+double norm2_term(const A& a, const B& b) {
+  const auto d = a - b;
+  if constexpr (is_complex<std::remove_cvref_t<decltype(d)>>::value) return static_cast<double>(std::norm(d));
+  else return static_cast<double>(d) * static_cast<double>(d);
+}
+}  // namespace detail
+
+/// out = expr in one sweep that also reduces f(new_value, old_value) over the written
+/// elements with `red` (sum_reducer, max_reducer, min_reducer, ...), e.g. the size of an
+/// iterative solver's update. **Collective**, as assign; the returned value is identical on
+/// every rank (rank-order combination of per-rank partials; deterministic for a given rank
+/// count and distribution).
+template <class O, Operand X, class Red, class F>
+auto assign_reduce(O&& out, const X& x, Red red, F f) {
+  return detail::assign_reduce_sweep<false>(std::forward<O>(out), as_expr(x), red, f, "garray::assign_reduce");
+}
+
+/// out = expr in one sweep that also reduces f(new_value, ref_value) with `red`, where
+/// ref_value is the element of `ref` (an operand of out's shape, typically the previous
+/// iterate in another array) at the same position. The one-sweep step of a two-buffer
+/// solver: `assign_reduce(v[inner], J(u), u[inner], sum_reducer{}, f)` writes v and
+/// measures the change against u without a second pass. `ref` may overlap `out`; it is
+/// then read as numpy would, before any element is written. **Collective**, as assign_reduce.
+template <class O, Operand X, ArrayOperand Ref, class Red, class F>
+auto assign_reduce(O&& out, const X& x, const Ref& ref, Red red, F f) {
+  const auto e = BinaryExpr<detail::PairOp, expr_t<X>, expr_t<Ref>>(as_expr(x), as_expr(ref));
+  return detail::assign_reduce_sweep<true>(std::forward<O>(out), e, red, f, "garray::assign_reduce");
+}
+
+/// out = expr; returns sqrt(sum over out of |expr - ref|^2), in one sweep (the change of a
+/// two-buffer iteration: out and ref are the new and the old iterate). **Collective.**
+template <class O, Operand X, ArrayOperand Ref>
+double assign_norm2_diff(O&& out, const X& x, const Ref& ref) {
+  return std::sqrt(assign_reduce(std::forward<O>(out), x, ref, sum_reducer{},
+                                 [](const auto& nv, const auto& rv) { return detail::norm2_term(nv, rv); }));
 }
 
 /// out = expr; returns sqrt(sum over out of |new - old|^2) (the 2-norm of the update), in
 /// one sweep. **Collective**, as assign_reduce.
 template <class O, Operand X>
 double assign_norm2_change(O&& out, const X& x) {
-  const double s = assign_reduce(std::forward<O>(out), x, sum_reducer{}, [](const auto& nv, const auto& ov) {
-    const auto d = nv - ov;
-    if constexpr (detail::is_complex<std::remove_cvref_t<decltype(d)>>::value) return static_cast<double>(std::norm(d));
-    else return static_cast<double>(d) * static_cast<double>(d);
-  });
+  const double s = assign_reduce(std::forward<O>(out), x, sum_reducer{},
+                                 [](const auto& nv, const auto& ov) { return detail::norm2_term(nv, ov); });
   return std::sqrt(s);
 }
 
