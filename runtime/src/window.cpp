@@ -5,6 +5,32 @@
 namespace garray::detail {
 
 namespace {
+#if defined(__GNUC__) && defined(__x86_64__)
+#define GARRAY_ISA_CLONES [[gnu::target_clones("avx512f", "avx2", "default")]]
+#else
+#define GARRAY_ISA_CLONES
+#endif
+GARRAY_ISA_CLONES void add_f(float* __restrict d, const float* __restrict s, std::size_t n) noexcept {
+  for (std::size_t i = 0; i < n; ++i) d[i] += s[i];
+}
+GARRAY_ISA_CLONES void add_d(double* __restrict d, const double* __restrict s, std::size_t n) noexcept {
+  for (std::size_t i = 0; i < n; ++i) d[i] += s[i];
+}
+GARRAY_ISA_CLONES void add_i32(std::int32_t* __restrict d, const std::int32_t* __restrict s, std::size_t n) noexcept {
+  for (std::size_t i = 0; i < n; ++i) d[i] += s[i];
+}
+GARRAY_ISA_CLONES void add_i64(std::int64_t* __restrict d, const std::int64_t* __restrict s, std::size_t n) noexcept {
+  for (std::size_t i = 0; i < n; ++i) d[i] += s[i];
+}
+#undef GARRAY_ISA_CLONES
+}  // namespace
+
+void add_into(float* dst, const float* src, std::size_t n) noexcept { add_f(dst, src, n); }
+void add_into(double* dst, const double* src, std::size_t n) noexcept { add_d(dst, src, n); }
+void add_into(std::int32_t* dst, const std::int32_t* src, std::size_t n) noexcept { add_i32(dst, src, n); }
+void add_into(std::int64_t* dst, const std::int64_t* src, std::size_t n) noexcept { add_i64(dst, src, n); }
+
+namespace {
 MPI_Info make_info(WindowKind kind) {
   MPI_Info info = MPI_INFO_NULL;
   check_mpi(MPI_Info_create(&info), "MPI_Info_create");
@@ -31,7 +57,9 @@ Window::Window(const Context& ctx, std::size_t bytes)
   // addresses no longer match (operations land on another rank's segment). Observed with
   // Debian's MPICH 4.0.2 at 4, 8, 12, 24 and 56 bytes; test_array.rma caught it.
   constexpr std::size_t line = 64;
-  const auto size = static_cast<MPI_Aint>((bytes + line - 1) / line * line);
+  // Shared windows get one more line per rank, after the block: its accumulate lock.
+  const auto size = static_cast<MPI_Aint>((bytes + line - 1) / line * line +
+                                          (kind_ == WindowKind::shared ? line : 0));
   int rc = kind_ == WindowKind::shared
                ? MPI_Win_allocate_shared(size, 1, info, ctx.comm(), &base, &win_)
                : MPI_Win_allocate(size, 1, info, ctx.comm(), &base, &win_);
@@ -47,16 +75,24 @@ Window::Window(const Context& ctx, std::size_t bytes)
   check_mpi(MPI_Win_set_errhandler(win_, MPI_ERRORS_RETURN), "MPI_Win_set_errhandler");
   if (kind_ == WindowKind::shared) {
     peers_.resize(static_cast<std::size_t>(ctx.size()));
+    locks_.resize(static_cast<std::size_t>(ctx.size()));
     for (int r = 0; r < ctx.size(); ++r) {
       MPI_Aint sz = 0;
       int unit = 0;
       void* p = nullptr;
       check_mpi(MPI_Win_shared_query(win_, r, &sz, &unit, &p), "MPI_Win_shared_query");
       peers_[static_cast<std::size_t>(r)] = static_cast<std::byte*>(p);
+      locks_[static_cast<std::size_t>(r)] = reinterpret_cast<std::uint32_t*>(static_cast<std::byte*>(p) + sz - line);
     }
   }
   dirty_.assign(static_cast<std::size_t>(ctx.size()), 0);
   check_mpi(MPI_Win_lock_all(MPI_MODE_NOCHECK, win_), "MPI_Win_lock_all");
+  if (kind_ == WindowKind::shared) {
+    // Each rank clears its own lock; nobody may take a lock before every lock is clear.
+    std::atomic_ref<std::uint32_t>(*locks_[static_cast<std::size_t>(ctx.rank())]).store(0, std::memory_order_release);
+    check_mpi(MPI_Win_sync(win_), "MPI_Win_sync");
+    check_mpi(MPI_Barrier(ctx.comm()), "MPI_Barrier");
+  }
   auto& st = *stats_;
   ++st.windows_allocated;
   st.window_bytes += static_cast<std::int64_t>(bytes_);

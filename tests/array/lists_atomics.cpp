@@ -100,6 +100,33 @@ TEST_CASE_TEMPLATE("accumulate is atomic: every rank adds into one overlapping r
   CHECK(ok);
 }
 
+TEST_CASE_TEMPLATE("scatter_acc and accumulate are atomic with respect to each other", T, std::int64_t, double) {
+  // Every rank hits the same few elements of every block, alternating scatter_acc (with
+  // repeated indices) and accumulate, so the two paths contend for the same targets.
+  garray::Context ctx;
+  const int p = ctx.size();
+  garray::GlobalArray<T, 1> a(ctx, {std::max(2 * p, 5)});
+  const garray::index n = a.shape()[0];
+  std::vector<garray::Shape<1>> list;
+  for (garray::index i = 0; i < n; ++i) list.push_back({i}), list.push_back({i});  // each twice
+  const std::vector<T> twos(list.size(), T(2));
+  const std::vector<T> ones(static_cast<std::size_t>(n), T(1));
+  const int reps = 200;
+  const T alpha = T(ctx.rank() + 1);
+  for (int k = 0; k < reps; ++k) {
+    if ((k + ctx.rank()) % 2 == 0) a.scatter_acc(std::span<const garray::Shape<1>>(list), std::span<const T>(twos), alpha);
+    else a.accumulate(idx[all], std::span<const T>(ones), alpha);
+  }
+  a.sync();
+  // Per rank r: reps/2 scatter_acc adding 2 * 2 * (r + 1) per element, reps/2 accumulates adding r + 1.
+  T want{};
+  for (int r = 0; r < p; ++r) want += T(reps / 2) * T(4 * (r + 1)) + T(reps / 2) * T(r + 1);
+  const auto got = a.get(idx[all]);
+  bool ok = true;
+  for (garray::index i = 0; i < n; ++i) ok = ok && got[i] == want;
+  CHECK_MESSAGE(ok, "expected every element == ", want);
+}
+
 TEST_CASE_TEMPLATE("read_inc hands out every ticket exactly once", T, std::int32_t, std::int64_t) {
   garray::Context ctx;
   const int p = ctx.size();

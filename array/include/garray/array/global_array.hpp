@@ -556,6 +556,16 @@ class GlobalArray {
     auto issue = [&](const detail::Piece<N>& p) {
       const int r = p.rank;
       count_piece(oc, r, static_cast<std::size_t>(p.size()) * sizeof(T));
+      if constexpr (D == detail::Dir::acc) {
+        if (shm) {  // garray's own accumulate: the target segment's lock around a local add
+          T* blk = block_ptr(r);
+          const auto it = detail::collapse(p.count, p.block_str, p.buf_str);
+          w.lock_segment(r);
+          detail::strided_add(it, blk + p.block_off, src + p.buf_off);
+          w.unlock_segment(r);
+          return;
+        }
+      }
       if (D != detail::Dir::acc && (r == me || shm)) {
         T* blk = block_ptr(r);
         if constexpr (D == detail::Dir::get) {
@@ -724,6 +734,17 @@ class GlobalArray {
       const std::size_t b = first[static_cast<std::size_t>(r)], e = first[static_cast<std::size_t>(r) + 1];
       if (b == e) continue;
       count_piece(oc, r, (e - b) * sizeof(T));
+      if (C == detail::Call::scatter_acc && w.kind() == WindowKind::shared) {
+        // As accumulate on a shared window: the target segment's lock around local adds.
+        T* blk = block_ptr(r);
+        w.lock_segment(r);
+        for (std::size_t q = b; q < e; ++q) {
+          const std::size_t j = order[q];
+          blk[off[j]] += alpha * vals[j];
+        }
+        w.unlock_segment(r);
+        continue;
+      }
       if (direct_ok && (r == me || w.kind() == WindowKind::shared)) {
         T* blk = block_ptr(r);
         if (C == detail::Call::gather) w.complete_writes_to(r);

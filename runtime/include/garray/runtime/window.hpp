@@ -7,8 +7,14 @@
 // per-operation lock/unlock (the pattern of ARMCI-MPI and GA on MPI-3).
 //
 // For shared windows `peer(r)` is a pointer to rank r's block in this process' address
-// space, so data moves with memcpy. Accumulates always go through MPI_Accumulate, which keeps
-// them atomic per element with respect to each other.
+// space, so data moves with memcpy. Accumulates into a shared window are garray's own: the
+// caller takes the target segment's lock (a word in a cache line after each rank's
+// segment, `lock_segment`), adds with plain loads and stores, and releases it; that keeps
+// them atomic per element with respect to each other, as MPI_Accumulate would, without
+// the MPI call. (Mixing them with MPI_Accumulate on the same window would not be atomic;
+// the array layer never does.) On MPI_Win_allocate windows accumulates are MPI_Accumulate.
+//
+//   shared segment of rank r:  [ block: bytes, padded to 64 ][ lock word | unused ]
 
 #include <garray/runtime/context.hpp>
 #include <garray/runtime/error.hpp>
@@ -16,10 +22,21 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
+#include <thread>
 #include <vector>
 
 namespace garray::detail {
+
+/// dst[i] += src[i] for i < n; dst and src must not overlap. The body of an accumulate into
+/// a shared window (run under the target segment's lock). Compiled for the CPU found at run
+/// time (AVX-512 / AVX2 / baseline on x86-64), as MPI libraries' MPI_SUM kernels are.
+void add_into(float* dst, const float* src, std::size_t n) noexcept;
+void add_into(double* dst, const double* src, std::size_t n) noexcept;
+void add_into(std::int32_t* dst, const std::int32_t* src, std::size_t n) noexcept;
+void add_into(std::int64_t* dst, const std::int64_t* src, std::size_t n) noexcept;
 
 class Window {
  public:
@@ -48,6 +65,18 @@ class Window {
   void flush_all() const { check_mpi(MPI_Win_flush_all(win_), "MPI_Win_flush_all"); }
   void flush_local_all() const {
     check_mpi(MPI_Win_flush_local_all(win_), "MPI_Win_flush_local_all");
+  }
+  /// Shared windows only: takes rank r's accumulate lock (spins, then yields: ranks may be
+  /// oversubscribed). Held only around a local load-add-store loop; never across MPI calls.
+  void lock_segment(int r) const noexcept {
+    std::atomic_ref<std::uint32_t> l(*locks_[static_cast<std::size_t>(r)]);
+    for (int spins = 0;; ++spins) {
+      if (l.load(std::memory_order_relaxed) == 0 && l.exchange(1, std::memory_order_acquire) == 0) return;
+      if (spins >= 64) std::this_thread::yield();
+    }
+  }
+  void unlock_segment(int r) const noexcept {
+    std::atomic_ref<std::uint32_t>(*locks_[static_cast<std::size_t>(r)]).store(0, std::memory_order_release);
   }
   /// Memory barrier between this process' loads/stores and the window's public copy.
   void memory_sync() const { check_mpi(MPI_Win_sync(win_), "MPI_Win_sync"); }
@@ -84,6 +113,7 @@ class Window {
   std::size_t bytes_ = 0;
   WindowKind kind_;
   std::vector<std::byte*> peers_;
+  std::vector<std::uint32_t*> locks_;  // shared windows: each rank's accumulate lock
   mutable std::vector<unsigned char> dirty_;
   mutable int ndirty_ = 0;
   int uncaught_at_creation_;

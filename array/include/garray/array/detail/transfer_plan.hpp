@@ -9,8 +9,11 @@
 
 #include <garray/array/distribution.hpp>
 #include <garray/array/slice.hpp>
+#include <garray/runtime/window.hpp>
 
 #include <array>
+#include <complex>
+#include <type_traits>
 #include <cstddef>
 #include <cstring>
 
@@ -194,6 +197,42 @@ void strided_copy(const Strided2<N>& it, T* dst, const T* src) {
       chunked_memcpy(a, b, static_cast<std::size_t>(n) * sizeof(T));
     } else {
       for (index i = 0; i < n; ++i) a[i * sa] = b[i * sb];
+    }
+  });
+}
+
+/// dst[i] += src[i] over a strided region (dst strides sa, src strides sb): the body of an
+/// accumulate into a shared window, run under the target segment's lock.
+/// a[i] += b[i], i < n. The source must not overlap the destination (as for
+/// MPI_Accumulate's origin buffer). Element types go to the runtime's ISA-dispatched
+/// kernels; a complex run is a real run of twice the length.
+template <class T>
+struct complex_part {
+  using type = void;
+};
+template <class R>
+struct complex_part<std::complex<R>> {
+  using type = R;
+};
+template <class T>
+void add_run(T* a, const T* b, index n) noexcept {
+  const auto len = static_cast<std::size_t>(n);
+  using R = typename complex_part<T>::type;
+  if constexpr (!std::is_void_v<R>) {
+    add_into(reinterpret_cast<R*>(a), reinterpret_cast<const R*>(b), 2 * len);
+  } else if constexpr (requires { add_into(a, b, len); }) {
+    add_into(a, b, len);
+  } else {
+    for (std::size_t i = 0; i < len; ++i) a[i] += b[i];
+  }
+}
+template <std::size_t N, class T>
+void strided_add(const Strided2<N>& it, T* dst, const T* src) noexcept {
+  for_each_run(it, dst, src, [](T* a, const T* b, index n, index sa, index sb) {
+    if (sa == 1 && sb == 1) {
+      add_run(a, b, n);
+    } else {
+      for (index i = 0; i < n; ++i) a[i * sa] += b[i * sb];
     }
   });
 }
