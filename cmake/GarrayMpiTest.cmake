@@ -1,9 +1,9 @@
 # garray_add_mpi_test(<target> [RANKS 1 2 3 4] [VARIANT name ENV "A=B;C=D"] [TIMEOUT s])
 #
-# Registers <target> under ctest once per rank count (default: GARRAY_TEST_RANK_LIST, from GARRAY_TEST_RANKS "1,2,3,4"),
-# launched with mpiexec. The
-# environment lets Open MPI run as root and oversubscribe the 2-core CI machine; MPICH
-# ignores these variables. With VARIANT, the tests are named <target>.<variant>.np<n> and get
+# Registers <target> under ctest once per rank count (default: GARRAY_TEST_RANK_LIST, from
+# the cache string GARRAY_TEST_RANKS, "1,2,3,4"), launched with mpiexec. The environment
+# lets Open MPI run as root and oversubscribe the 2-core CI machine; MPICH ignores these
+# variables. With VARIANT, the tests are named <target>.<variant>.np<n> and get
 # the extra environment (e.g. GARRAY_WINDOW=rma to exercise the MPI RMA path).
 function(garray_add_mpi_test target)
   cmake_parse_arguments(ARG "" "VARIANT;TIMEOUT" "RANKS;ENV" ${ARGN})

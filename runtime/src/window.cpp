@@ -4,31 +4,22 @@
 
 namespace garray::detail {
 
-namespace {
+// add_into: one clone per ISA, chosen at load time (ifunc), like MPI's own MPI_SUM kernels.
 #if defined(__GNUC__) && defined(__x86_64__)
 #define GARRAY_ISA_CLONES [[gnu::target_clones("avx512f", "avx2", "default")]]
 #else
 #define GARRAY_ISA_CLONES
 #endif
-GARRAY_ISA_CLONES void add_f(float* __restrict d, const float* __restrict s, std::size_t n) noexcept {
-  for (std::size_t i = 0; i < n; ++i) d[i] += s[i];
-}
-GARRAY_ISA_CLONES void add_d(double* __restrict d, const double* __restrict s, std::size_t n) noexcept {
-  for (std::size_t i = 0; i < n; ++i) d[i] += s[i];
-}
-GARRAY_ISA_CLONES void add_i32(std::int32_t* __restrict d, const std::int32_t* __restrict s, std::size_t n) noexcept {
-  for (std::size_t i = 0; i < n; ++i) d[i] += s[i];
-}
-GARRAY_ISA_CLONES void add_i64(std::int64_t* __restrict d, const std::int64_t* __restrict s, std::size_t n) noexcept {
-  for (std::size_t i = 0; i < n; ++i) d[i] += s[i];
-}
+#define GARRAY_DEFINE_ADD_INTO(T)                                                            \
+  GARRAY_ISA_CLONES void add_into(T* __restrict dst, const T* __restrict src, std::size_t n) noexcept { \
+    for (std::size_t i = 0; i < n; ++i) dst[i] += src[i];                                    \
+  }
+GARRAY_DEFINE_ADD_INTO(float)
+GARRAY_DEFINE_ADD_INTO(double)
+GARRAY_DEFINE_ADD_INTO(std::int32_t)
+GARRAY_DEFINE_ADD_INTO(std::int64_t)
+#undef GARRAY_DEFINE_ADD_INTO
 #undef GARRAY_ISA_CLONES
-}  // namespace
-
-void add_into(float* dst, const float* src, std::size_t n) noexcept { add_f(dst, src, n); }
-void add_into(double* dst, const double* src, std::size_t n) noexcept { add_d(dst, src, n); }
-void add_into(std::int32_t* dst, const std::int32_t* src, std::size_t n) noexcept { add_i32(dst, src, n); }
-void add_into(std::int64_t* dst, const std::int64_t* src, std::size_t n) noexcept { add_i64(dst, src, n); }
 
 namespace {
 MPI_Info make_info(WindowKind kind) {

@@ -234,13 +234,6 @@ auto assign_reduce_sweep(O&& out_, const E& e, Red red, F f, const char* what) {
   finish_assign(out);
   return combine_partials(out.array().context(), acc, red, Red::template identity<Acc>());
 }
-
-template <class A, class B>
-double norm2_term(const A& a, const B& b) {
-  const auto d = a - b;
-  if constexpr (is_complex<std::remove_cvref_t<decltype(d)>>::value) return static_cast<double>(std::norm(d));
-  else return static_cast<double>(d) * static_cast<double>(d);
-}
 }  // namespace detail
 
 /// out = expr in one sweep that also reduces f(new_value, old_value) over the written
@@ -270,7 +263,7 @@ auto assign_reduce(O&& out, const X& x, const Ref& ref, Red red, F f) {
 template <class O, Operand X, ArrayOperand Ref>
 double assign_norm2_diff(O&& out, const X& x, const Ref& ref) {
   return std::sqrt(assign_reduce(std::forward<O>(out), x, ref, sum_reducer{},
-                                 [](const auto& nv, const auto& rv) { return detail::norm2_term(nv, rv); }));
+                                 [](const auto& nv, const auto& rv) { return detail::AbsSquare{}(nv - rv); }));
 }
 
 /// out = expr; returns sqrt(sum over out of |new - old|^2) (the 2-norm of the update), in
@@ -278,7 +271,7 @@ double assign_norm2_diff(O&& out, const X& x, const Ref& ref) {
 template <class O, Operand X>
 double assign_norm2_change(O&& out, const X& x) {
   const double s = assign_reduce(std::forward<O>(out), x, sum_reducer{},
-                                 [](const auto& nv, const auto& ov) { return detail::norm2_term(nv, ov); });
+                                 [](const auto& nv, const auto& ov) { return detail::AbsSquare{}(nv - ov); });
   return std::sqrt(s);
 }
 

@@ -94,6 +94,15 @@ struct is_complex : std::false_type {};
 template <class X>
 struct is_complex<std::complex<X>> : std::true_type {};
 
+/// |v|^2 as double (norm2 and the norm of an update).
+struct AbsSquare {
+  template <class V>
+  double operator()(const V& v) const {
+    if constexpr (is_complex<V>::value) return static_cast<double>(std::norm(v));
+    else return static_cast<double>(v) * static_cast<double>(v);
+  }
+};
+
 /// Where the evaluation loop is on the current row: `nd` iteration dimensions, `k` the
 /// row's coordinates in them (outer dims only are used), `abs` the row's absolute
 /// coordinates in the expression's index space (valid when the iteration is not collapsed).

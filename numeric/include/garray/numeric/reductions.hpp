@@ -206,13 +206,6 @@ struct To {
     return static_cast<Acc>(v);
   }
 };
-struct AbsSquare {
-  template <class V>
-  double operator()(const V& v) const {
-    if constexpr (is_complex<V>::value) return static_cast<double>(std::norm(v));
-    else return static_cast<double>(v) * static_cast<double>(v);
-  }
-};
 struct NonZero {
   template <class V>
   constexpr bool operator()(const V& v) const {

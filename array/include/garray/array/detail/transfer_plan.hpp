@@ -201,11 +201,7 @@ void strided_copy(const Strided2<N>& it, T* dst, const T* src) {
   });
 }
 
-/// dst[i] += src[i] over a strided region (dst strides sa, src strides sb): the body of an
-/// accumulate into a shared window, run under the target segment's lock.
-/// a[i] += b[i], i < n. The source must not overlap the destination (as for
-/// MPI_Accumulate's origin buffer). Element types go to the runtime's ISA-dispatched
-/// kernels; a complex run is a real run of twice the length.
+/// The real type of a complex element type (void for real types).
 template <class T>
 struct complex_part {
   using type = void;
@@ -214,18 +210,20 @@ template <class R>
 struct complex_part<std::complex<R>> {
   using type = R;
 };
+
+/// a[i] += b[i], i < n. The source must not overlap the destination (as for
+/// MPI_Accumulate's origin buffer). Runs go to the runtime's ISA-dispatched kernels; a
+/// complex run is a real run of twice the length.
 template <class T>
 void add_run(T* a, const T* b, index n) noexcept {
   const auto len = static_cast<std::size_t>(n);
   using R = typename complex_part<T>::type;
-  if constexpr (!std::is_void_v<R>) {
-    add_into(reinterpret_cast<R*>(a), reinterpret_cast<const R*>(b), 2 * len);
-  } else if constexpr (requires { add_into(a, b, len); }) {
-    add_into(a, b, len);
-  } else {
-    for (std::size_t i = 0; i < len; ++i) a[i] += b[i];
-  }
+  if constexpr (!std::is_void_v<R>) add_into(reinterpret_cast<R*>(a), reinterpret_cast<const R*>(b), 2 * len);
+  else add_into(a, b, len);
 }
+
+/// dst[i] += src[i] over a strided region (dst strides sa, src strides sb): the body of an
+/// accumulate into a shared window, run under the target segment's lock.
 template <std::size_t N, class T>
 void strided_add(const Strided2<N>& it, T* dst, const T* src) noexcept {
   for_each_run(it, dst, src, [](T* a, const T* b, index n, index sa, index sb) {
