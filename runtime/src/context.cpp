@@ -116,6 +116,32 @@ void agree_signature(MPI_Comm comm, std::uint64_t signature, std::string_view wh
   if (!signatures_agree(comm, signature)) throw_signature_mismatch(what, describe_local);
 }
 
+void conclude(MPI_Comm comm, std::exception_ptr err, std::string_view what) {
+  int me = 0, size = 0;
+  MPI_Comm_rank(comm, &me);
+  MPI_Comm_size(comm, &size);
+  int mine = err ? me : size, first = size;
+  check_mpi(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
+  if (first == size) return;
+  // Someone failed: its message goes to everyone (error path only, so the cost is moot).
+  std::string text;
+  if (me == first) {
+    try {
+      std::rethrow_exception(err);
+    } catch (const std::exception& e) {
+      text = e.what();
+    } catch (...) {
+      text = "an exception not derived from std::exception";
+    }
+  }
+  int len = static_cast<int>(text.size());
+  check_mpi(MPI_Bcast(&len, 1, MPI_INT, first, comm), "MPI_Bcast");
+  text.resize(static_cast<std::size_t>(len));
+  check_mpi(MPI_Bcast(text.data(), len, MPI_CHAR, first, comm), "MPI_Bcast");
+  if (err) std::rethrow_exception(err);
+  throw CollectiveFailure(message(what, ": failed on rank ", first, " of the context (", text, ")"), first);
+}
+
 std::uint64_t hash_string(std::string_view s) noexcept {
   std::uint64_t h = 0xcbf29ce484222325ULL;
   for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ULL;

@@ -20,7 +20,9 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <exception>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -116,6 +118,37 @@ template <class Describe>
   requires std::is_invocable_r_v<std::string, Describe&>
 void agree_signature(MPI_Comm comm, std::uint64_t signature, std::string_view what, Describe&& describe_local) {
   if (!signatures_agree(comm, signature)) throw_signature_mismatch(what, describe_local());
+}
+
+/// The failure rule's closing step (docs/semantics.md, "Failure rule"): every rank passes
+/// the exception its part of a collective ended with (null on success). If any rank failed,
+/// every rank throws: a failing rank rethrows its own exception, the others throw
+/// CollectiveFailure carrying the lowest failing rank's message. One MPI_Allreduce (plus a
+/// broadcast of the message only on failure); doubles as a barrier. **Collective.**
+void conclude(MPI_Comm comm, std::exception_ptr err, std::string_view what);
+
+/// Runs `work()` (this rank's part of a collective, after its handshake) and then
+/// conclude(): no rank is left waiting for one that threw. Returns work()'s result.
+template <class F>
+decltype(auto) run_concluded(MPI_Comm comm, std::string_view what, F&& work) {
+  std::exception_ptr err;
+  if constexpr (std::is_void_v<std::invoke_result_t<F&>>) {
+    try {
+      work();
+    } catch (...) {
+      err = std::current_exception();
+    }
+    conclude(comm, err, what);
+  } else {
+    std::optional<std::invoke_result_t<F&>> r;
+    try {
+      r.emplace(work());
+    } catch (...) {
+      err = std::current_exception();
+    }
+    conclude(comm, err, what);
+    return std::move(*r);
+  }
 }
 
 /// FNV-1a style hashing for signatures.

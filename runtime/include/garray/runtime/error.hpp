@@ -8,6 +8,7 @@
 //   ├── InvalidArgument    bad shape, distribution or other argument
 //   ├── TypeMismatch       element types disagree (collectives, files)
 //   ├── CollectiveMismatch ranks disagreed on a collective call or its arguments
+//   ├── CollectiveFailure  another rank failed inside a collective (its message included)
 //   └── MpiError           an MPI call failed; code() and MPI's own text
 //
 // Messages name the call, the offending values and the rank:
@@ -57,6 +58,18 @@ class TypeMismatch : public Error {
 class CollectiveMismatch : public Error {
  public:
   using Error::Error;
+};
+/// Thrown on every rank of a collective that failed on *another* rank after the collective's
+/// handshake (the failing rank throws its own exception). `failed_rank()` is the lowest
+/// failing rank of the context; the message carries that rank's own message. See the failure
+/// rule in docs/semantics.md.
+class CollectiveFailure : public Error {
+ public:
+  CollectiveFailure(const std::string& what, int failed_rank) : Error(what), failed_rank_(failed_rank) {}
+  int failed_rank() const noexcept { return failed_rank_; }
+
+ private:
+  int failed_rank_;
 };
 /// An MPI call returned an error code. `code()` is that code; the message includes MPI's text.
 class MpiError : public Error {
