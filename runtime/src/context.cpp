@@ -105,6 +105,55 @@ bool signatures_agree(MPI_Comm comm, std::uint64_t signature) {
   return out[0] == ~out[1];
 }
 
+Agreement agree_with_errors(MPI_Comm comm, std::uint64_t signature, bool failed) {
+  int me = 0;
+  MPI_Comm_rank(comm, &me);
+  // max(s), max(~s) = ~min(s) and max(~r) = ~min(r) in one allreduce.
+  const std::uint64_t fr = failed ? static_cast<std::uint64_t>(me) : ~std::uint64_t{0} >> 1;
+  std::uint64_t in[3] = {signature, ~signature, ~fr}, out[3] = {0, 0, 0};
+  check_mpi(MPI_Allreduce(in, out, 3, MPI_UINT64_T, MPI_MAX, comm), "MPI_Allreduce");
+  Agreement a;
+  a.signatures_equal = out[0] == ~out[1];
+  const std::uint64_t first = ~out[2];
+  if (first != (~std::uint64_t{0} >> 1)) a.failed_rank = static_cast<int>(first);
+  return a;
+}
+
+namespace {
+// The failing rank's message, broadcast to every rank (error paths only).
+std::string broadcast_message(MPI_Comm comm, int from, const std::exception_ptr& err) {
+  int me = 0;
+  MPI_Comm_rank(comm, &me);
+  std::string text;
+  if (me == from && err) {
+    try {
+      std::rethrow_exception(err);
+    } catch (const std::exception& e) {
+      text = e.what();
+    } catch (...) {
+      text = "an exception not derived from std::exception";
+    }
+  }
+  int len = static_cast<int>(text.size());
+  check_mpi(MPI_Bcast(&len, 1, MPI_INT, from, comm), "MPI_Bcast");
+  text.resize(static_cast<std::size_t>(len));
+  check_mpi(MPI_Bcast(text.data(), len, MPI_CHAR, from, comm), "MPI_Bcast");
+  return text;
+}
+}  // namespace
+
+void throw_peer_error(MPI_Comm comm, int failed_rank, std::exception_ptr err, std::string_view what) {
+  const std::string text = broadcast_message(comm, failed_rank, err);
+  if (err) std::rethrow_exception(err);
+  throw CollectiveMismatch(message(what, ": invalid call on rank ", failed_rank, " of the context (", text, ")"));
+}
+
+void throw_peer_failure(MPI_Comm comm, int failed_rank, std::exception_ptr err, std::string_view what) {
+  const std::string text = broadcast_message(comm, failed_rank, err);
+  if (err) std::rethrow_exception(err);
+  throw CollectiveFailure(message(what, ": failed on rank ", failed_rank, " of the context (", text, ")"), failed_rank);
+}
+
 void throw_signature_mismatch(std::string_view what, std::string_view describe_local) {
   throw CollectiveMismatch(message(
       what, ": ranks called different collectives or passed different arguments (this rank: ",
@@ -123,23 +172,7 @@ void conclude(MPI_Comm comm, std::exception_ptr err, std::string_view what) {
   int mine = err ? me : size, first = size;
   check_mpi(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
   if (first == size) return;
-  // Someone failed: its message goes to everyone (error path only, so the cost is moot).
-  std::string text;
-  if (me == first) {
-    try {
-      std::rethrow_exception(err);
-    } catch (const std::exception& e) {
-      text = e.what();
-    } catch (...) {
-      text = "an exception not derived from std::exception";
-    }
-  }
-  int len = static_cast<int>(text.size());
-  check_mpi(MPI_Bcast(&len, 1, MPI_INT, first, comm), "MPI_Bcast");
-  text.resize(static_cast<std::size_t>(len));
-  check_mpi(MPI_Bcast(text.data(), len, MPI_CHAR, first, comm), "MPI_Bcast");
-  if (err) std::rethrow_exception(err);
-  throw CollectiveFailure(message(what, ": failed on rank ", first, " of the context (", text, ")"), first);
+  throw_peer_failure(comm, first, err, what);  // error path only
 }
 
 std::uint64_t hash_string(std::string_view s) noexcept {
@@ -172,7 +205,14 @@ Context::Context(std::shared_ptr<detail::ContextState> s) : state_(std::move(s))
   kind_ = state_->kind;
 }
 
+void Context::throw_invalid(std::string_view what) {
+  detail::raise<InvalidArgument>(what, ": invalid Context (an empty context from split(MPI_UNDEFINED) or a "
+                                       "moved-from handle)");
+}
+
 Context Context::split(int color, int key) const {
+  check_valid("Context::split");
+  detail::agree_signature(state_->comm, detail::hash_string("Context::split"), "Context::split", "split");
   MPI_Comm sub = MPI_COMM_NULL;
   detail::check_mpi(MPI_Comm_split(state_->comm, color, key, &sub), "MPI_Comm_split");
   if (sub == MPI_COMM_NULL) return Context(std::shared_ptr<detail::ContextState>{});
@@ -182,18 +222,29 @@ Context Context::split(int color, int key) const {
 }
 
 
-WindowCache& Context::cache() const noexcept { return *state_->cache; }
+WindowCache& Context::cache() const {
+  check_valid("Context::cache");
+  return *state_->cache;
+}
 
-std::uint64_t Context::next_array_id() noexcept { return state_->next_array_id++; }
+std::uint64_t Context::next_array_id() {
+  check_valid("Context::next_array_id");
+  return state_->next_array_id++;
+}
 
 void Context::progress() const {
+  check_valid("Context::progress");
   int flag = 0;
   detail::check_mpi(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm_, &flag, MPI_STATUS_IGNORE), "MPI_Iprobe");
 }
 
-void Context::barrier() const { detail::check_mpi(MPI_Barrier(state_->comm), "MPI_Barrier"); }
+void Context::barrier() const {
+  check_valid("Context::barrier");
+  detail::agree_signature(state_->comm, detail::hash_string("Context::barrier"), "Context::barrier", "barrier");
+}
 
 std::string Context::describe() const {
+  check_valid("Context::describe");
   char lib[MPI_MAX_LIBRARY_VERSION_STRING] = {};
   int len = 0;
   MPI_Get_library_version(lib, &len);

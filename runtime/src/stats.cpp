@@ -39,6 +39,8 @@ std::vector<std::int64_t> flatten(const Stats& s) {
 }  // namespace
 
 void print_stats(const Context& ctx, std::ostream& os) {
+  ctx.check_valid("garray::print_stats");
+  detail::agree_signature(ctx.comm(), detail::hash_string("garray::print_stats"), "garray::print_stats", "print_stats");
   const auto mine = flatten(ctx.stats());
   std::vector<std::int64_t> sum(mine.size()), max(mine.size());
   const int n = static_cast<int>(mine.size());

@@ -1,6 +1,7 @@
 #include <garray/runtime/window.hpp>
 
 #include <exception>
+#include <garray/runtime/context.hpp>
 
 namespace garray::detail {
 
@@ -55,34 +56,74 @@ Window::Window(const Context& ctx, std::size_t bytes)
                ? MPI_Win_allocate_shared(size, 1, info, ctx.comm(), &base, &win_)
                : MPI_Win_allocate(size, 1, info, ctx.comm(), &base, &win_);
   MPI_Info_free(&info);
-  // Window creation is collective but can fail on some ranks only (memory): agree first.
-  if (!all_ok(ctx.comm(), rc == MPI_SUCCESS)) {
-    if (rc == MPI_SUCCESS) MPI_Win_free(&win_);
-    if (rc != MPI_SUCCESS)
-      throw_mpi_error(rc, kind_ == WindowKind::shared ? "MPI_Win_allocate_shared" : "MPI_Win_allocate");
-    throw MpiError(message("MPI_Win_allocate failed on another rank of the communicator"), MPI_ERR_WIN);
-  }
-  base_ = static_cast<std::byte*>(base);
-  check_mpi(MPI_Win_set_errhandler(win_, MPI_ERRORS_RETURN), "MPI_Win_set_errhandler");
-  if (kind_ == WindowKind::shared) {
-    peers_.resize(static_cast<std::size_t>(ctx.size()));
-    locks_.resize(static_cast<std::size_t>(ctx.size()));
-    for (int r = 0; r < ctx.size(); ++r) {
-      MPI_Aint sz = 0;
-      int unit = 0;
-      void* p = nullptr;
-      check_mpi(MPI_Win_shared_query(win_, r, &sz, &unit, &p), "MPI_Win_shared_query");
-      peers_[static_cast<std::size_t>(r)] = static_cast<std::byte*>(p);
-      locks_[static_cast<std::size_t>(r)] = reinterpret_cast<std::uint32_t*>(static_cast<std::byte*>(p) + sz - line);
+  me_ = ctx.rank();
+  // Window creation is collective but can fail on some ranks only (memory, a one-sided
+  // component that cannot span the hosts), and so can the setup after it: agree on success
+  // before anything else (failure rule). Status: 0 fine, 1 this rank has a window but its
+  // setup failed, 2 the MPI call itself failed here (no window).
+  const char* call = kind_ == WindowKind::shared ? "MPI_Win_allocate_shared" : "MPI_Win_allocate";
+  std::exception_ptr err;
+  int status = 0;
+  bool locked = false;
+  if (rc != MPI_SUCCESS) {
+    status = 2;
+    try {
+      throw_mpi_error(rc, call);
+    } catch (...) {
+      err = std::current_exception();
+    }
+  } else {
+    try {
+      fault_point("window.create");
+      base_ = static_cast<std::byte*>(base);
+      check_mpi(MPI_Win_set_errhandler(win_, MPI_ERRORS_RETURN), "MPI_Win_set_errhandler");
+      int* model = nullptr;
+      int flag = 0;
+      check_mpi(MPI_Win_get_attr(win_, MPI_WIN_MODEL, &model, &flag), "MPI_Win_get_attr");
+      unified_ = flag && model && *model == MPI_WIN_UNIFIED;
+      if (kind_ == WindowKind::shared && !unified_)
+        throw MpiError(message(call, ": the window is not in the unified memory model (MPI_WIN_MODEL); "
+                                     "run with GARRAY_WINDOW=rma"), MPI_ERR_WIN);
+      if (kind_ == WindowKind::shared) {
+        peers_.resize(static_cast<std::size_t>(ctx.size()));
+        locks_.resize(static_cast<std::size_t>(ctx.size()));
+        for (int r = 0; r < ctx.size(); ++r) {
+          MPI_Aint sz = 0;
+          int unit = 0;
+          void* p = nullptr;
+          check_mpi(MPI_Win_shared_query(win_, r, &sz, &unit, &p), "MPI_Win_shared_query");
+          peers_[static_cast<std::size_t>(r)] = static_cast<std::byte*>(p);
+          locks_[static_cast<std::size_t>(r)] = reinterpret_cast<std::uint32_t*>(static_cast<std::byte*>(p) + sz - line);
+        }
+      }
+      dirty_.assign(static_cast<std::size_t>(ctx.size()), 0);
+      check_mpi(MPI_Win_lock_all(MPI_MODE_NOCHECK, win_), "MPI_Win_lock_all");
+      locked = true;
+      if (kind_ == WindowKind::shared) {
+        // Each rank clears its own lock; the agreement below orders every clear before
+        // anybody's first lock.
+        std::atomic_ref<std::uint32_t>(*locks_[static_cast<std::size_t>(ctx.rank())]).store(0, std::memory_order_release);
+        check_mpi(MPI_Win_sync(win_), "MPI_Win_sync");
+      }
+      fault_point("window.setup");
+    } catch (...) {
+      err = std::current_exception();
+      status = 1;
     }
   }
-  dirty_.assign(static_cast<std::size_t>(ctx.size()), 0);
-  check_mpi(MPI_Win_lock_all(MPI_MODE_NOCHECK, win_), "MPI_Win_lock_all");
-  if (kind_ == WindowKind::shared) {
-    // Each rank clears its own lock; nobody may take a lock before every lock is clear.
-    std::atomic_ref<std::uint32_t>(*locks_[static_cast<std::size_t>(ctx.rank())]).store(0, std::memory_order_release);
-    check_mpi(MPI_Win_sync(win_), "MPI_Win_sync");
-    check_mpi(MPI_Barrier(ctx.comm()), "MPI_Barrier");
+  int worst = 0;
+  check_mpi(MPI_Allreduce(&status, &worst, 1, MPI_INT, MPI_MAX, ctx.comm()), "MPI_Allreduce");
+  if (worst != 0) {
+    if (status != 2) {
+      if (worst == 1) {  // every rank has a window: free it together
+        if (locked) MPI_Win_unlock_all(win_);
+        MPI_Win_free(&win_);
+      } else {
+        ++stats_->leaked_windows;  // some rank has none: a collective free could hang
+      }
+    }
+    conclude(ctx.comm(), err, call);  // throws on every rank: some rank failed
+    throw MpiError(message(call, ": failed on another rank"), MPI_ERR_WIN);
   }
   auto& st = *stats_;
   ++st.windows_allocated;

@@ -22,6 +22,7 @@
 #include <garray/array/box.hpp>
 #include <garray/array/detail/mpi_region.hpp>
 #include <garray/array/detail/transfer_plan.hpp>
+#include <garray/array/detail/transport.hpp>
 #include <garray/array/distribution.hpp>
 #include <garray/array/local_block.hpp>
 #include <garray/array/request.hpp>
@@ -29,6 +30,7 @@
 #include <garray/runtime/context.hpp>
 #include <garray/runtime/datatype.hpp>
 #include <garray/runtime/error.hpp>
+#include <garray/runtime/fault.hpp>
 #include <garray/runtime/stats.hpp>
 #include <garray/runtime/window.hpp>
 #include <garray/runtime/window_cache.hpp>
@@ -39,6 +41,7 @@
 #include <array>
 #include <cstddef>
 #include <exception>
+#include <limits>
 #include <memory>
 #include <numeric>
 #include <optional>
@@ -60,8 +63,30 @@ template <Element T, std::size_t N, std::size_t M>
 class View;
 
 namespace detail {
-enum class Dir { get, put, acc };
-enum class Call { create, get, put, acc, gather, scatter, scatter_acc, read_inc, fill, sync, owner, count_ };
+enum class Call { create, get, put, acc, gather, scatter, scatter_acc, read_inc, fill, sync, owner, access, fence, count_ };
+}  // namespace detail
+
+namespace detail {
+/// The first half of a collective on arrays: completes this rank's outstanding writes on
+/// every window in `wins` (flush + MPI_Win_sync), then one allreduce that compares `sig`
+/// and carries a failure of that completion (failure rule): every rank throws
+/// CollectiveMismatch on disagreement, the failing rank its error and the others
+/// CollectiveFailure on a failure. Afterwards every rank's earlier operations on these
+/// arrays are complete everywhere. **Collective.**
+inline void begin_collective(std::span<const Window* const> wins, MPI_Comm comm, std::uint64_t sig,
+                             std::string_view what, std::string_view describe) {
+  std::exception_ptr err;
+  try {
+    fault_point("collective.complete");
+    for (const Window* w : wins) w->complete_all();
+  } catch (...) {
+    err = std::current_exception();
+  }
+  const Agreement a = agree_with_errors(comm, sig, err != nullptr);
+  if (a.failed_rank >= 0) throw_peer_failure(comm, a.failed_rank, err, what);
+  if (!a.signatures_equal) throw_signature_mismatch(what, describe);
+  for (const Window* w : wins) w->memory_sync();
+}
 }  // namespace detail
 
 /// Tag for creating a GlobalArray whose contents are unspecified (numpy.empty): no zeroing
@@ -105,21 +130,27 @@ class GlobalArray {
   GlobalArray(const Context& ctx, const shape_type& shape, const Distribution<N>& dist, const shape_type& ghost,
               bool zero)
       : ctx_(ctx), ghost_(ghost) {
+    ctx.check_valid(name(detail::Call::create));
     std::exception_ptr err;
     std::optional<Distribution<N>> resolved;
+    std::size_t bytes = 0, charge = 0;
     try {
       resolved = dist.resolve(shape, ctx.size(), name(detail::Call::create));
       for (std::size_t d = 0; d < N; ++d)
         if (ghost[d] < 0)
           detail::raise<InvalidArgument>(name(detail::Call::create), ": negative ghost width ", ghost[d], " in dim ", d);
+      // Every size derived from the shape and ghost width must fit: elements and bytes of
+      // the largest (ghost-padded) block, which the cache charges and MPI allocates.
+      charge = max_block_bytes(*resolved, ghost);
+      bytes = checked_block_bytes(resolved->block(ctx.rank()), ghost);
+      detail::fault_point("create.validate");
     } catch (const Error&) {
       err = std::current_exception();
     }
     std::uint64_t sig = detail::hash_string("create-invalid");
     WindowCache& cache = ctx.cache();
-    std::size_t bytes = 0;
     WindowCache::Plan plan;
-    if (resolved) {
+    if (!err) {
       // The cache key: everything that makes two windows interchangeable (the group is the
       // context, whose cache this is). It doubles as the create signature.
       sig = detail::hash_mix(detail::hash_string("create"), static_cast<std::uint64_t>(detail::type_code<T>()));
@@ -127,46 +158,66 @@ class GlobalArray {
       sig = detail::hash_mix(sig, resolved->signature());
       for (auto g : ghost) sig = detail::hash_mix(sig, static_cast<std::uint64_t>(g));
       slot_.key = sig | 1;  // never 0 (reserved by the cache)
-      slot_.charge = max_block_bytes(*resolved, ghost);
-      bytes = static_cast<std::size_t>(detail::block_layout(resolved->block(ctx.rank()), ghost).elements) * sizeof(T);
+      slot_.charge = charge;
       // The cache's decision (hit/miss, evictions, its state, live arrays) is part of the
       // signature: a rank that destroyed an array the others keep fails here, everywhere.
       plan = cache.plan(slot_, bytes);
       sig = detail::hash_mix(sig, plan.signature);
     }
-    try {
-      detail::agree_signature(ctx.comm(), sig, name(detail::Call::create), [&] {
-        return describe_args(shape, dist) + ", " + cache.describe() + (plan.hit ? ", hit" : ", miss");
-      });
-    } catch (const CollectiveMismatch&) {
-      if (err) std::rethrow_exception(err);  // the erring rank reports its own reason
-      throw;
-    }
-    if (err) std::rethrow_exception(err);
+    // A rank whose arguments are invalid throws its own error, the others CollectiveMismatch.
+    detail::agree_signature(
+        ctx.comm(), sig, name(detail::Call::create),
+        [&] { return describe_args(shape, dist) + ", " + cache.describe() + (plan.hit ? ", hit" : ", miss"); }, err);
     dist_ = std::move(*resolved);
     my_box_ = dist_.block(ctx.rank());
     my_layout_ = detail::block_layout(my_box_, ghost_);
     // After the allreduce above every rank has released the old array of a reused window
-    // (flush_all at release), so nobody reads or writes this memory any more.
+    // (flush_all at release), so nobody reads or writes this memory any more. acquire()
+    // is collective and throws on every rank if the allocation fails anywhere.
     win_ = cache.acquire(ctx_, slot_, bytes);
+    // From here on a failure on one rank must not leave the others waiting: the closing
+    // agreement below carries it (failure rule), and the window goes back to the cache.
+    std::exception_ptr late;
+    try {
+      detail::fault_point("create.init");
+      if (zero) std::fill_n(local_data(), my_layout_.elements, T{});
+      win_->memory_sync();
+    } catch (...) {
+      late = std::current_exception();
+    }
+    if (zero || late) {
+      // The zeroing must be complete everywhere before any rank's first put can land: the
+      // agreement doubles as that barrier. An uninitialised create needs no barrier.
+      try {
+        detail::conclude(ctx_.comm(), late, name(detail::Call::create));
+      } catch (...) {
+        ctx_.cache().release(slot_, std::move(win_));
+        throw;
+      }
+    }
     id_ = ctx_.next_array_id();
     ++ctx_.stats().arrays_created;
-    if (zero) {
-      // New memory is uninitialised, reused memory holds the old array: zero it, then a
-      // barrier so no rank's first put can land before the zeroing.
-      std::fill_n(local_data(), my_layout_.elements, T{});
-      win_->memory_sync();
-      ctx_.barrier();
-    }
+    alive_ = std::make_shared<bool>(true);
     win_->memory_sync();
   }
 
  public:
-  GlobalArray(GlobalArray&&) noexcept = default;
-  GlobalArray& operator=(GlobalArray&& o) noexcept {
+  /// Local. Takes over `o`'s array; `o` becomes empty (every operation on it, and on views
+  /// made of it before the move, throws InvalidArgument).
+  GlobalArray(GlobalArray&& o)
+      : ctx_(o.ctx_), dist_(std::move(o.dist_)), my_box_(o.my_box_), ghost_(o.ghost_), my_layout_(o.my_layout_),
+        win_(std::move(o.win_)), id_(o.id_), slot_(o.slot_),
+        alive_(win_ ? std::make_shared<bool>(true) : std::make_shared<bool>(false)) {
+    o.retire();
+  }
+  /// Local (the old contents are released as by the destructor). Views of either array made
+  /// before the assignment throw InvalidArgument afterwards.
+  GlobalArray& operator=(GlobalArray&& o) {
     if (this != &o) {
+      auto token = std::make_shared<bool>(static_cast<bool>(o.win_));
       release();
-      ctx_ = std::move(o.ctx_);
+      retire();
+      ctx_ = o.ctx_;
       dist_ = std::move(o.dist_);
       my_box_ = o.my_box_;
       ghost_ = o.ghost_;
@@ -174,13 +225,24 @@ class GlobalArray {
       win_ = std::move(o.win_);
       id_ = o.id_;
       slot_ = o.slot_;
+      alive_ = std::move(token);
+      o.retire();
     }
     return *this;
   }
-  /// Returns the window to the context's cache: **Local** (flush_all on the window, no
-  /// communication). With the cache off (depth 0) frees it: **Collective** (see
-  /// detail::Window for the unwinding rule). Never throws.
-  ~GlobalArray() { release(); }
+  /// Returns the window to the context's cache: **Local** (flush of pending writes, no
+  /// communication), whatever the cache depth; the window is freed later at a collective
+  /// point every rank reaches (failure rule). Never throws.
+  ~GlobalArray() {
+    release();
+    retire();
+  }
+
+  /// Local. False for a moved-from array; every other operation on it throws InvalidArgument.
+  bool valid() const noexcept { return win_ != nullptr; }
+  /// Local. A token that turns false when this array object is destroyed, moved from or
+  /// assigned to (views hold it: an operation through a stale view throws, never crashes).
+  const std::shared_ptr<bool>& liveness() const noexcept { return alive_; }
 
   // ---- layout queries: Local --------------------------------------------------------
   const shape_type& shape() const noexcept { return dist_.shape(); }
@@ -208,7 +270,10 @@ class GlobalArray {
 
   /// Local. RAII access to this rank's block, indexed with global coordinates. With ghost
   /// cells the view spans [lo - ghost, hi + ghost) (box() is still the owned block).
-  LocalBlock<T, N> access() { return LocalBlock<T, N>(local_data(), my_box_, ghost_, win_.get()); }
+  LocalBlock<T, N> access() {
+    check_live(detail::Call::access);
+    return LocalBlock<T, N>(local_data(), my_box_, ghost_, win_.get());
+  }
 
   // ---- one-sided transfers over slices ----------------------------------------------
   /// One-sided. Copies the selection into `out` (dense, row-major over the selection's
@@ -282,30 +347,36 @@ class GlobalArray {
 
   // ---- the same over canonical sections (used by views) --------------------------------
   void get_section(const Section<N>& sec, std::span<T> out) const {
+    check_live(detail::Call::get);
     check_size(sec, out.size(), detail::Call::get);
     transfer<detail::Dir::get>(sec, out.data(), T{1}, nullptr);
   }
   void put_section(const Section<N>& sec, std::span<const T> in) {
+    check_live(detail::Call::put);
     check_size(sec, in.size(), detail::Call::put);
     transfer<detail::Dir::put>(sec, const_cast<T*>(in.data()), T{1}, nullptr);
   }
   void acc_section(const Section<N>& sec, std::span<const T> in, T alpha = T{1}) {
+    check_live(detail::Call::acc);
     check_size(sec, in.size(), detail::Call::acc);
     transfer<detail::Dir::acc>(sec, const_cast<T*>(in.data()), alpha, nullptr);
   }
   Request get_section_nb(const Section<N>& sec, std::span<T> out) const {
+    check_live(detail::Call::get);
     check_size(sec, out.size(), detail::Call::get);
     Request r;
     transfer<detail::Dir::get>(sec, out.data(), T{1}, &r);
     return r;
   }
   Request put_section_nb(const Section<N>& sec, std::span<const T> in) {
+    check_live(detail::Call::put);
     check_size(sec, in.size(), detail::Call::put);
     Request r;
     transfer<detail::Dir::put>(sec, const_cast<T*>(in.data()), T{1}, &r);
     return r;
   }
   Request acc_section_nb(const Section<N>& sec, std::span<const T> in, T alpha = T{1}) {
+    check_live(detail::Call::acc);
     check_size(sec, in.size(), detail::Call::acc);
     Request r;
     transfer<detail::Dir::acc>(sec, const_cast<T*>(in.data()), alpha, &r);
@@ -316,9 +387,11 @@ class GlobalArray {
   /// straight into window memory (ghost updates, redistribution, transposes). Complete on
   /// return (the _nb variant: at wait()). The caller guarantees the destination is valid.
   void get_section_strided(const Section<N>& sec, T* out, const shape_type& out_strides) const {
+    check_live(detail::Call::get);
     transfer<detail::Dir::get>(sec, out, T{1}, nullptr, &out_strides);
   }
   Request get_section_strided_nb(const Section<N>& sec, T* out, const shape_type& out_strides) const {
+    check_live(detail::Call::get);
     Request r;
     transfer<detail::Dir::get>(sec, out, T{1}, &r, &out_strides);
     return r;
@@ -339,21 +412,22 @@ class GlobalArray {
   /// One-sided. out[j] = a[indices[j]]. One MPI call per owner. Complete on return.
   /// Throws BoundsError (naming the position in the list) or SizeMismatch.
   void gather(std::span<const shape_type> indices, std::span<T> out) const {
+    check_live(detail::Call::gather);
     check_list(indices.size(), out.size(), detail::Call::gather);
-    list_op<detail::Call::gather>(indices, out.data(), T{1}, dist_.is_replicated() ? ctx_.rank() : -1);
+    list_op<detail::Call::gather>(indices, out.data(), T{1}, -1);
   }
   /// One-sided. a[indices[j]] = values[j]; with repeated indices one of the values wins.
   void scatter(std::span<const shape_type> indices, std::span<const T> values) {
+    check_live(detail::Call::scatter);
     check_list(indices.size(), values.size(), detail::Call::scatter);
-    for (int c = dist_.is_replicated() ? 0 : -1; c < (dist_.is_replicated() ? ctx_.size() : 0); ++c)
-      list_op<detail::Call::scatter>(indices, const_cast<T*>(values.data()), T{1}, c);  // every copy
+    list_op<detail::Call::scatter>(indices, const_cast<T*>(values.data()), T{1}, -1);
   }
   /// One-sided. a[indices[j]] += alpha * values[j], atomic per element; repeated indices
   /// all contribute.
   void scatter_acc(std::span<const shape_type> indices, std::span<const T> values, T alpha = T{1}) {
+    check_live(detail::Call::scatter_acc);
     check_list(indices.size(), values.size(), detail::Call::scatter_acc);
-    for (int c = dist_.is_replicated() ? 0 : -1; c < (dist_.is_replicated() ? ctx_.size() : 0); ++c)
-      list_op<detail::Call::scatter_acc>(indices, const_cast<T*>(values.data()), alpha, c);  // every copy
+    list_op<detail::Call::scatter_acc>(indices, const_cast<T*>(values.data()), alpha, -1);
   }
 
   /// One-sided. Atomically adds `inc` to element `i` and returns its previous value (the
@@ -361,50 +435,70 @@ class GlobalArray {
   T read_inc(const shape_type& i, T inc = T{1}) {
     static_assert(std::is_integral_v<T>,
                   "garray: read_inc needs an integer element type (std::int32_t or std::int64_t)");
+    check_live(detail::Call::read_inc);
     const auto g = checked_index(i, detail::Call::read_inc);
-    const int r = dist_.owner(g);
-    const auto disp = static_cast<MPI_Aint>(offset_in_block(r, g) * static_cast<index>(sizeof(T)));
-    T old{};
-    detail::check_mpi(MPI_Fetch_and_op(&inc, &old, mpi_type<T>(), r, disp, MPI_SUM, win_->win()),
-                      "MPI_Fetch_and_op");
-    win_->flush(r);
-    if (dist_.is_replicated()) {  // rank 0's copy is the atomic one; the others get the same increments
-      for (int q = 1; q < ctx_.size(); ++q) {
-        detail::check_mpi(MPI_Accumulate(&inc, 1, mpi_type<T>(), q, disp, 1, mpi_type<T>(), MPI_SUM, win_->win()),
-                          "MPI_Accumulate");
-        win_->mark_dirty(q);
-      }
-      win_->flush_local_all();
-    }
+    // A replicated array: copy 0 is the atomic one; the other copies receive the same
+    // increment through the same atomicity domain, so copies agree after sync().
+    const bool rep = dist_.is_replicated();
+    const int r = rep ? 0 : dist_.owner(g);
+    const index off = offset_in_block(r, g);
     auto& oc = ctx_.stats()[Op::read_inc];
     ++oc.calls;
     count_piece(oc, r, sizeof(T));
-    ++ctx_.stats().mpi_rma_calls;
-    return old;
+    return with_transport([&](auto& tp) {
+      const T old = tp.fetch_add(r, off, inc);
+      if (rep)
+        for (int q = 1; q < ctx_.size(); ++q) tp.add_one(q, off, inc);
+      ctx_.stats().mpi_rma_calls += tp.mpi_calls();
+      return old;
+    });
   }
 
   // ---- synchronisation ----------------------------------------------------------------
-  /// Local. Completes this rank's outstanding puts/accumulates at their targets.
+  /// Local. Completes this rank's outstanding puts/accumulates at their targets, then
+  /// MPI_Win_sync (its direct stores are ordered before any synchronisation that follows).
   void fence() {
+    check_live(detail::Call::fence);
     win_->complete_all();
     ++ctx_.stats().fences;
   }
   /// **Collective.** Completes every rank's outstanding operations on this array, then a
   /// barrier: afterwards local blocks and remote views agree. Throws CollectiveMismatch on
-  /// every rank if ranks sync different arrays.
+  /// every rank if ranks sync different arrays or call another collective; if completing
+  /// fails on one rank, that rank throws its error and the others CollectiveFailure.
   void sync() {
-    win_->complete_all();
-    win_->memory_sync();
-    detail::agree_signature(ctx_.comm(), detail::hash_mix(detail::hash_string("sync"), id_),
-                            name(detail::Call::sync), "array #" + std::to_string(id_));
-    win_->memory_sync();
+    check_live(detail::Call::sync);
+    begin_collective(detail::hash_mix(detail::hash_string("GlobalArray::sync"), id_), detail::Call::sync);
     ++ctx_.stats().syncs;
   }
-  /// **Collective.** Sets every element to `value` (with a sync before and after).
+  /// **Collective.** Sets every element (ghosts included: they mirror neighbours) to `value`
+  /// on every rank; every rank must pass the same value (else CollectiveMismatch).
+  /// Earlier operations of every rank complete first; on return every rank sees the values.
   void fill(const T& value) {
-    sync();
-    std::fill_n(local_data(), my_layout_.elements, value);  // ghosts too: they mirror neighbours
-    sync();
+    check_live(detail::Call::fill);
+    std::uint64_t sig = detail::hash_mix(detail::hash_string("GlobalArray::fill"), id_);
+    sig = detail::value_hash(sig, value);
+    begin_collective(sig, detail::Call::fill);
+    std::exception_ptr err;
+    try {
+      detail::fault_point("fill.local");
+      std::fill_n(local_data(), my_layout_.elements, value);
+      win_->memory_sync();
+    } catch (...) {
+      err = std::current_exception();
+    }
+    detail::conclude(ctx_.comm(), err, name(detail::Call::fill));  // doubles as the barrier
+    ++ctx_.stats().syncs;
+  }
+
+  /// The first half of every collective on this array: completes this rank's outstanding
+  /// writes (flush + MPI_Win_sync), then one allreduce that compares `sig` and carries a
+  /// failure of that completion (failure rule). Afterwards every rank's earlier operations
+  /// are complete everywhere. Throws on every rank.
+  void begin_collective(std::uint64_t sig, detail::Call c) const {
+    const detail::Window* w = win_.get();
+    detail::begin_collective(std::span<const detail::Window* const>(&w, 1), ctx_.comm(), sig, name(c),
+                             "array #" + std::to_string(id_));
   }
 
   /// "GlobalArray<double,2>::get" etc., for messages.
@@ -412,8 +506,8 @@ class GlobalArray {
     static const auto names = [] {
       const std::string prefix =
           "GlobalArray<" + std::string(type_name<T>()) + "," + std::to_string(N) + ">::";
-      const char* ops[] = {"create",  "get",         "put",      "accumulate", "gather", "scatter",
-                           "scatter_acc", "read_inc", "fill",     "sync",       "owner"};
+      const char* ops[] = {"create",      "get",      "put",  "accumulate", "gather", "scatter", "scatter_acc",
+                           "read_inc",    "fill",     "sync", "owner",      "access", "fence"};
       std::array<std::string, static_cast<std::size_t>(detail::Call::count_)> n;
       for (std::size_t i = 0; i < n.size(); ++i) n[i] = prefix + ops[i];
       return n;
@@ -422,7 +516,10 @@ class GlobalArray {
   }
 
   /// Local. The window (for layers above that need raw access, e.g. the array cache).
-  const detail::Window& window() const noexcept { return *win_; }
+  const detail::Window& window() const {
+    check_live(detail::Call::sync);
+    return *win_;
+  }
   std::uint64_t id() const noexcept { return id_; }
 
  private:
@@ -436,19 +533,54 @@ class GlobalArray {
     ++ctx_.stats().arrays_destroyed;
     ctx_.cache().release(slot_, std::move(win_));
   }
+  void retire() noexcept {
+    if (alive_) *alive_ = false;
+  }
+  void check_live(detail::Call c) const {
+    if (!win_) [[unlikely]]
+      detail::raise<InvalidArgument>(name(c), ": the array is empty (moved from)");
+  }
+  /// Runs f(transport) with the transport of this array's window kind.
+  template <class F>
+  decltype(auto) with_transport(F&& f) const {
+    if (win_->kind() == WindowKind::shared) {
+      detail::ShmTransport<T> tp(*win_);
+      return f(tp);
+    }
+    detail::RmaTransport<T> tp(*win_);
+    return f(tp);
+  }
+  /// Bytes of a block of `box` padded by `ghost`, overflow-checked (InvalidArgument).
+  static std::size_t checked_block_bytes(const Box<N>& box, const shape_type& ghost) {
+    if (box.empty()) return 0;
+    index elems = 1;
+    for (std::size_t d = 0; d < N; ++d) {
+      index ext = 0;
+      if (__builtin_add_overflow(box.extent(d), 2 * ghost[d], &ext) || ghost[d] > (std::numeric_limits<index>::max() / 4) ||
+          __builtin_mul_overflow(elems, ext, &elems))
+        detail::raise<InvalidArgument>(name(detail::Call::create), ": a block of extents ", detail::seq(box.extents()),
+                                       " with ghost width ", detail::seq(ghost), " has more elements than int64 holds");
+    }
+    index b = 0;
+    if (__builtin_mul_overflow(elems, static_cast<index>(sizeof(T)), &b) ||
+        static_cast<std::uint64_t>(b) > static_cast<std::uint64_t>(std::numeric_limits<MPI_Aint>::max() / 2))
+      detail::raise<InvalidArgument>(name(detail::Call::create), ": a block of ", elems, " elements of ", sizeof(T),
+                                     " bytes does not fit a window");
+    return static_cast<std::size_t>(b);
+  }
   // The cache's charge for a window: the largest block of any rank (ghosts included), in
   // bytes. Identical on every rank, so byte-cap decisions are too.
-  static std::size_t max_block_bytes(const Distribution<N>& d, const shape_type& ghost) noexcept {
+  static std::size_t max_block_bytes(const Distribution<N>& d, const shape_type& ghost) {
     if (d.nblocks() == 0) return 0;
-    std::size_t elems = 1;
+    Box<N> widest_box{};
     for (std::size_t k = 0; k < N; ++k) {
       const auto& b = d.bounds(k);
       index widest = 0;
       for (std::size_t i = 0; i + 1 < b.size(); ++i) widest = std::max(widest, b[i + 1] - b[i]);
       if (widest == 0) return 0;  // every block is empty (and has no ghosts)
-      elems *= static_cast<std::size_t>(widest + 2 * ghost[k]);
+      widest_box.hi[k] = widest;
     }
-    return elems * sizeof(T);
+    return checked_block_bytes(widest_box, ghost);
   }
 
   template <std::size_t K, std::size_t M>
@@ -509,30 +641,23 @@ class GlobalArray {
     return os.str();
   }
 
-  // A get into a temporary that must be unpacked into the user's buffer once complete.
-  struct Unpack {
-    std::shared_ptr<T[]> tmp;
-    detail::Strided2<N> it;  // sa: user buffer strides, sb: dense temp strides
-    T* dst;
-    void operator()() const { detail::strided_copy(it, dst, tmp.get()); }
-  };
-
-  /// The engine of get/put/accumulate: one piece per owner, each moved by a strided memory
-  /// copy (own block, or any block of a shared window) or by one MPI call.
-  /// A replicated array reads its own copy and writes every copy. With `buf_strides` the
-  /// user buffer is strided (get_section_strided) instead of dense row-major.
+  /// The engine of get/put/accumulate: one strided piece per owner (index math), each
+  /// moved by this window kind's transport (detail/transport.hpp). A replicated array
+  /// reads its own copy and writes every copy. With `buf_strides` the user buffer is
+  /// strided (get_section_strided) instead of dense row-major. Everything that can fail is
+  /// checked before the first piece moves; if MPI fails mid-way, what was issued completes
+  /// before any temporary is freed.
   template <detail::Dir D>
   void transfer(const Section<N>& sec, T* buf, T alpha, Request* req, const shape_type* buf_strides = nullptr) const {
     auto& st = ctx_.stats();
     OpCounters& oc = st[D == detail::Dir::get ? Op::get : D == detail::Dir::put ? Op::put : Op::acc];
     ++oc.calls;
-    const detail::Window& w = *win_;
+    if (sec.size() > std::numeric_limits<int>::max() && win_->kind() == WindowKind::rma) check_mpi_limits(sec);
     const int me = ctx_.rank();
-    const bool shm = w.kind() == WindowKind::shared;
-    const MPI_Datatype base = mpi_type<T>();
+    const bool rep = dist_.is_replicated();
 
-    std::shared_ptr<T[]> scaled;  // alpha * in, when alpha != 1
-    const T* src = buf;
+    std::shared_ptr<T[]> scaled;  // alpha * in, when alpha != 1 (alive until completion)
+    T* src = buf;
     if constexpr (D == detail::Dir::acc) {
       if (alpha != T{1}) {
         const auto n = static_cast<std::size_t>(sec.size());
@@ -542,163 +667,77 @@ class GlobalArray {
         note_temp(n * sizeof(T));
       }
     }
-
-    int ntargets = 0, last_target = -1;
-    struct Extras {
-      std::vector<Unpack> unpacks;             // gets through temporaries (negative steps)
-      std::vector<std::shared_ptr<T[]>> keep;  // put/acc temporaries, alive until completion
-    };
-    std::unique_ptr<Extras> extra;  // only built on the (rare) temporary path
-    auto extras = [&]() -> Extras& {
-      if (!extra) extra = std::make_unique<Extras>();
-      return *extra;
-    };
-    auto issue = [&](const detail::Piece<N>& p) {
-      const int r = p.rank;
-      count_piece(oc, r, static_cast<std::size_t>(p.size()) * sizeof(T));
-      if constexpr (D == detail::Dir::acc) {
-        if (shm) {  // garray's own accumulate: the target segment's lock around a local add
-          T* blk = block_ptr(r);
-          const auto it = detail::collapse(p.count, p.block_str, p.buf_str);
-          w.lock_segment(r);
-          detail::strided_add(it, blk + p.block_off, src + p.buf_off);
-          w.unlock_segment(r);
-          return;
-        }
-      }
-      if (D != detail::Dir::acc && (r == me || shm)) {
-        T* blk = block_ptr(r);
-        if constexpr (D == detail::Dir::get) {
-          w.complete_writes_to(r);
-          detail::strided_copy(detail::collapse(p.count, p.buf_str, p.block_str), buf + p.buf_off, blk + p.block_off);
+    with_transport([&](auto& tp) {
+      tp.use_request(req);
+      const auto move = [&](const detail::Piece<N>& p) {
+        count_piece(oc, p.rank, static_cast<std::size_t>(p.size()) * sizeof(T));
+        tp.template move<D>(p, src);
+      };
+      try {
+        if (!buf_strides && !rep) {  // hot path: no copy of the piece
+          detail::for_each_piece(dist_, sec, ghost_, move);
         } else {
-          detail::strided_copy(detail::collapse(p.count, p.block_str, p.buf_str), blk + p.block_off, src + p.buf_off);
+          const Shape<N> dense = row_major_strides(sec.count);
+          detail::for_each_piece(dist_, sec, ghost_, [&](const detail::Piece<N>& piece) {
+            detail::Piece<N> p = piece;
+            if (buf_strides) {  // re-base the buffer side: k0[d] = (buf_off / dense[d]) % count[d]
+              index off = 0;
+              for (std::size_t d = 0; d < N; ++d) {
+                off += (p.buf_off / dense[d]) % sec.count[d] * (*buf_strides)[d];
+                p.buf_str[d] = (*buf_strides)[d];
+              }
+              p.buf_off = off;
+            }
+            if (!rep) return move(p);
+            if constexpr (D == detail::Dir::get) {
+              p.rank = me;  // our own copy
+              move(p);
+            } else {
+              for (int c = 0; c < ctx_.size(); ++c) {  // every copy
+                p.rank = c;
+                move(p);
+              }
+            }
+          });
         }
-        return;
+        tp.finish(req);
+      } catch (...) {
+        tp.abandon();
+        throw;
       }
-      // MPI path. Target strides must be positive: flip reversed dimensions, which moves
-      // the reversal to the user-buffer side.
-      Shape<N> ts = p.block_str, bs = p.buf_str;
-      index toff = p.block_off, boff = p.buf_off;
-      for (std::size_t d = 0; d < N; ++d) {
-        if (ts[d] < 0) {
-          toff += (p.count[d] - 1) * ts[d];
-          ts[d] = -ts[d];
-          boff += (p.count[d] - 1) * bs[d];
-          bs[d] = -bs[d];
-        }
-      }
-      const auto it = detail::collapse(p.count, ts, bs);
-      bool reversed = false;
-      for (int d = 0; d < it.nd; ++d) reversed = reversed || it.sb[static_cast<std::size_t>(d)] < 0;
-      detail::MpiRegion target(base, sizeof(T), it.nd, it.count.data(), it.sa.data());
-      T* origin = (D == detail::Dir::get ? buf : const_cast<T*>(src)) + boff;
-      detail::MpiRegion oreg;
-      if (!reversed) {
-        oreg = detail::MpiRegion(base, sizeof(T), it.nd, it.count.data(), it.sb.data());
-      } else {
-        // Reversed on the buffer side: go through a dense temporary in target order.
-        const index n = p.size();
-        std::shared_ptr<T[]> tmp(new T[static_cast<std::size_t>(n)]);
-        note_temp(static_cast<std::size_t>(n) * sizeof(T));
-        detail::Strided2<N> pk = it;
-        index acc = 1;
-        for (int d = it.nd - 1; d >= 0; --d) {
-          pk.sa[static_cast<std::size_t>(d)] = it.sb[static_cast<std::size_t>(d)];  // user buffer
-          pk.sb[static_cast<std::size_t>(d)] = acc;                                  // dense temp
-          acc *= it.count[static_cast<std::size_t>(d)];
-        }
-        if constexpr (D == detail::Dir::get) {
-          extras().unpacks.push_back(Unpack{tmp, pk, origin});
-        } else {
-          std::swap(pk.sa, pk.sb);
-          detail::strided_copy(pk, tmp.get(), origin);
-          extras().keep.push_back(tmp);
-        }
-        origin = tmp.get();
-        const index one = 1;
-        oreg = detail::MpiRegion(base, sizeof(T), 1, &n, &one);
-      }
-      const auto disp = static_cast<MPI_Aint>(toff * static_cast<index>(sizeof(T)));
-      const MPI_Win win = w.win();
-      if constexpr (D == detail::Dir::get) {
-        w.complete_writes_to(r);
-        if (req && detail::request_ops_ok)
-          detail::check_mpi(MPI_Rget(origin, oreg.count(), oreg.type(), r, disp, target.count(), target.type(), win,
-                                     req->add_mpi()),
-                            "MPI_Rget");
-        else
-          detail::check_mpi(MPI_Get(origin, oreg.count(), oreg.type(), r, disp, target.count(), target.type(), win),
-                            "MPI_Get");
-      } else if constexpr (D == detail::Dir::put) {
-        if (req && detail::request_ops_ok)
-          detail::check_mpi(MPI_Rput(origin, oreg.count(), oreg.type(), r, disp, target.count(), target.type(), win,
-                                     req->add_mpi()),
-                            "MPI_Rput");
-        else
-          detail::check_mpi(MPI_Put(origin, oreg.count(), oreg.type(), r, disp, target.count(), target.type(), win),
-                            "MPI_Put");
-        const_cast<detail::Window&>(w).mark_dirty(r);
-      } else {
-        if (req && detail::request_ops_ok)
-          detail::check_mpi(MPI_Raccumulate(origin, oreg.count(), oreg.type(), r, disp, target.count(),
-                                            target.type(), MPI_SUM, win, req->add_mpi()),
-                            "MPI_Raccumulate");
-        else
-          detail::check_mpi(MPI_Accumulate(origin, oreg.count(), oreg.type(), r, disp, target.count(),
-                                           target.type(), MPI_SUM, win),
-                            "MPI_Accumulate");
-        const_cast<detail::Window&>(w).mark_dirty(r);
-      }
-      if (req && !detail::request_ops_ok) req->add_finisher([&w, r] { w.flush_local(r); });
-      ++st.mpi_rma_calls;
-      if (r != last_target) {
-        ++ntargets;
-        last_target = r;
-      }
-    };
-    const Shape<N> dense = row_major_strides(sec.count);
-    detail::for_each_piece(dist_, sec, ghost_, [&](const detail::Piece<N>& piece) {
-      if (!buf_strides && !dist_.is_replicated()) return issue(piece);  // hot path: no copy
-      detail::Piece<N> p = piece;
-      if (buf_strides) {  // re-base the buffer side: k0[d] = (buf_off / dense[d]) % count[d]
-        index off = 0;
-        for (std::size_t d = 0; d < N; ++d) {
-          off += (p.buf_off / dense[d]) % sec.count[d] * (*buf_strides)[d];
-          p.buf_str[d] = (*buf_strides)[d];
-        }
-        p.buf_off = off;
-      }
-      if (!dist_.is_replicated()) return issue(p);
-      if constexpr (D == detail::Dir::get) {
-        p.rank = me;
-        issue(p);
-      } else {
-        for (int c = 0; c < ctx_.size(); ++c) {
-          p.rank = c;
-          issue(p);
-        }
-      }
+      st.mpi_rma_calls += tp.mpi_calls();
+      if (tp.temp_bytes()) note_temp(tp.temp_bytes());
     });
-
-    if (req) {
-      if (extra)
-        for (auto& u : extra->unpacks) req->add_finisher(std::move(u));
-      if ((extra && !extra->keep.empty()) || scaled)
-        req->add_finisher([k = extra ? std::move(extra->keep) : decltype(Extras::keep){}, s = std::move(scaled)] {});
-      return;
-    }
-    if (ntargets == 1) w.flush_local(last_target);
-    else if (ntargets > 1) w.flush_local_all();
-    if (extra)
-      for (auto& u : extra->unpacks) u();
+    if (req && scaled) req->add_finisher([s = std::move(scaled)] {});
   }
 
-  /// gather / scatter / scatter_acc over a list of indices.
+  /// Datatype limits of the MPI path, checked for the whole section before anything moves
+  /// (only sections of more than INT_MAX elements can exceed them).
+  void check_mpi_limits(const Section<N>& sec) const {
+    detail::for_each_piece(dist_, sec, ghost_, [&](const detail::Piece<N>& p) {
+      Shape<N> ts = p.block_str;
+      for (auto& t : ts) t = t < 0 ? -t : t;
+      const auto it = detail::collapse(p.count, ts, p.buf_str);
+      for (int d = 0; d < it.nd; ++d) {
+        const bool contiguous_inner = d == it.nd - 1 && it.sa[static_cast<std::size_t>(d)] == 1;
+        if (!contiguous_inner && it.count[static_cast<std::size_t>(d)] > std::numeric_limits<int>::max())
+          detail::raise<InvalidArgument>(name(detail::Call::get), ": a strided dimension of ",
+                                         it.count[static_cast<std::size_t>(d)], " elements in the piece on rank ",
+                                         p.rank, " exceeds what one MPI datatype can describe (INT_MAX)");
+      }
+    });
+  }
+
+  /// gather / scatter / scatter_acc over a list of indices: one transport call per owner.
   template <detail::Call C>
-  void list_op(std::span<const shape_type> indices, T* vals, T alpha, int copy = -1) const {
+  void list_op(std::span<const shape_type> indices, T* vals, T alpha, int) const {
     constexpr Op op = C == detail::Call::gather ? Op::gather : C == detail::Call::scatter ? Op::scatter : Op::scatter_acc;
+    constexpr detail::ListOp L = C == detail::Call::gather    ? detail::ListOp::gather
+                                 : C == detail::Call::scatter ? detail::ListOp::scatter
+                                                              : detail::ListOp::scatter_acc;
     const std::size_t n = indices.size();
+    const bool rep = dist_.is_replicated();
+    const int me = ctx_.rank(), p = ctx_.size();
     // Validate everything first: a call that throws moves nothing.
     std::vector<int> owner(n);
     std::vector<index> off(n);
@@ -711,15 +750,12 @@ class GlobalArray {
                                      " out of range for shape ", detail::seq(shape()), " (dim ", d, ")");
         g[d] = v;
       }
-      owner[j] = copy >= 0 ? copy : dist_.owner(g);  // copy: a replica's rank
+      owner[j] = rep ? me : dist_.owner(g);  // replicated: every copy has the same layout
       off[j] = offset_in_block(owner[j], g);
     }
     auto& st = ctx_.stats();
     OpCounters& oc = st[op];
     ++oc.calls;
-    const detail::Window& w = *win_;
-    const int me = ctx_.rank(), p = ctx_.size();
-    const bool direct_ok = C != detail::Call::scatter_acc;
     // Bucket positions by owner (counting sort keeps list order within an owner).
     std::vector<std::size_t> first(static_cast<std::size_t>(p) + 1, 0), order(n);
     for (std::size_t j = 0; j < n; ++j) ++first[static_cast<std::size_t>(owner[j]) + 1];
@@ -728,89 +764,29 @@ class GlobalArray {
       std::vector<std::size_t> pos(first.begin(), first.end() - 1);
       for (std::size_t j = 0; j < n; ++j) order[pos[static_cast<std::size_t>(owner[j])]++] = j;
     }
-    std::vector<std::pair<std::vector<T>, std::pair<std::size_t, std::size_t>>> pending;  // gets to unpack
-    int ntargets = 0;
-    for (int r = 0; r < p; ++r) {
-      const std::size_t b = first[static_cast<std::size_t>(r)], e = first[static_cast<std::size_t>(r) + 1];
-      if (b == e) continue;
-      count_piece(oc, r, (e - b) * sizeof(T));
-      if (C == detail::Call::scatter_acc && w.kind() == WindowKind::shared) {
-        // As accumulate on a shared window: the target segment's lock around local adds.
-        T* blk = block_ptr(r);
-        w.lock_segment(r);
-        for (std::size_t q = b; q < e; ++q) {
-          const std::size_t j = order[q];
-          blk[off[j]] += alpha * vals[j];
-        }
-        w.unlock_segment(r);
-        continue;
-      }
-      if (direct_ok && (r == me || w.kind() == WindowKind::shared)) {
-        T* blk = block_ptr(r);
-        if (C == detail::Call::gather) w.complete_writes_to(r);
-        for (std::size_t q = b; q < e; ++q) {
-          const std::size_t j = order[q];
-          if constexpr (C == detail::Call::gather) vals[j] = blk[off[j]];
-          else blk[off[j]] = vals[j];
-        }
-        continue;
-      }
-      // One MPI call with an indexed target type. Put/acc targets must not repeat:
-      // combine duplicates locally (scatter: the last value wins; scatter_acc: sum).
-      std::vector<std::size_t> idx(order.begin() + static_cast<std::ptrdiff_t>(b),
-                                   order.begin() + static_cast<std::ptrdiff_t>(e));
-      std::vector<T> buf;
-      std::vector<MPI_Aint> disps;
-      if constexpr (C == detail::Call::gather) {
-        disps.reserve(idx.size());
-        for (auto j : idx) disps.push_back(static_cast<MPI_Aint>(off[j] * static_cast<index>(sizeof(T))));
-        buf.resize(idx.size());
-      } else {
-        std::stable_sort(idx.begin(), idx.end(), [&](std::size_t x, std::size_t y) { return off[x] < off[y]; });
-        for (std::size_t q = 0; q < idx.size(); ++q) {
-          const std::size_t j = idx[q];
-          const T v = C == detail::Call::scatter_acc ? alpha * vals[j] : vals[j];
-          if (!disps.empty() && disps.back() == static_cast<MPI_Aint>(off[j] * static_cast<index>(sizeof(T)))) {
-            if constexpr (C == detail::Call::scatter_acc) buf.back() += v;
-            else buf.back() = v;
+    with_transport([&](auto& tp) {
+      try {
+        for (int r = 0; r < p; ++r) {
+          const std::size_t b = first[static_cast<std::size_t>(r)], e = first[static_cast<std::size_t>(r) + 1];
+          if (b == e) continue;
+          const std::span<const std::size_t> part(order.data() + b, e - b);
+          if (!rep || C == detail::Call::gather) {
+            count_piece(oc, r, (e - b) * sizeof(T));
+            tp.template list<L>(r, part, off.data(), vals, alpha);
           } else {
-            disps.push_back(static_cast<MPI_Aint>(off[j] * static_cast<index>(sizeof(T))));
-            buf.push_back(v);
+            for (int c = 0; c < p; ++c) {  // a write to a replicated array goes to every copy
+              count_piece(oc, c, (e - b) * sizeof(T));
+              tp.template list<L>(c, part, off.data(), vals, alpha);
+            }
           }
         }
+        tp.finish(nullptr);
+      } catch (...) {
+        tp.abandon();
+        throw;
       }
-      MPI_Datatype tt;
-      detail::check_mpi(MPI_Type_create_hindexed_block(static_cast<int>(disps.size()), 1, disps.data(),
-                                                       mpi_type<T>(), &tt),
-                        "MPI_Type_create_hindexed_block");
-      detail::check_mpi(MPI_Type_commit(&tt), "MPI_Type_commit");
-      const int cnt = static_cast<int>(buf.size());
-      int rc;
-      if constexpr (C == detail::Call::gather) {
-        w.complete_writes_to(r);
-        rc = MPI_Get(buf.data(), cnt, mpi_type<T>(), r, 0, 1, tt, w.win());
-      } else if constexpr (C == detail::Call::scatter) {
-        rc = MPI_Put(buf.data(), cnt, mpi_type<T>(), r, 0, 1, tt, w.win());
-      } else {
-        rc = MPI_Accumulate(buf.data(), cnt, mpi_type<T>(), r, 0, 1, tt, MPI_SUM, w.win());
-      }
-      MPI_Type_free(&tt);
-      detail::check_mpi(rc, C == detail::Call::gather ? "MPI_Get" : C == detail::Call::scatter ? "MPI_Put" : "MPI_Accumulate");
-      if constexpr (C != detail::Call::gather) const_cast<detail::Window&>(w).mark_dirty(r);
-      ++st.mpi_rma_calls;
-      ++ntargets;
-      if constexpr (C == detail::Call::gather) {
-        // keep buf and its positions until the flush
-        pending.emplace_back(std::move(buf), std::make_pair(b, e));
-      } else {
-        pending.emplace_back(std::move(buf), std::make_pair(b, b));  // keep alive only
-      }
-    }
-    if (ntargets > 0) w.flush_local_all();
-    if constexpr (C == detail::Call::gather) {
-      for (auto& [buf, range] : pending)
-        for (std::size_t q = range.first; q < range.second; ++q) vals[order[q]] = buf[q - range.first];
-    }
+      st.mpi_rma_calls += tp.mpi_calls();
+    });
   }
 
   Context ctx_;
@@ -821,6 +797,7 @@ class GlobalArray {
   std::unique_ptr<detail::Window> win_;
   std::uint64_t id_ = 0;
   WindowCache::Slot slot_{};  // how the window is known to ctx_'s cache
+  std::shared_ptr<bool> alive_;  // liveness(): false once this object no longer holds the array
 };
 
 }  // namespace garray

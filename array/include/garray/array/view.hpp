@@ -81,29 +81,6 @@ std::uint64_t section_hash(std::uint64_t h, const Section<N>& s) noexcept {
   return h;
 }
 
-/// Signature contribution of an element value (its bytes).
-template <class T>
-std::uint64_t value_hash(std::uint64_t h, const T& v) noexcept {
-  unsigned char b[sizeof(T)];
-  std::memcpy(b, &v, sizeof(T));
-  for (unsigned char c : b) h = hash_mix(h, c);
-  return h;
-}
-
-/// The first half of a collective on arrays: completes this rank's outstanding operations
-/// on `w`, agrees on `sig` (an allreduce that doubles as a barrier: afterwards every rank's
-/// earlier operations are complete everywhere) and synchronises the memory view.
-/// Throws CollectiveMismatch on every rank on disagreement.
-inline void begin_collective(std::span<const Window* const> wins, MPI_Comm comm, std::uint64_t sig,
-                             std::string_view what, std::string_view describe) {
-  for (const Window* w : wins) {
-    w->complete_all();
-    w->memory_sync();
-  }
-  agree_signature(comm, sig, what, describe);
-  for (const Window* w : wins) w->memory_sync();
-}
-
 /// boost's strided view type of rank M over a multi_array_ref<T, N> (M >= 1 only).
 template <class T, std::size_t N, std::size_t M>
 struct BoostViewOf {
@@ -123,7 +100,9 @@ class View {
 
   /// Local. A view of `a` selecting section `s`. Throws InvalidSlice if `s` keeps a number
   /// of dimensions other than M (a hand-built Slice whose items disagree with its type).
-  View(array_type& a, const Section<N>& s) : a_(&a), sec_(s) {
+  View(array_type& a, const Section<N>& s) : a_(&a), sec_(s), alive_(a.liveness()) {
+    if (!a.valid())
+      detail::raise<InvalidArgument>(array_type::name(detail::Call::get), ": a view of an empty (moved-from) array");
     if (s.rank() != M)
       detail::raise<InvalidSlice>(array_type::name(detail::Call::get), ": a selection keeping ", s.rank(),
                                   " dimensions cannot be a ", M, "-d view (slice items disagree with the slice type)");
@@ -144,8 +123,14 @@ class View {
     return *this;
   }
 
-  /// Local. The viewed array.
-  array_type& array() const noexcept { return *a_; }
+  /// Local. The viewed array. Throws InvalidArgument if that array object was destroyed,
+  /// moved from or assigned to since the view was made (the view would dangle).
+  array_type& array() const {
+    if (!alive_ || !*alive_) [[unlikely]]
+      detail::raise<InvalidArgument>(array_type::name(detail::Call::get),
+                                     ": a view of an array that was destroyed, moved from or assigned to");
+    return *a_;
+  }
   /// Local. The canonical selection over the base array.
   const Section<N>& section() const noexcept { return sec_; }
   /// Local. Extents of the view's M dimensions.
@@ -159,7 +144,7 @@ class View {
   template <std::size_t K, std::size_t M2>
   View<T, N, M2 + (M - K)> operator[](const Slice<K, M2>& s) const {
     static_assert(K <= M, "garray: too many indices for the view's number of dimensions");
-    return {*a_, compose(sec_, s, array_type::name(detail::Call::get))};
+    return {array(), compose(sec_, s, array_type::name(detail::Call::get))};
   }
 
   /// Local. The base-array index of view position `k` (not bounds-checked).
@@ -171,68 +156,68 @@ class View {
   }
   /// Local. The part of the view stored in `rank`'s block, as a box of view coordinates.
   /// Empty when that rank holds nothing of the view (for a 0-d view, see local_size()).
-  Box<M> box_of(int rank) const noexcept { return part_of(rank).first; }
+  Box<M> box_of(int rank) const { return part_of(rank).first; }
   /// Local. The part of the view this rank owns (view coordinates); see box_of.
-  Box<M> local_box() const noexcept { return box_of(a_->context().rank()); }
+  Box<M> local_box() const { return box_of(array().context().rank()); }
   /// Local. Number of view elements this rank owns.
-  index local_size() const noexcept { return part_of(a_->context().rank()).second; }
+  index local_size() const { return part_of(array().context().rank()).second; }
 
   // ---- one-sided transfers (as GlobalArray's over the composed section) ---------------
   /// One-sided. Copies the view into `out` (dense, row-major over shape()). Complete on
   /// return. Throws SizeMismatch before any transfer.
-  void get(std::span<T> out) const { a_->get_section(sec_, out); }
+  void get(std::span<T> out) const { array().get_section(sec_, out); }
   /// One-sided. As get(span) into a row-major boost array of the view's shape.
   void get(boost::multi_array_ref<T, M>& out) const
     requires(M >= 1)
   {
     check_shape(out.shape(), out.storage_order(), detail::Call::get);
-    a_->get_section(sec_, std::span<T>(out.data(), out.num_elements()));
+    array().get_section(sec_, std::span<T>(out.data(), out.num_elements()));
   }
   /// One-sided. The view as a new boost::multi_array (a value for a 0-d view).
   auto get() const {
     if constexpr (M == 0) {
       T v{};
-      a_->get_section(sec_, std::span<T>(&v, 1));
+      array().get_section(sec_, std::span<T>(&v, 1));
       return v;
     } else {
       boost::multi_array<T, M> out(shape());
-      a_->get_section(sec_, std::span<T>(out.data(), out.num_elements()));
+      array().get_section(sec_, std::span<T>(out.data(), out.num_elements()));
       return out;
     }
   }
   /// One-sided. Writes `in` (row-major over shape()) into the view. Locally complete on
   /// return; remotely at fence()/sync(). Throws SizeMismatch before any transfer.
-  void put(std::span<const T> in) const { a_->put_section(sec_, in); }
+  void put(std::span<const T> in) const { array().put_section(sec_, in); }
   void put(const boost::multi_array_ref<T, M>& in) const
     requires(M >= 1)
   {
     check_shape(in.shape(), in.storage_order(), detail::Call::put);
-    a_->put_section(sec_, std::span<const T>(in.data(), in.num_elements()));
+    array().put_section(sec_, std::span<const T>(in.data(), in.num_elements()));
   }
   /// One-sided. Writes one value into a 0-d view. Completion as put.
   void put(const T& v) const
     requires(M == 0)
   {
-    a_->put_section(sec_, std::span<const T>(&v, 1));
+    array().put_section(sec_, std::span<const T>(&v, 1));
   }
   /// One-sided. view += alpha * in, atomic per element. Completion as put.
-  void accumulate(std::span<const T> in, T alpha = T{1}) const { a_->acc_section(sec_, in, alpha); }
+  void accumulate(std::span<const T> in, T alpha = T{1}) const { array().acc_section(sec_, in, alpha); }
   void accumulate(const boost::multi_array_ref<T, M>& in, T alpha = T{1}) const
     requires(M >= 1)
   {
     check_shape(in.shape(), in.storage_order(), detail::Call::acc);
-    a_->acc_section(sec_, std::span<const T>(in.data(), in.num_elements()), alpha);
+    array().acc_section(sec_, std::span<const T>(in.data(), in.num_elements()), alpha);
   }
   /// One-sided. Adds alpha * v to the element of a 0-d view, atomically.
   void accumulate(const T& v, T alpha = T{1}) const
     requires(M == 0)
   {
-    a_->acc_section(sec_, std::span<const T>(&v, 1), alpha);
+    array().acc_section(sec_, std::span<const T>(&v, 1), alpha);
   }
   /// Nonblocking variants: the request's wait() completes as the blocking call.
-  Request get_nb(std::span<T> out) const { return a_->get_section_nb(sec_, out); }
-  Request put_nb(std::span<const T> in) const { return a_->put_section_nb(sec_, in); }
-  Request acc_nb(std::span<const T> in, T alpha = T{1}) const { return a_->acc_section_nb(sec_, in, alpha); }
+  Request get_nb(std::span<T> out) const { return array().get_section_nb(sec_, out); }
+  Request put_nb(std::span<const T> in) const { return array().put_section_nb(sec_, in); }
+  Request acc_nb(std::span<const T> in, T alpha = T{1}) const { return array().acc_section_nb(sec_, in, alpha); }
 
   // ---- index lists in view coordinates --------------------------------------------------
   /// One-sided. out[j] = view[indices[j]]; indices are view positions (negative ones count
@@ -241,21 +226,21 @@ class View {
   void gather(std::span<const Shape<M>> indices, std::span<T> out) const {
     check_list(indices.size(), out.size(), detail::Call::gather);
     const auto g = to_base(indices, detail::Call::gather);
-    a_->gather(g, out);
+    array().gather(g, out);
   }
   /// One-sided. view[indices[j]] = values[j]; with repeated positions one value wins.
   /// Completion as put. Throws as gather.
   void scatter(std::span<const Shape<M>> indices, std::span<const T> values) const {
     check_list(indices.size(), values.size(), detail::Call::scatter);
     const auto g = to_base(indices, detail::Call::scatter);
-    a_->scatter(g, values);
+    array().scatter(g, values);
   }
   /// One-sided. view[indices[j]] += alpha * values[j], atomic per element; repeated
   /// positions all contribute. Completion as put. Throws as gather.
   void scatter_acc(std::span<const Shape<M>> indices, std::span<const T> values, T alpha = T{1}) const {
     check_list(indices.size(), values.size(), detail::Call::scatter_acc);
     const auto g = to_base(indices, detail::Call::scatter_acc);
-    a_->scatter_acc(g, values, alpha);
+    array().scatter_acc(g, values, alpha);
   }
 
   // ---- owner-computes -------------------------------------------------------------------
@@ -265,20 +250,28 @@ class View {
   /// every rank sees the new values). Ghost cells are not updated. Throws
   /// CollectiveMismatch on every rank if ranks pass different views or values.
   void fill(const T& value) const {
-    std::uint64_t sig = detail::hash_mix(detail::hash_string("fill-view"), a_->id());
+    array_type& a = array();
+    std::uint64_t sig = detail::hash_mix(detail::hash_string("View::fill"), a.id());
     sig = detail::value_hash(detail::section_hash(sig, sec_), value);
-    const detail::Window* w = &a_->window();
-    detail::begin_collective(std::span<const detail::Window* const>(&w, 1), a_->context().comm(), sig,
+    const detail::Window* w = &a.window();
+    detail::begin_collective(std::span<const detail::Window* const>(&w, 1), a.context().comm(), sig,
                              call_name(detail::Call::fill), describe());
-    if (auto p = detail::piece_of(a_->distribution(), sec_, a_->ghost(), a_->context().rank())) {
-      auto blk = a_->access();
-      const auto it = detail::collapse(p->count, p->block_str, p->block_str);
-      detail::for_each_run(it, blk.data() + p->block_off, blk.data() + p->block_off,
-                           [&](T* x, T*, index n, index sx, index) {
-                             for (index i = 0; i < n; ++i) x[i * sx] = value;
-                           });
+    std::exception_ptr err;
+    try {
+      detail::fault_point("fill.local");
+      if (auto p = detail::piece_of(a.distribution(), sec_, a.ghost(), a.context().rank())) {
+        auto blk = a.access();
+        const auto it = detail::collapse(p->count, p->block_str, p->block_str);
+        detail::for_each_run(it, blk.data() + p->block_off, blk.data() + p->block_off,
+                             [&](T* x, T*, index n, index sx, index) {
+                               for (index i = 0; i < n; ++i) x[i * sx] = value;
+                             });
+      }
+    } catch (...) {
+      err = std::current_exception();
     }
-    a_->sync();
+    detail::conclude(a.context().comm(), err, call_name(detail::Call::fill));  // doubles as the barrier
+    ++a.context().stats().syncs;
   }
 
   /// Local. RAII access to the part of the view this rank owns, in view coordinates (see
@@ -288,7 +281,7 @@ class View {
   /// Local. "view [sec] of array #id", for messages.
   std::string describe() const {
     std::ostringstream os;
-    os << "view " << sec_ << " of array #" << a_->id();
+    os << "view " << sec_ << " of array #" << array().id();
     return os.str();
   }
 
@@ -301,9 +294,9 @@ class View {
   }
 
   // The part of the view in `rank`'s block: view-coordinate box and element count.
-  std::pair<Box<M>, index> part_of(int rank) const noexcept {
+  std::pair<Box<M>, index> part_of(int rank) const {
     Box<M> b{};
-    const Box<N> blk = a_->box_of(rank);
+    const Box<N> blk = array().box_of(rank);
     index n = blk.empty() ? 0 : 1;
     std::size_t j = 0;
     for (std::size_t d = 0; d < N; ++d) {
@@ -353,6 +346,7 @@ class View {
 
   array_type* a_;
   Section<N> sec_;
+  std::shared_ptr<bool> alive_;  // the array object's liveness token
 };
 
 /// RAII access to the part of a view that this rank owns (see View::access()).

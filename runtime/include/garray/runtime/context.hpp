@@ -20,6 +20,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <cstring>
 #include <exception>
 #include <memory>
 #include <optional>
@@ -49,10 +50,18 @@ class Context {
   explicit Context(MPI_Comm comm = MPI_COMM_WORLD);
 
   /// Splits into process groups like MPI_Comm_split. Ranks passing `MPI_UNDEFINED` get an
-  /// empty context (`valid() == false`). **Collective over this context.**
+  /// empty context (`valid() == false`). **Collective over this context** (handshaked:
+  /// a rank calling another collective meanwhile makes every rank throw CollectiveMismatch).
   Context split(int color, int key = 0) const;
 
+  /// Local. False for the empty context split() gives ranks that passed MPI_UNDEFINED (and
+  /// for a moved-from handle). Every operation on an invalid context throws InvalidArgument.
   bool valid() const noexcept { return state_ != nullptr; }
+  /// Local. Throws InvalidArgument naming `what` unless valid().
+  void check_valid(std::string_view what) const {
+    if (!state_) [[unlikely]]
+      throw_invalid(what);
+  }
   int rank() const noexcept { return rank_; }            ///< Local. This rank within the context.
   int size() const noexcept { return size_; }            ///< Local. Number of ranks in the context.
   MPI_Comm comm() const noexcept { return comm_; }       ///< Local. garray's duplicated communicator.
@@ -60,22 +69,27 @@ class Context {
 
   /// Local. This rank's counters (writable, e.g. to reset; a Context is a handle, so the
   /// counters are shared by all copies and are not part of its constness).
-  Stats& stats() const noexcept { return *stats_; }
+  Stats& stats() const {
+    if (!stats_) [[unlikely]]
+      throw_invalid("Context::stats");
+    return *stats_;
+  }
 
   /// Local. The pool of windows that destroyed arrays of this context leave for new ones
   /// (depth, byte cap, clear(): see window_cache.hpp). Shared by all copies of the handle.
-  WindowCache& cache() const noexcept;
+  WindowCache& cache() const;
 
   /// Local. A number identifying the next array created on this context; identical on every
   /// rank because array creation is collective. Used in collective signatures.
-  std::uint64_t next_array_id() noexcept;
+  std::uint64_t next_array_id();
 
   /// Local. Lets the MPI library make progress on one-sided requests that target this
   /// rank. Call it in long local loops when running where MPI RMA needs the target's help
   /// (e.g. Open MPI osc/pt2pt or MPICH over TCP across hosts); a no-op cost elsewhere.
   void progress() const;
 
-  /// Collective barrier over the context.
+  /// **Collective** barrier over the context, handshaked like every collective (a rank
+  /// calling another collective meanwhile makes every rank throw CollectiveMismatch).
   void barrier() const;
 
   /// Local. One line per setting: MPI library version, ranks, window kind, Open MPI's osc
@@ -87,6 +101,7 @@ class Context {
 
  private:
   explicit Context(std::shared_ptr<detail::ContextState> s);
+  [[noreturn]] static void throw_invalid(std::string_view what);
   std::shared_ptr<detail::ContextState> state_;
   // Copies of the state's hot fields, so the accessors inline on transfer paths.
   Stats* stats_ = nullptr;
@@ -109,6 +124,21 @@ void agree_signature(MPI_Comm comm, std::uint64_t signature, std::string_view wh
                      std::string_view describe_local);
 /// The allreduce of agree_signature: true on every rank iff every rank passed `signature`.
 bool signatures_agree(MPI_Comm comm, std::uint64_t signature);
+/// The outcome of a handshake that also carries local validation errors.
+struct Agreement {
+  bool signatures_equal = true;
+  int failed_rank = -1;  ///< lowest rank whose local check failed, -1 if none
+};
+/// One allreduce: compares `signature` across ranks and finds the lowest rank whose `err`
+/// is set. **Collective.**
+Agreement agree_with_errors(MPI_Comm comm, std::uint64_t signature, bool failed);
+/// After agree_with_errors found a failing rank: broadcasts its message; the failing rank
+/// rethrows `err`, every other rank throws CollectiveMismatch naming that rank and its
+/// message. **Collective.**
+[[noreturn]] void throw_peer_error(MPI_Comm comm, int failed_rank, std::exception_ptr err, std::string_view what);
+/// As throw_peer_error, for a failure while doing the work (not an invalid argument): the
+/// other ranks throw CollectiveFailure. **Collective.**
+[[noreturn]] void throw_peer_failure(MPI_Comm comm, int failed_rank, std::exception_ptr err, std::string_view what);
 /// Throws the CollectiveMismatch of agree_signature.
 [[noreturn]] void throw_signature_mismatch(std::string_view what, std::string_view describe_local);
 /// As agree_signature above, but `describe_local` is a callable returning the description,
@@ -118,6 +148,21 @@ template <class Describe>
   requires std::is_invocable_r_v<std::string, Describe&>
 void agree_signature(MPI_Comm comm, std::uint64_t signature, std::string_view what, Describe&& describe_local) {
   if (!signatures_agree(comm, signature)) throw_signature_mismatch(what, describe_local());
+}
+/// The handshake of a collective whose local validation may have failed (`err`, caught
+/// before any data moved): one allreduce. If any rank's check failed, that rank rethrows its
+/// own error and every other rank throws CollectiveMismatch carrying its message; else, if
+/// the signatures differ, every rank throws CollectiveMismatch (agree_signature).
+/// **Collective.**
+template <class Describe>
+void agree_signature(MPI_Comm comm, std::uint64_t signature, std::string_view what, Describe&& describe_local,
+                     std::exception_ptr err) {
+  const Agreement a = agree_with_errors(comm, signature, err != nullptr);
+  if (a.failed_rank >= 0) throw_peer_error(comm, a.failed_rank, err, what);
+  if (!a.signatures_equal) {
+    if constexpr (std::is_invocable_v<Describe&>) throw_signature_mismatch(what, describe_local());
+    else throw_signature_mismatch(what, describe_local);
+  }
 }
 
 /// The failure rule's closing step (docs/semantics.md, "Failure rule"): every rank passes
@@ -157,6 +202,15 @@ inline std::uint64_t hash_mix(std::uint64_t h, std::uint64_t v) noexcept {
   return h * 0x100000001b3ULL;
 }
 std::uint64_t hash_string(std::string_view s) noexcept;
+/// Signature contribution of a value's bytes (fill values, scalars of expressions).
+template <class T>
+  requires std::is_trivially_copyable_v<T>
+std::uint64_t value_hash(std::uint64_t h, const T& v) noexcept {
+  unsigned char b[sizeof(T)];
+  std::memcpy(b, &v, sizeof(T));
+  for (unsigned char c : b) h = hash_mix(h, c);
+  return h;
+}
 
 }  // namespace detail
 }  // namespace garray

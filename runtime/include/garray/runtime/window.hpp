@@ -1,23 +1,32 @@
 #pragma once
 // Window: one MPI window exposing one block of memory per rank, locked for its whole life.
+// It is the runtime half of the transport (array/detail/transport.hpp is the other half):
+// every MPI window call garray makes goes through here.
 //
 // Created collectively with MPI_Win_allocate_shared (WindowKind::shared) or MPI_Win_allocate
 // (WindowKind::rma), then MPI_Win_lock_all(MPI_MODE_NOCHECK) once: a passive-target epoch
 // to every rank that lasts until destruction. Completion is by flush / flush_local, never by
 // per-operation lock/unlock (the pattern of ARMCI-MPI and GA on MPI-3).
 //
-// For shared windows `peer(r)` is a pointer to rank r's block in this process' address
-// space, so data moves with memcpy. Accumulates into a shared window are garray's own: the
-// caller takes the target segment's lock (a word in a cache line after each rank's
-// segment, `lock_segment`), adds with plain loads and stores, and releases it; that keeps
-// them atomic per element with respect to each other, as MPI_Accumulate would, without
-// the MPI call. (Mixing them with MPI_Accumulate on the same window would not be atomic;
-// the array layer never does.) On MPI_Win_allocate windows accumulates are MPI_Accumulate.
+// Memory model: MPI_WIN_MODEL is queried at creation. Shared windows must be
+// MPI_WIN_UNIFIED (Context falls back to rma windows otherwise); on an rma window in the
+// separate model the array layer never loads or stores the public copy directly.
+//
+// Atomicity domain (docs/semantics.md, "Atomicity"): on a shared window every atomic
+// operation (accumulate, scatter_acc, read_inc, replicated-array writes) takes the target
+// segment's lock (a word in a cache line after each rank's segment, `lock_segment`) and
+// adds with plain loads and stores; on an rma window every one of them is an MPI
+// accumulate-class call (MPI_Accumulate / MPI_Fetch_and_op, MPI_SUM), atomic with respect
+// to each other by the MPI standard. The two mechanisms are never mixed on one window.
+//
+// Destruction frees the window (MPI_Win_free, collective): only the WindowCache destroys
+// windows, at collective points every rank has agreed to reach (failure rule).
 //
 //   shared segment of rank r:  [ block: bytes, padded to 64 ][ lock word | unused ]
 
 #include <garray/runtime/context.hpp>
 #include <garray/runtime/error.hpp>
+#include <garray/runtime/fault.hpp>
 
 #include <mpi.h>
 
@@ -43,12 +52,15 @@ class Window {
   /// Allocates `bytes` on this rank (may differ per rank, may be 0). **Collective over ctx.**
   /// The window counts itself in ctx's statistics but does not keep ctx alive (windows live
   /// in arrays, which hold their context, or in the context's own WindowCache).
-  /// Throws MpiError (with advice if the MPI library cannot create windows on ctx) on every
-  /// rank if the allocation fails anywhere.
+  /// Creation agrees on success before anything else: if it failed on any rank, every rank
+  /// throws (MpiError, with advice if the MPI library cannot create windows on ctx). Ranks
+  /// whose MPI_Win_allocate succeeded free their window when every rank has one; when the
+  /// MPI call itself failed somewhere they leak it (Stats::leaked_windows) rather than call
+  /// a collective MPI_Win_free the failed ranks cannot match.
   Window(const Context& ctx, std::size_t bytes);
-  /// Unlocks and frees the window. **Collective.** Never throws; if called while an exception
-  /// unwinds the stack, the window is leaked (counted in Stats::leaked_windows) instead of
-  /// risking a collective call that other ranks may never make.
+  /// Unlocks and frees the window. **Collective** (the WindowCache calls it only at points
+  /// every rank reaches). Never throws; if called while an exception unwinds the stack, the
+  /// window is leaked (counted in Stats::leaked_windows) instead.
   ~Window();
   Window(const Window&) = delete;
   Window& operator=(const Window&) = delete;
@@ -57,6 +69,10 @@ class Window {
   std::size_t bytes() const noexcept { return bytes_; }
   MPI_Win win() const noexcept { return win_; }
   WindowKind kind() const noexcept { return kind_; }
+  /// MPI_WIN_MODEL is MPI_WIN_UNIFIED: public and private copies are the same memory, so
+  /// this rank may load/store its own block directly while others access it by RMA.
+  bool unified() const noexcept { return unified_; }
+  int rank() const noexcept { return me_; }
   /// Rank r's block in this address space (shared windows), nullptr otherwise.
   std::byte* peer(int r) const noexcept { return peers_.empty() ? nullptr : peers_[r]; }
 
@@ -89,21 +105,27 @@ class Window {
     }
   }
   /// Before reading from r: completes our own outstanding writes to r so a get sees them
-  /// ("read your own writes"). No-op when nothing is outstanding.
+  /// ("read your own writes"). No-op when nothing is outstanding. When r is this rank and
+  /// the read is a local load, MPI_Win_sync orders the completed RMA update before it.
   void complete_writes_to(int r) const {
     if (dirty_[r]) {
       flush(r);
       dirty_[r] = 0;
       --ndirty_;
+      if (r == me_) memory_sync();
     }
   }
   /// True if this rank has puts/accumulates not yet remotely completed (see mark_dirty).
   bool has_pending_writes() const noexcept { return ndirty_ > 0; }
-  /// Remote completion of everything this rank issued (fence).
+  /// Remote completion of everything this rank issued (fence), then MPI_Win_sync: stores
+  /// this rank made directly (shared-memory puts, its own block) are ordered before any
+  /// synchronisation that follows (MPI-3.1 section 11.7: a barrier after fence() makes
+  /// them visible).
   void complete_all() const {
-    flush_all();
+    if (ndirty_ > 0) flush_all();
     std::fill(dirty_.begin(), dirty_.end(), 0);
     ndirty_ = 0;
+    memory_sync();
   }
 
  private:
@@ -116,6 +138,8 @@ class Window {
   std::vector<std::uint32_t*> locks_;  // shared windows: each rank's accumulate lock
   mutable std::vector<unsigned char> dirty_;
   mutable int ndirty_ = 0;
+  int me_ = 0;
+  bool unified_ = true;
   int uncaught_at_creation_;
 };
 

@@ -1,0 +1,370 @@
+#pragma once
+// Transports: one class per window kind that executes every primitive which moves data or
+// must be atomic. GlobalArray validates and plans (which owner holds which strided piece);
+// a transport moves the pieces.
+//
+//   ShmTransport<T>  MPI_Win_allocate_shared windows: every block is mapped into this
+//                    process. get/put are strided memory copies; accumulate, scatter_acc,
+//                    fetch_add (read_inc) and replicated writes are plain adds under the
+//                    target segment's lock: ONE atomicity domain, the segment lock.
+//   RmaTransport<T>  MPI_Win_allocate windows: each remote piece is one MPI_Get/Put/
+//                    Accumulate with derived datatypes; fetch_add is MPI_Fetch_and_op; the
+//                    caller's own block is copied directly only for get/put and only in the
+//                    unified memory model. ONE atomicity domain: MPI accumulate-class calls
+//                    (MPI_SUM on the predefined type), atomic with each other by MPI.
+//
+// Both have the same interface, so the engine is written once and instantiated per kind
+// (GlobalArray::with_transport): no virtual call, no per-piece branch on the kind.
+//
+//   move<D>(piece, buf)     one owner's piece (D = get / put / acc), buf = user buffer base
+//   finish(req)             local completion of everything moved (or hand it to `req`)
+//   abandon()               after an exception mid-transfer: completes what was issued
+//                           before temporaries are freed (MPI may still read them)
+//   fetch_add(r, off, inc)  atomic fetch-and-add of one element, complete on return
+//   list<C>(r, ...)         gather / scatter / scatter_acc of a list of offsets in r's block
+
+#include <garray/array/detail/mpi_region.hpp>
+#include <garray/array/detail/transfer_plan.hpp>
+#include <garray/array/request.hpp>
+#include <garray/runtime/datatype.hpp>
+#include <garray/runtime/window.hpp>
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <span>
+#include <utility>
+#include <vector>
+
+namespace garray::detail {
+
+enum class Dir { get, put, acc };
+enum class ListOp { gather, scatter, scatter_acc };
+
+/// Shared-memory window transport (see the file comment).
+template <class T>
+class ShmTransport {
+ public:
+  explicit ShmTransport(const Window& w) noexcept : w_(w) {}
+
+  template <Dir D, std::size_t N>
+  void move(const Piece<N>& p, T* buf) {
+    T* blk = block(p.rank) + p.block_off;
+    if constexpr (D == Dir::get) {
+      // Acquire side of visibility rule 2: loads below see stores another rank ordered
+      // before a synchronisation (its fence()'s MPI_Win_sync + a barrier). Free on x86.
+      std::atomic_thread_fence(std::memory_order_acquire);
+      strided_copy(collapse(p.count, p.buf_str, p.block_str), buf + p.buf_off, blk);
+    } else if constexpr (D == Dir::put) {
+      strided_copy(collapse(p.count, p.block_str, p.buf_str), blk, buf + p.buf_off);
+    } else {
+      const auto it = collapse(p.count, p.block_str, p.buf_str);
+      Locked lk(w_, p.rank);
+      strided_add(it, blk, buf + p.buf_off);
+    }
+  }
+  void use_request(Request*) noexcept {}
+  void finish(Request*) noexcept {}  // copies and locked adds are complete on return
+  void abandon() noexcept {}
+  std::size_t temp_bytes() const noexcept { return 0; }
+  int mpi_calls() const noexcept { return 0; }
+
+  T fetch_add(int r, index off, T inc) {
+    T* x = block(r) + off;
+    Locked lk(w_, r);
+    const T old = *x;
+    *x = old + inc;
+    return old;
+  }
+  /// Accumulate `inc` into element `off` of r's block (a replica of read_inc's increment).
+  void add_one(int r, index off, T inc) {
+    Locked lk(w_, r);
+    block(r)[off] += inc;
+  }
+
+  /// Index-list operation on rank r's block: positions order[b, e) of vals/off.
+  template <ListOp C>
+  void list(int r, std::span<const std::size_t> order, const index* off, T* vals, T alpha) {
+    T* blk = block(r);
+    if constexpr (C == ListOp::gather) {
+      std::atomic_thread_fence(std::memory_order_acquire);
+      for (std::size_t j : order) vals[j] = blk[off[j]];
+    } else if constexpr (C == ListOp::scatter) {
+      for (std::size_t j : order) blk[off[j]] = vals[j];
+    } else {
+      Locked lk(w_, r);
+      for (std::size_t j : order) blk[off[j]] += alpha * vals[j];
+    }
+  }
+
+ private:
+  // The target segment's accumulate lock, held around plain loads and stores only.
+  struct Locked {
+    const Window& w;
+    int r;
+    Locked(const Window& win, int rank) noexcept : w(win), r(rank) { w.lock_segment(r); }
+    ~Locked() { w.unlock_segment(r); }
+    Locked(const Locked&) = delete;
+    Locked& operator=(const Locked&) = delete;
+  };
+  T* block(int r) const noexcept { return reinterpret_cast<T*>(w_.peer(r)); }
+  const Window& w_;
+};
+
+/// MPI RMA window transport (see the file comment).
+template <class T>
+class RmaTransport {
+ public:
+  explicit RmaTransport(const Window& w) noexcept : w_(const_cast<Window&>(w)), me_(w.rank()) {}
+
+  template <Dir D, std::size_t N>
+  void move(const Piece<N>& p, T* buf) {
+    const int r = p.rank;
+    if (D != Dir::acc && r == me_ && w_.unified()) {  // own block: a memory copy
+      T* blk = reinterpret_cast<T*>(w_.base()) + p.block_off;
+      if constexpr (D == Dir::get) {
+        w_.complete_writes_to(r);  // flush + MPI_Win_sync if our own RMA writes are pending
+        strided_copy(collapse(p.count, p.buf_str, p.block_str), buf + p.buf_off, blk);
+      } else {
+        strided_copy(collapse(p.count, p.block_str, p.buf_str), blk, buf + p.buf_off);
+      }
+      return;
+    }
+    // Target strides must be positive: flip reversed dimensions, which moves the reversal
+    // to the user-buffer side.
+    Shape<N> ts = p.block_str, bs = p.buf_str;
+    index toff = p.block_off, boff = p.buf_off;
+    for (std::size_t d = 0; d < N; ++d) {
+      if (ts[d] < 0) {
+        toff += (p.count[d] - 1) * ts[d];
+        ts[d] = -ts[d];
+        boff += (p.count[d] - 1) * bs[d];
+        bs[d] = -bs[d];
+      }
+    }
+    const auto it = collapse(p.count, ts, bs);
+    bool reversed = false;
+    for (int d = 0; d < it.nd; ++d) reversed = reversed || it.sb[static_cast<std::size_t>(d)] < 0;
+    const MPI_Datatype base = mpi_type<T>();
+    MpiRegion target(base, sizeof(T), it.nd, it.count.data(), it.sa.data());
+    T* origin = buf + boff;
+    MpiRegion oreg;
+    if (!reversed) {
+      oreg = MpiRegion(base, sizeof(T), it.nd, it.count.data(), it.sb.data());
+    } else {
+      // Reversed on the buffer side: go through a dense temporary in target order.
+      const index n = p.size();
+      std::shared_ptr<T[]> tmp(new T[static_cast<std::size_t>(n)]);
+      temp_bytes_ = std::max(temp_bytes_, static_cast<std::size_t>(n) * sizeof(T));
+      Strided2<N> pk = it;
+      index acc = 1;
+      for (int d = it.nd - 1; d >= 0; --d) {
+        pk.sa[static_cast<std::size_t>(d)] = it.sb[static_cast<std::size_t>(d)];  // user buffer
+        pk.sb[static_cast<std::size_t>(d)] = acc;                                  // dense temp
+        acc *= it.count[static_cast<std::size_t>(d)];
+      }
+      if constexpr (D == Dir::get) {
+        temps().unpacks.push_back(Unpack<N>{tmp, pk, origin});
+      } else {
+        std::swap(pk.sa, pk.sb);
+        strided_copy(pk, tmp.get(), origin);
+        temps().keep.push_back(tmp);
+      }
+      origin = tmp.get();
+      const index one = 1;
+      oreg = MpiRegion(base, sizeof(T), 1, &n, &one);
+    }
+    const auto disp = static_cast<MPI_Aint>(toff * static_cast<index>(sizeof(T)));
+    const MPI_Win win = w_.win();
+    const bool with_req = req_ && request_ops_ok;
+    if constexpr (D == Dir::get) {
+      w_.complete_writes_to(r);
+      if (with_req)
+        check_mpi(MPI_Rget(origin, oreg.count(), oreg.type(), r, disp, target.count(), target.type(), win,
+                           req_->add_mpi()),
+                  "MPI_Rget");
+      else
+        check_mpi(MPI_Get(origin, oreg.count(), oreg.type(), r, disp, target.count(), target.type(), win), "MPI_Get");
+    } else if constexpr (D == Dir::put) {
+      w_.mark_dirty(r);  // before the call: a failed call may still have issued something
+      if (with_req)
+        check_mpi(MPI_Rput(origin, oreg.count(), oreg.type(), r, disp, target.count(), target.type(), win,
+                           req_->add_mpi()),
+                  "MPI_Rput");
+      else
+        check_mpi(MPI_Put(origin, oreg.count(), oreg.type(), r, disp, target.count(), target.type(), win), "MPI_Put");
+    } else {
+      w_.mark_dirty(r);
+      if (with_req)
+        check_mpi(MPI_Raccumulate(origin, oreg.count(), oreg.type(), r, disp, target.count(), target.type(), MPI_SUM,
+                                  win, req_->add_mpi()),
+                  "MPI_Raccumulate");
+      else
+        check_mpi(MPI_Accumulate(origin, oreg.count(), oreg.type(), r, disp, target.count(), target.type(), MPI_SUM,
+                                 win),
+                  "MPI_Accumulate");
+    }
+    note_target(r);
+  }
+
+  /// Nonblocking transfers: issue into `req` (set before the first move()).
+  void use_request(Request* req) noexcept { req_ = req; }
+
+  /// Local completion, or hands the completion (and the temporaries) to the request.
+  void finish(Request* req) {
+    if (req) {  // (MPICH: plain operations; note_target added a flush_local per target)
+      if (temps_) {
+        for (auto& u : temps_->unpacks) req->add_finisher(std::move(u));
+        if (!temps_->keep.empty()) req->add_finisher([k = std::move(temps_->keep)] {});
+      }
+      return;
+    }
+    if (ntargets_ == 1) w_.flush_local(last_target_);
+    else if (ntargets_ > 1) w_.flush_local_all();
+    if (temps_) {
+      for (auto& u : temps_->unpacks) u();
+      for (auto& l : temps_->lists)
+        for (std::size_t q = 0; q < l.idx.size(); ++q) l.vals[l.idx[q]] = l.buf[q];
+    }
+  }
+  /// After an exception between the first move() and finish(): complete what was issued
+  /// so no temporary (or user buffer) is freed while MPI may still use it.
+  void abandon() noexcept {
+    if (ntargets_ > 0) MPI_Win_flush_local_all(w_.win());
+  }
+
+  T fetch_add(int r, index off, T inc) {
+    T old{};
+    const auto disp = static_cast<MPI_Aint>(off * static_cast<index>(sizeof(T)));
+    check_mpi(MPI_Fetch_and_op(&inc, &old, mpi_type<T>(), r, disp, MPI_SUM, w_.win()), "MPI_Fetch_and_op");
+    w_.flush(r);
+    if (r == me_) w_.memory_sync();  // our own later loads of the block see the update
+    ++mpi_calls_;
+    return old;
+  }
+  void add_one(int r, index off, T inc) {
+    const auto disp = static_cast<MPI_Aint>(off * static_cast<index>(sizeof(T)));
+    w_.mark_dirty(r);
+    check_mpi(MPI_Accumulate(&inc, 1, mpi_type<T>(), r, disp, 1, mpi_type<T>(), MPI_SUM, w_.win()), "MPI_Accumulate");
+    w_.flush_local(r);
+    ++mpi_calls_;
+  }
+
+  /// Index-list operation on rank r's block: one MPI call with an indexed target type
+  /// (gather/scatter of this rank's own block in the unified model: direct). Complete
+  /// locally at finish().
+  template <ListOp C>
+  void list(int r, std::span<const std::size_t> order, const index* off, T* vals, T alpha) {
+    if (C != ListOp::scatter_acc && r == me_ && w_.unified()) {
+      T* blk = reinterpret_cast<T*>(w_.base());
+      if constexpr (C == ListOp::gather) {
+        w_.complete_writes_to(r);
+        for (std::size_t j : order) vals[j] = blk[off[j]];
+      } else {
+        for (std::size_t j : order) blk[off[j]] = vals[j];
+      }
+      return;
+    }
+    // Put/acc targets must not repeat: combine duplicates locally (scatter: the last value
+    // wins; scatter_acc: sum).
+    std::vector<std::size_t> idx(order.begin(), order.end());
+    std::vector<T> buf;
+    std::vector<MPI_Aint> disps;
+    const auto bytes_of = [&](std::size_t j) { return static_cast<MPI_Aint>(off[j] * static_cast<index>(sizeof(T))); };
+    if constexpr (C == ListOp::gather) {
+      disps.reserve(idx.size());
+      for (auto j : idx) disps.push_back(bytes_of(j));
+      buf.resize(idx.size());
+    } else {
+      std::stable_sort(idx.begin(), idx.end(), [&](std::size_t x, std::size_t y) { return off[x] < off[y]; });
+      for (std::size_t j : idx) {
+        const T v = C == ListOp::scatter_acc ? alpha * vals[j] : vals[j];
+        if (!disps.empty() && disps.back() == bytes_of(j)) {
+          if constexpr (C == ListOp::scatter_acc) buf.back() += v;
+          else buf.back() = v;
+        } else {
+          disps.push_back(bytes_of(j));
+          buf.push_back(v);
+        }
+      }
+    }
+    MPI_Datatype tt;
+    check_mpi(MPI_Type_create_hindexed_block(static_cast<int>(disps.size()), 1, disps.data(), mpi_type<T>(), &tt),
+              "MPI_Type_create_hindexed_block");
+    if (const int rc = MPI_Type_commit(&tt); rc != MPI_SUCCESS) {
+      MPI_Type_free(&tt);
+      throw_mpi_error(rc, "MPI_Type_commit");
+    }
+    const int cnt = static_cast<int>(buf.size());
+    int rc;
+    if constexpr (C == ListOp::gather) {
+      w_.complete_writes_to(r);
+      rc = MPI_Get(buf.data(), cnt, mpi_type<T>(), r, 0, 1, tt, w_.win());
+    } else if constexpr (C == ListOp::scatter) {
+      w_.mark_dirty(r);
+      rc = MPI_Put(buf.data(), cnt, mpi_type<T>(), r, 0, 1, tt, w_.win());
+    } else {
+      w_.mark_dirty(r);
+      rc = MPI_Accumulate(buf.data(), cnt, mpi_type<T>(), r, 0, 1, tt, MPI_SUM, w_.win());
+    }
+    MPI_Type_free(&tt);
+    check_mpi(rc, C == ListOp::gather ? "MPI_Get" : C == ListOp::scatter ? "MPI_Put" : "MPI_Accumulate");
+    note_target(r);
+    // buf lives until finish(): completion (and a gather's unpacking) happens there, after
+    // every owner's call was issued.
+    auto& l = temps().lists.emplace_back();
+    l.buf = std::move(buf);
+    if constexpr (C == ListOp::gather) {
+      l.idx = std::move(idx);
+      l.vals = vals;
+    }
+  }
+
+  std::size_t temp_bytes() const noexcept { return temp_bytes_; }
+  int mpi_calls() const noexcept { return mpi_calls_; }
+
+ private:
+  template <std::size_t N>
+  struct Unpack {  // a get through a temporary, unpacked into the user's buffer when complete
+    std::shared_ptr<T[]> tmp;
+    Strided2<N> it;  // sa: user buffer strides, sb: dense temp strides
+    T* dst;
+    void operator()() const { strided_copy(it, dst, tmp.get()); }
+  };
+  struct ListBuf {  // one owner's part of an index-list operation
+    std::vector<T> buf;
+    std::vector<std::size_t> idx;  // gather: where buf's values go in vals
+    T* vals = nullptr;
+  };
+  struct Temps {
+    std::vector<std::function<void()>> unpacks;
+    std::vector<std::shared_ptr<T[]>> keep;  // put/acc temporaries, alive until completion
+    std::vector<ListBuf> lists;
+  };
+  Temps& temps() {
+    if (!temps_) temps_ = std::make_unique<Temps>();
+    return *temps_;
+  }
+  void note_target(int r) {
+    ++mpi_calls_;
+    if (r != last_target_) {
+      ++ntargets_;
+      last_target_ = r;
+    }
+    if (req_ && !request_ops_ok) req_->add_finisher([w = &w_, r] { w->flush_local(r); });
+  }
+
+  Window& w_;
+  int me_;
+  Request* req_ = nullptr;
+  std::unique_ptr<Temps> temps_;  // only built on the (rare) temporary path
+  int ntargets_ = 0, last_target_ = -1;
+  std::size_t temp_bytes_ = 0;
+  int mpi_calls_ = 0;
+};
+
+}  // namespace garray::detail
