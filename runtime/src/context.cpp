@@ -105,17 +105,23 @@ bool signatures_agree(MPI_Comm comm, std::uint64_t signature) {
   return out[0] == ~out[1];
 }
 
-Agreement agree_with_errors(MPI_Comm comm, std::uint64_t signature, bool failed) {
+Agreement agree_with_errors(MPI_Comm comm, std::uint64_t signature, LocalFault fault) {
   int me = 0;
   MPI_Comm_rank(comm, &me);
-  // max(s), max(~s) = ~min(s) and max(~r) = ~min(r) in one allreduce.
-  const std::uint64_t fr = failed ? static_cast<std::uint64_t>(me) : ~std::uint64_t{0} >> 1;
-  std::uint64_t in[3] = {signature, ~signature, ~fr}, out[3] = {0, 0, 0};
+  // max(s), max(~s) = ~min(s) and max(~f) = ~min(f) in one allreduce, f = 4 * rank + kind
+  // for a faulty rank: the lowest faulty rank and what went wrong there.
+  constexpr std::uint64_t none = ~std::uint64_t{0} >> 1;
+  const std::uint64_t f =
+      fault == LocalFault::none ? none : static_cast<std::uint64_t>(me) * 4 + static_cast<std::uint64_t>(fault);
+  std::uint64_t in[3] = {signature, ~signature, ~f}, out[3] = {0, 0, 0};
   check_mpi(MPI_Allreduce(in, out, 3, MPI_UINT64_T, MPI_MAX, comm), "MPI_Allreduce");
   Agreement a;
   a.signatures_equal = out[0] == ~out[1];
   const std::uint64_t first = ~out[2];
-  if (first != (~std::uint64_t{0} >> 1)) a.failed_rank = static_cast<int>(first);
+  if (first != none) {
+    a.failed_rank = static_cast<int>(first / 4);
+    a.fault = static_cast<LocalFault>(first % 4);
+  }
   return a;
 }
 
@@ -142,6 +148,10 @@ std::string broadcast_message(MPI_Comm comm, int from, const std::exception_ptr&
 }
 }  // namespace
 
+std::string peer_message(MPI_Comm comm, int failed_rank, const std::exception_ptr& err) {
+  return broadcast_message(comm, failed_rank, err);
+}
+
 void throw_peer_error(MPI_Comm comm, int failed_rank, std::exception_ptr err, std::string_view what) {
   const std::string text = broadcast_message(comm, failed_rank, err);
   if (err) std::rethrow_exception(err);
@@ -152,6 +162,15 @@ void throw_peer_failure(MPI_Comm comm, int failed_rank, std::exception_ptr err, 
   const std::string text = broadcast_message(comm, failed_rank, err);
   if (err) std::rethrow_exception(err);
   throw CollectiveFailure(message(what, ": failed on rank ", failed_rank, " of the context (", text, ")"), failed_rank);
+}
+
+void throw_if_disagreed(MPI_Comm comm, const Agreement& a, std::exception_ptr err, std::string_view what,
+                        std::string_view describe_local) {
+  if (a.failed_rank >= 0) {
+    if (a.fault == LocalFault::failed) throw_peer_failure(comm, a.failed_rank, err, what);
+    throw_peer_error(comm, a.failed_rank, err, what);
+  }
+  if (!a.signatures_equal) throw_signature_mismatch(what, describe_local);
 }
 
 void throw_signature_mismatch(std::string_view what, std::string_view describe_local) {

@@ -28,6 +28,7 @@
 #include <garray/array/detail/transfer_plan.hpp>
 #include <garray/array/global_array.hpp>
 #include <garray/array/view.hpp>
+#include <garray/runtime/fault.hpp>
 #include <garray/runtime/context.hpp>
 #include <garray/runtime/error.hpp>
 
@@ -76,38 +77,27 @@ void copy(const View<T, N1, M>& dst, const View<T, N2, M>& src) {
   auto& sa = src.array();
   const std::string what = "garray::copy<" + std::string(type_name<T>()) + "," + std::to_string(N1) + "<-" +
                            std::to_string(N2) + ">";
-  // 1. validate locally, then agree (a rank that fails reports its own reason; the others
-  //    get CollectiveMismatch)
-  std::exception_ptr err;
-  try {
-    if (dst.shape() != src.shape())
-      detail::raise<SizeMismatch>(what, ": destination shape ", detail::seq(dst.shape()),
-                                  " differs from source shape ", detail::seq(src.shape()));
-    int cmp = MPI_UNEQUAL;
-    detail::check_mpi(MPI_Comm_compare(da.context().comm(), sa.context().comm(), &cmp), "MPI_Comm_compare");
-    if (cmp != MPI_IDENT && cmp != MPI_CONGRUENT)
-      detail::raise<InvalidArgument>(what, ": source array #", sa.id(), " and destination array #", da.id(),
-                                     " live on different process groups");
-  } catch (const Error&) {
-    err = std::current_exception();
-  }
+  // 1. validate locally, complete earlier operations and agree: a rank that fails reports
+  //    its own reason, the others get CollectiveMismatch
   const bool same = static_cast<const void*>(&da) == static_cast<const void*>(&sa);
-  std::uint64_t sig = detail::hash_string("copy-invalid");
-  if (!err) {
-    sig = detail::hash_mix(detail::hash_string("copy"), da.id());
-    sig = detail::section_hash(sig, dst.section());
-    sig = detail::hash_mix(sig, sa.id());
-    sig = detail::section_hash(sig, src.section());
-  }
+  std::uint64_t sig = detail::hash_mix(detail::hash_string("garray::copy"), da.id());
+  sig = detail::section_hash(sig, dst.section());
+  sig = detail::hash_mix(sig, sa.id());
+  sig = detail::section_hash(sig, src.section());
   const detail::Window* wins[2] = {&da.window(), &sa.window()};
-  try {
-    detail::begin_collective(std::span<const detail::Window* const>(wins, same ? 1 : 2), da.context().comm(),
-                             sig, what, dst.describe() + " <- " + src.describe());
-  } catch (const CollectiveMismatch&) {
-    if (err) std::rethrow_exception(err);
-    throw;
-  }
-  if (err) std::rethrow_exception(err);
+  detail::begin_collective(std::span<const detail::Window* const>(wins, same ? 1 : 2), da.context().comm(), sig,
+                           what, dst.describe() + " <- " + src.describe(), [&] {
+                             if (dst.shape() != src.shape())
+                               detail::raise<SizeMismatch>(what, ": destination shape ", detail::seq(dst.shape()),
+                                                           " differs from source shape ", detail::seq(src.shape()));
+                             int cmp = MPI_UNEQUAL;
+                             detail::check_mpi(MPI_Comm_compare(da.context().comm(), sa.context().comm(), &cmp),
+                                               "MPI_Comm_compare");
+                             if (cmp != MPI_IDENT && cmp != MPI_CONGRUENT)
+                               detail::raise<InvalidArgument>(what, ": source array #", sa.id(),
+                                                              " and destination array #", da.id(),
+                                                              " live on different process groups");
+                           });
 
   // Same array and intersecting bounding boxes: reading and writing may overlap.
   bool overlap = false;
@@ -123,7 +113,10 @@ void copy(const View<T, N1, M>& dst, const View<T, N2, M>& src) {
   const auto p = detail::piece_of(da.distribution(), dst.section(), da.ghost(), me);
   std::unique_ptr<T[]> tmp;
   detail::Strided2<N1> wr{};  // block strides (a) x dense temp strides (b)
-  if (p) {
+  const MPI_Comm comm = da.context().comm();
+  detail::run_concluded(comm, what, [&] {
+    detail::fault_point("copy.fetch");
+    if (!p) return;
     const Section<N2> ssub = detail::sub_section(src.section(), dst.box_of(me));
     const index n = p->size();
     if (!overlap) {
@@ -144,17 +137,18 @@ void copy(const View<T, N1, M>& dst, const View<T, N2, M>& src) {
       peak = std::max<std::int64_t>(peak, n * static_cast<index>(sizeof(T)));
       sa.get_section(ssub, std::span<T>(tmp.get(), static_cast<std::size_t>(n)));
     }
-  }
-  // 3. + 4. with overlap, write only after every rank has read
+  });  // the agreement doubles as the barrier: with overlap, write only after every rank read
   if (overlap) {
-    da.context().barrier();
-    if (p) {
+    // 3. write the snapshot (local stores only), then a closing agreement: the result is
+    //    visible everywhere on return
+    detail::run_concluded(comm, what, [&] {
+      detail::fault_point("copy.write");
+      if (!p) return;
       auto blk = da.access();
       detail::strided_copy(wr, blk.data() + p->block_off, tmp.get());
-    }
+    });
   }
-  // 5. make the result visible everywhere
-  da.sync();
+  ++da.context().stats().syncs;
 }
 
 /// Views of different ranks: a readable compile-time error.

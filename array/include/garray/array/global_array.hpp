@@ -73,19 +73,29 @@ namespace detail {
 /// CollectiveMismatch on disagreement, the failing rank its error and the others
 /// CollectiveFailure on a failure. Afterwards every rank's earlier operations on these
 /// arrays are complete everywhere. **Collective.**
-inline void begin_collective(std::span<const Window* const> wins, MPI_Comm comm, std::uint64_t sig,
-                             std::string_view what, std::string_view describe) {
+/// begin_collective (below), running `validate()` (local argument checks that throw garray
+/// errors) first:
+/// a rank whose check fails throws its error, the others CollectiveMismatch with its message.
+template <class Validate>
+void begin_collective(std::span<const Window* const> wins, MPI_Comm comm, std::uint64_t sig, std::string_view what,
+                      std::string_view describe, Validate&& validate) {
   std::exception_ptr err;
+  LocalFault fault = LocalFault::invalid;
   try {
+    validate();
+    fault = LocalFault::failed;
     fault_point("collective.complete");
     for (const Window* w : wins) w->complete_all();
+    fault = LocalFault::none;
   } catch (...) {
     err = std::current_exception();
   }
-  const Agreement a = agree_with_errors(comm, sig, err != nullptr);
-  if (a.failed_rank >= 0) throw_peer_failure(comm, a.failed_rank, err, what);
-  if (!a.signatures_equal) throw_signature_mismatch(what, describe);
+  throw_if_disagreed(comm, agree_with_errors(comm, sig, fault), err, what, describe);
   for (const Window* w : wins) w->memory_sync();
+}
+inline void begin_collective(std::span<const Window* const> wins, MPI_Comm comm, std::uint64_t sig,
+                             std::string_view what, std::string_view describe) {
+  begin_collective(wins, comm, sig, what, describe, [] {});
 }
 }  // namespace detail
 
@@ -495,10 +505,15 @@ class GlobalArray {
   /// writes (flush + MPI_Win_sync), then one allreduce that compares `sig` and carries a
   /// failure of that completion (failure rule). Afterwards every rank's earlier operations
   /// are complete everywhere. Throws on every rank.
-  void begin_collective(std::uint64_t sig, detail::Call c) const {
+  void begin_collective(std::uint64_t sig, detail::Call c) const { begin_collective(sig, name(c), [] {}); }
+  /// As above for a collective named `what` (data movement, numeric layer), running the
+  /// local argument checks `validate()` first (see detail::begin_collective).
+  template <class Validate>
+  void begin_collective(std::uint64_t sig, std::string_view what, Validate&& validate) const {
+    check_live(detail::Call::sync);
     const detail::Window* w = win_.get();
-    detail::begin_collective(std::span<const detail::Window* const>(&w, 1), ctx_.comm(), sig, name(c),
-                             "array #" + std::to_string(id_));
+    detail::begin_collective(std::span<const detail::Window* const>(&w, 1), ctx_.comm(), sig, what,
+                             "array #" + std::to_string(id_), std::forward<Validate>(validate));
   }
 
   /// "GlobalArray<double,2>::get" etc., for messages.

@@ -24,6 +24,7 @@
 
 #include <garray/array/box.hpp>
 #include <garray/array/global_array.hpp>
+#include <garray/runtime/fault.hpp>
 #include <garray/array/movement.hpp>  // detail::box_section
 #include <garray/runtime/context.hpp>
 #include <garray/runtime/error.hpp>
@@ -130,7 +131,7 @@ void for_each_ghost_piece(const Box<N>& box, const Shape<N>& ghost, const Shape<
 /// arrays or periodic flags (before anything moves).
 template <Element T, std::size_t N>
 void update_ghosts(GlobalArray<T, N>& a, const std::array<bool, N>& periodic = {}) {
-  std::uint64_t sig = detail::hash_mix(detail::hash_string("update_ghosts"), a.id());
+  std::uint64_t sig = detail::hash_mix(detail::hash_string("garray::update_ghosts"), a.id());
   std::string args = "array #" + std::to_string(a.id()) + ", periodic [";
   for (std::size_t d = 0; d < N; ++d) {
     sig = detail::hash_mix(sig, periodic[d] ? 1 : 0);
@@ -138,13 +139,14 @@ void update_ghosts(GlobalArray<T, N>& a, const std::array<bool, N>& periodic = {
   }
   args += "]";
   // As sync(), with our own signature: my writes complete and visible, then the handshake.
-  a.fence();
-  a.window().memory_sync();
-  detail::agree_signature(a.context().comm(), sig, "garray::update_ghosts", args);
-  a.window().memory_sync();
+  a.begin_collective(sig, "garray::update_ghosts", [] {});
   bool any = false;
   for (auto g : a.ghost()) any = any || g > 0;
-  if (any && !a.local_box().empty()) {
+  // Frames filled everywhere at the closing agreement; nobody changes its block before its
+  // neighbours have read it; a failure on one rank reaches every rank (failure rule).
+  detail::run_concluded(a.context().comm(), "garray::update_ghosts", [&] {
+    detail::fault_point("update_ghosts.fetch");
+    if (!any || a.local_box().empty()) return;
     auto blk = a.access();
     T* base = blk.data();
     const auto lay = a.layout_of(a.context().rank());
@@ -155,8 +157,8 @@ void update_ghosts(GlobalArray<T, N>& a, const std::array<bool, N>& periodic = {
                                                                            base + lay.offset(dst), lay.strides));
                                  });
     for (auto& r : reqs) r.wait();
-  }
-  a.sync();  // frames filled everywhere; nobody changes its block before its neighbours read it
+  });
+  ++a.context().stats().syncs;
 }
 
 }  // namespace garray

@@ -38,6 +38,7 @@
 #include <garray/array/global_array.hpp>
 #include <garray/runtime/context.hpp>
 #include <garray/runtime/error.hpp>
+#include <garray/runtime/fault.hpp>
 
 #include <boost/multi_array.hpp>
 
@@ -59,29 +60,35 @@ namespace garray {
 
 namespace detail {
 
-/// The common front of movement collectives: runs the local checks `check` (which throw
-/// garray errors), then one handshake. Every rank throws: its own error if its check failed,
-/// CollectiveMismatch if ranks passed different arguments (`sig`), or `E` if only another
-/// rank's check failed. **Collective.**
+/// The common front of movement collectives that do not start from an array: runs the
+/// local checks `check` (which throw garray errors), then one handshake. Every rank throws:
+/// its own error if its check failed, `E` (with that rank's message) if only another rank's
+/// check failed, CollectiveMismatch if ranks passed different arguments (`sig`).
+/// **Collective.**
 template <class E, class Check>
 void collective_check(const Context& ctx, std::uint64_t sig, std::string_view what, const std::string& args,
                       Check&& check) {
+  ctx.check_valid(what);
   std::exception_ptr err;
   try {
     check();
   } catch (const Error&) {
     err = std::current_exception();
   }
-  try {
-    agree_signature(ctx.comm(), sig, what, args);
-  } catch (const CollectiveMismatch&) {
+  const Agreement a = agree_with_errors(ctx.comm(), sig, err != nullptr);
+  if (a.failed_rank >= 0) {
+    const std::string text = peer_message(ctx.comm(), a.failed_rank, err);
     if (err) std::rethrow_exception(err);
-    throw;
+    raise<E>(what, ": invalid argument on another rank (rank ", a.failed_rank, ": ", text, ")");
   }
-  if (!all_ok(ctx.comm(), !err)) {
-    if (err) std::rethrow_exception(err);
-    raise<E>(what, ": invalid argument on another rank (see that rank's message)");
-  }
+  if (!a.signatures_equal) throw_signature_mismatch(what, args);
+}
+
+/// The closing step of a movement collective: `work()` is this rank's part; if it throws on
+/// any rank, every rank throws (failure rule). Doubles as the barrier after the work.
+template <class Work>
+void finish_collective(const Context& ctx, std::string_view what, Work&& work) {
+  run_concluded(ctx.comm(), what, std::forward<Work>(work));
 }
 
 template <Element T, std::size_t N>
@@ -168,9 +175,13 @@ GlobalArray<T, N> scatter_from(const Context& ctx, int root, const boost::const_
     }
   });
   auto a = detail::make_overwritten<T, N>(ctx, shape, dist, ghost);
-  if (ctx.rank() == root)
-    a.put_section(Section<N>::full(shape), std::span<const T>(data.data(), static_cast<std::size_t>(volume(shape))));
-  a.sync();
+  detail::finish_collective(ctx, what, [&] {
+    detail::fault_point("scatter_from.put");
+    if (ctx.rank() == root) {
+      a.put_section(Section<N>::full(shape), std::span<const T>(data.data(), static_cast<std::size_t>(volume(shape))));
+      a.fence();  // the root's puts complete before the closing agreement
+    }
+  });
   return a;
 }
 
@@ -182,18 +193,17 @@ template <Element T, std::size_t N>
 boost::multi_array<T, N> gather(GlobalArray<T, N>& a, int root) {
   const Context& ctx = a.context();
   const std::string what = detail::movement_name<T, N>("gather");
-  const auto sig = detail::hash_mix(detail::hash_mix(detail::hash_string("gather"), a.id()),
+  const auto sig = detail::hash_mix(detail::hash_mix(detail::hash_string("garray::gather"), a.id()),
                                     static_cast<std::uint64_t>(root));
-  detail::collective_check<InvalidArgument>(ctx, sig, what, "array #" + std::to_string(a.id()) + ", root " +
-                                                                std::to_string(root),
-                                            [&] { detail::check_root(root, ctx.size(), what); });
-  a.sync();
+  a.begin_collective(sig, what, [&] { detail::check_root(root, ctx.size(), what); });
   boost::multi_array<T, N> out;
-  if (ctx.rank() == root) {
-    out.resize(a.shape());
-    a.get_section(Section<N>::full(a.shape()), std::span<T>(out.data(), out.num_elements()));
-  }
-  ctx.barrier();  // nobody changes its block before the root has read it
+  detail::finish_collective(ctx, what, [&] {  // nobody changes its block before the root has read it
+    detail::fault_point("gather.read");
+    if (ctx.rank() == root) {
+      out.resize(a.shape());
+      a.get_section(Section<N>::full(a.shape()), std::span<T>(out.data(), out.num_elements()));
+    }
+  });
   return out;
 }
 
@@ -201,10 +211,14 @@ boost::multi_array<T, N> gather(GlobalArray<T, N>& a, int root) {
 /// context**; completes everyone's outstanding operations first. Throws CollectiveMismatch.
 template <Element T, std::size_t N>
 boost::multi_array<T, N> allgather(GlobalArray<T, N>& a) {
-  a.sync();  // also checks that every rank passed the same array
-  boost::multi_array<T, N> out(a.shape());
-  a.get_section(Section<N>::full(a.shape()), std::span<T>(out.data(), out.num_elements()));
-  a.context().barrier();
+  const std::string what = detail::movement_name<T, N>("allgather");
+  a.begin_collective(detail::hash_mix(detail::hash_string("garray::allgather"), a.id()), what, [] {});
+  boost::multi_array<T, N> out;
+  detail::finish_collective(a.context(), what, [&] {  // nobody changes its block before all have read it
+    detail::fault_point("allgather.read");
+    out.resize(a.shape());
+    a.get_section(Section<N>::full(a.shape()), std::span<T>(out.data(), out.num_elements()));
+  });
   return out;
 }
 
@@ -250,15 +264,15 @@ GlobalArray<T, N> from_local(const Context& ctx, const boost::const_multi_array_
   for (std::size_t d = 0; d < N; ++d)
     if (d != axis) shape[d] = all[d];
   auto a = detail::make_overwritten<T, N>(ctx, shape, Distribution<N>::irregular(starts), ghost);
-  {
+  detail::finish_collective(ctx, what, [&] {
+    detail::fault_point("from_local.copy");
     auto blk = a.access();
     if (!blk.empty()) {
       const auto lay = a.layout_of(ctx.rank());
       const auto it = detail::collapse(mine, lay.strides, row_major_strides(mine));
       detail::strided_copy(it, blk.data() + lay.origin, local.data());
     }
-  }
-  a.sync();
+  });
   return a;
 }
 
@@ -272,11 +286,17 @@ GlobalArray<T, N> from_local(const Context& ctx, const boost::const_multi_array_
 /// CollectiveMismatch on every rank before anything moves.
 template <Element T, std::size_t N>
 GlobalArray<T, N> redistribute(GlobalArray<T, N>& src, const Distribution<N>& dist, const Shape<N>& ghost) {
-  src.sync();
+  const std::string what = detail::movement_name<T, N>("redistribute");
+  std::uint64_t sig = detail::hash_mix(detail::hash_string("garray::redistribute"), src.id());
+  for (auto g : ghost) sig = detail::hash_mix(sig, static_cast<std::uint64_t>(g));
+  src.begin_collective(sig, what, [] {});  // the new array's creation checks dist and ghost
   auto dst = detail::make_overwritten<T, N>(src.context(), src.shape(), dist, ghost);
   const auto lay = dst.layout_of(dst.context().rank());
-  detail::fetch_into_block(src, detail::box_section(dst.local_box()), dst, lay.origin, lay.strides);
-  dst.sync();  // also keeps src unchanged until every rank has read it
+  // The closing agreement also keeps src unchanged until every rank has read it.
+  detail::finish_collective(src.context(), what, [&] {
+    detail::fault_point("redistribute.fetch");
+    detail::fetch_into_block(src, detail::box_section(dst.local_box()), dst, lay.origin, lay.strides);
+  });
   return dst;
 }
 /// As above, keeping src's ghost width. **Collective over src's context.** Throws as above.
@@ -297,13 +317,10 @@ GlobalArray<T, N> transpose(GlobalArray<T, N>& src, const std::array<std::size_t
                             const Distribution<N>& dist = Distribution<N>::blocked(), const Shape<N>& ghost = {}) {
   const Context& ctx = src.context();
   const std::string what = detail::movement_name<T, N>("transpose");
-  std::uint64_t sig = detail::hash_mix(detail::hash_string("transpose"), src.id());
+  std::uint64_t sig = detail::hash_mix(detail::hash_string("garray::transpose"), src.id());
   for (auto p : perm) sig = detail::hash_mix(sig, p);
-  detail::collective_check<InvalidArgument>(ctx, sig, what, "permutation " + [&] {
-    std::ostringstream os;
-    os << detail::seq(perm);
-    return os.str();
-  }(), [&] {
+  for (auto g : ghost) sig = detail::hash_mix(sig, static_cast<std::uint64_t>(g));
+  src.begin_collective(sig, what, [&] {
     std::array<bool, N> seen{};
     for (auto p : perm) {
       if (p >= N || seen[p])
@@ -311,7 +328,6 @@ GlobalArray<T, N> transpose(GlobalArray<T, N>& src, const std::array<std::size_t
       seen[p] = true;
     }
   });
-  src.sync();
   Shape<N> shape{};
   for (std::size_t d = 0; d < N; ++d) shape[d] = src.shape()[perm[d]];
   auto dst = detail::make_overwritten<T, N>(ctx, shape, dist, ghost);
@@ -325,8 +341,10 @@ GlobalArray<T, N> transpose(GlobalArray<T, N>& src, const std::array<std::size_t
     sec.count[perm[d]] = b.extent(d);
     str[perm[d]] = lay.strides[d];
   }
-  detail::fetch_into_block(src, sec, dst, lay.origin, str);
-  dst.sync();
+  detail::finish_collective(ctx, what, [&] {
+    detail::fault_point("transpose.fetch");
+    detail::fetch_into_block(src, sec, dst, lay.origin, str);
+  });
   return dst;
 }
 

@@ -87,22 +87,25 @@ std::string describe_expr(std::uint64_t out_id, const E&) {
   return "output array #" + std::to_string(out_id) + ", expression " + typeid(E).name();
 }
 
-/// Steps 1-4 of an assignment; the plan is then run by execute().
+/// Steps 1-2 of an assignment (validation, handshake); the rest runs in run_assign.
 template <class T, std::size_t N, std::size_t M, class E>
 void setup_assign(Plan<M>& p, const View<T, N, M>& out, const E& e) {
   static_assert(E::rank == static_cast<int>(M) || E::rank == scalar_rank,
                 "garray: the expression and the output view have different numbers of dimensions");
   set_driver(p, out, true);
   prepare(p, e, describe_expr(out.array().id(), e));
-  plan_leaves(p, e);
-  fetch_all(p);
-  bind_output(p, out);
 }
 
-template <class T, std::size_t N, std::size_t M>
-void finish_assign(const View<T, N, M>& out) {
-  out.array().window().memory_sync();
-  out.array().context().barrier();
+/// Steps 3-7: plan, fetch, bind the output, `body()` (execute), then the closing agreement
+/// (MPI_Win_sync of the output first): on return the output is visible everywhere, or every
+/// rank threw.
+template <class T, std::size_t N, std::size_t M, class E, class Body>
+void run_assign(Plan<M>& p, const View<T, N, M>& out, const E& e, Body&& body) {
+  run_plan(p, e, [&] {
+    bind_output(p, out);
+    body();
+    out.array().window().memory_sync();
+  });
 }
 
 /// One-sided rank-order combination of one partial per rank: identical on every rank.
@@ -155,31 +158,49 @@ struct max_reducer {
 
 // ---- assignment ------------------------------------------------------------------------------
 
+namespace detail {
+template <class O, Operand X>
+void assign_salted(O&& out_, const X& x, std::uint64_t salt);
+template <class O, class F>
+void generate_salted(O&& out_, F f, std::uint64_t salt);
+}  // namespace detail
+
 /// out = expr, owner-computes, one fused pass. **Collective over out's context.** Complete on
 /// return everywhere. Throws SizeMismatch, InvalidArgument, CollectiveMismatch on every rank
 /// before anything is written. `out` is a View or a GlobalArray; `expr` any operand.
 template <class O, Operand X>
 void assign(O&& out_, const X& x) {
-  const auto out = detail::out_view(out_);
+  detail::assign_salted(std::forward<O>(out_), x, 0);
+}
+
+namespace detail {
+/// assign() with `salt` (arguments that are not part of the expression: iota's start and
+/// step, fill_random's seed) folded into the collective signature.
+template <class O, Operand X>
+void assign_salted(O&& out_, const X& x, std::uint64_t salt) {
+  const auto out = out_view(out_);
   using V = std::remove_cvref_t<decltype(out)>;
   using T = typename V::value_type;
   constexpr std::size_t M = V::dims;
   const auto e = as_expr(x);
-  detail::Plan<M> p;
+  Plan<M> p;
   p.what = "garray::assign";
-  detail::setup_assign(p, out, e);
-  const bool restrict_ok = !p.pointwise;
-  detail::execute(p, e, false, false, [&](auto& bt, const detail::RowPos& pos, index n) {
-    T* o = static_cast<T*>(const_cast<void*>(p.out_slot.ptr)) + detail::run_offset(p.out_slot, pos);
-    if (p.unit) {
-      if (restrict_ok) detail::run_unit_restrict(bt, o, n);
-      else detail::run_unit(bt, o, n);
-    } else {
-      detail::run_strided(bt, o, n, p.nd > 0 ? p.out_slot.str[static_cast<std::size_t>(p.nd - 1)] : 1);
-    }
+  p.salt = salt;
+  setup_assign(p, out, e);
+  run_assign(p, out, e, [&] {
+    const bool restrict_ok = !p.pointwise;
+    execute(p, e, false, false, [&](auto& bt, const RowPos& pos, index n) {
+      T* o = static_cast<T*>(const_cast<void*>(p.out_slot.ptr)) + run_offset(p.out_slot, pos);
+      if (p.unit) {
+        if (restrict_ok) run_unit_restrict(bt, o, n);
+        else run_unit(bt, o, n);
+      } else {
+        run_strided(bt, o, n, p.nd > 0 ? p.out_slot.str[static_cast<std::size_t>(p.nd - 1)] : 1);
+      }
+    });
   });
-  detail::finish_assign(out);
 }
+}  // namespace detail
 
 namespace detail {
 /// Evaluates two operands side by side in one sweep (assign_reduce with a reference).
@@ -206,6 +227,7 @@ auto assign_reduce_sweep(O&& out_, const E& e, Red red, F f, const char* what) {
   p.what = what;
   setup_assign(p, out, e);
   Acc acc = Red::template identity<Acc>();
+  run_assign(p, out, e, [&] {
   execute(p, e, true, false, [&](auto& bt, const RowPos& pos, index n) {
     const index os = p.nd > 0 ? p.out_slot.str[static_cast<std::size_t>(p.nd - 1)] : 1;
     T* o = static_cast<T*>(const_cast<void*>(p.out_slot.ptr)) + run_offset(p.out_slot, pos);
@@ -231,7 +253,7 @@ auto assign_reduce_sweep(O&& out_, const E& e, Red red, F f, const char* what) {
     if (p.unit) run(std::true_type{});
     else run(std::false_type{});
   });
-  finish_assign(out);
+  });
   return combine_partials(out.array().context(), acc, red, Red::template identity<Acc>());
 }
 }  // namespace detail
@@ -418,12 +440,22 @@ void fill(GlobalArray<T, N>& a, const S& value) {
 }
 
 /// out[i] = f(i) where i is the element's index in the view (Shape<M>). **Collective.**
+/// Every rank must pass the same function: its type is part of the collective signature,
+/// and so is its captured state when that is plain data without padding; state the
+/// signature cannot see (e.g. a captured double beside an int) is not checked.
 template <class O, class F>
 void generate(O&& out_, F f) {
-  const auto out = detail::out_view(out_);
-  constexpr std::size_t M = std::remove_cvref_t<decltype(out)>::dims;
-  assign(out, index_expr<M>(std::move(f)));
+  detail::generate_salted(std::forward<O>(out_), std::move(f), 0);
 }
+
+namespace detail {
+template <class O, class F>
+void generate_salted(O&& out_, F f, std::uint64_t salt) {
+  const auto out = out_view(out_);
+  constexpr std::size_t M = std::remove_cvref_t<decltype(out)>::dims;
+  assign_salted(out, index_expr<M>(std::move(f)), salt);
+}
+}  // namespace detail
 
 /// out[i] = start + step * (row-major position of i in the view). **Collective.**
 template <class O, class S = int>
@@ -433,11 +465,12 @@ void iota(O&& out_, S start = 0, S step = 1) {
   using T = typename V::value_type;
   constexpr std::size_t M = V::dims;
   const Shape<M> rs = row_major_strides(out.shape());
-  generate(out, [rs, start, step](const Shape<M>& i) {
+  const std::uint64_t salt = detail::value_hash(detail::value_hash(detail::hash_string("iota"), start), step);
+  detail::generate_salted(out, [rs, start, step](const Shape<M>& i) {
     index pos = 0;
     for (std::size_t d = 0; d < M; ++d) pos += i[d] * rs[d];
     return static_cast<T>(static_cast<T>(start) + static_cast<T>(step) * static_cast<T>(pos));
-  });
+  }, salt);
 }
 
 /// out *= alpha. **Collective.**
@@ -475,7 +508,9 @@ void fill_random(O&& out_, std::uint64_t seed, S lo = S{0}, S hi = S{1}) {
   constexpr std::size_t M = V::dims;
   const Shape<M> rs = row_major_strides(out.shape());
   const std::uint64_t key = detail::splitmix64(seed);
-  generate(out, [rs, key, lo, hi](const Shape<M>& i) {
+  const std::uint64_t salt =
+      detail::value_hash(detail::value_hash(detail::hash_mix(detail::hash_string("fill_random"), seed), lo), hi);
+  detail::generate_salted(out, [rs, key, lo, hi](const Shape<M>& i) {
     index pos = 0;
     for (std::size_t d = 0; d < M; ++d) pos += i[d] * rs[d];
     const std::uint64_t h = detail::splitmix64(key ^ detail::splitmix64(static_cast<std::uint64_t>(pos)));
@@ -486,7 +521,7 @@ void fill_random(O&& out_, std::uint64_t seed, S lo = S{0}, S hi = S{1}) {
       const double u = static_cast<double>(h >> 11) * 0x1.0p-53;
       return static_cast<T>(static_cast<double>(lo) + (static_cast<double>(hi) - static_cast<double>(lo)) * u);
     }
-  });
+  }, salt);
 }
 
 /// Calls f(x) or f(x, i) for every element x (a T&) of the view that this rank owns, with i

@@ -41,19 +41,19 @@ using sum_t = std::conditional_t<std::is_same_v<V, bool>, index, V>;
 /// The per-rank partial of red(map(x)) over the driver's owned elements.
 template <class Acc, class E, class Red, class Map>
 Acc local_reduce(Plan<static_cast<std::size_t>(E::rank)>& p, const E& e, Red red, Map map) {
-  plan_leaves(p, e);
-  fetch_all(p);
   Acc acc = Red::template identity<Acc>();
-  execute(p, e, true, false, [&](auto& bt, const RowPos&, index n) {
-    const auto run = [&](auto unit) {
-      constexpr bool U = decltype(unit)::value;
-      const auto bb = bt;
-      Acc a = acc;
-      for (index i = 0; i < n; ++i) a = red(a, map(bb.template at<U>(i)));
-      acc = a;
-    };
-    if (p.unit) run(std::true_type{});
-    else run(std::false_type{});
+  run_plan(p, e, [&] {
+    execute(p, e, true, false, [&](auto& bt, const RowPos&, index n) {
+      const auto run = [&](auto unit) {
+        constexpr bool U = decltype(unit)::value;
+        const auto bb = bt;
+        Acc a = acc;
+        for (index i = 0; i < n; ++i) a = red(a, map(bb.template at<U>(i)));
+        acc = a;
+      };
+      if (p.unit) run(std::true_type{});
+      else run(std::false_type{});
+    });
   });
   return acc;
 }
@@ -122,8 +122,7 @@ auto reduce_axis(const X& x, Axis axis, Red red, Map map, std::string_view what)
     }
   std::vector<Acc> part(static_cast<std::size_t>(volume(pext)), Red::template identity<Acc>());
   const Shape<R> pstr = row_major_strides(pext);
-  plan_leaves(p, e);
-  fetch_all(p);
+  run_plan(p, e, [&] {
   execute(p, e, true, true, [&](auto& bt, const RowPos& pos, index n) {
     index base = 0;
     for (std::size_t d = 0, j = 0; d + 1 < M; ++d)
@@ -143,9 +142,11 @@ auto reduce_axis(const X& x, Axis axis, Red red, Map map, std::string_view what)
     if (p.unit) run(std::true_type{});
     else run(std::false_type{});
   });
+  });
 
   GlobalArray<Acc, M> scratch(ctx, pshape, Distribution<M>::slab(0));
   scratch.fill(Red::template identity<Acc>());
+  run_concluded(ctx.comm(), p.what, [&] {
   if (!p.empty && !part.empty()) {
     Section<M> s;
     s.start[0] = ctx.rank();
@@ -158,10 +159,12 @@ auto reduce_axis(const X& x, Axis axis, Red red, Map map, std::string_view what)
     }
     scratch.put_section(s, part);
   }
-  scratch.sync();
+  scratch.fence();
+  });
 
   GlobalArray<Acc, R> out(ctx, rshape);
   const Box<R> mine = out.local_box();
+  run_concluded(ctx.comm(), p.what, [&] {
   if (!mine.empty()) {
     Section<M> s;
     s.start[0] = 0;
@@ -186,7 +189,8 @@ auto reduce_axis(const X& x, Axis axis, Red red, Map map, std::string_view what)
     }
     out.put_section(o, res);
   }
-  out.sync();
+  out.fence();
+  });
   return out;
 }
 

@@ -124,14 +124,30 @@ void agree_signature(MPI_Comm comm, std::uint64_t signature, std::string_view wh
                      std::string_view describe_local);
 /// The allreduce of agree_signature: true on every rank iff every rank passed `signature`.
 bool signatures_agree(MPI_Comm comm, std::uint64_t signature);
-/// The outcome of a handshake that also carries local validation errors.
+/// What went wrong on a rank before a handshake: its arguments were invalid (the others
+/// throw CollectiveMismatch), or completing its earlier work failed (CollectiveFailure).
+enum class LocalFault { none = 0, invalid = 1, failed = 2 };
+/// The outcome of a handshake that also carries local errors.
 struct Agreement {
   bool signatures_equal = true;
-  int failed_rank = -1;  ///< lowest rank whose local check failed, -1 if none
+  int failed_rank = -1;  ///< lowest rank whose local step failed, -1 if none
+  LocalFault fault = LocalFault::none;  ///< what failed on that rank
 };
-/// One allreduce: compares `signature` across ranks and finds the lowest rank whose `err`
-/// is set. **Collective.**
-Agreement agree_with_errors(MPI_Comm comm, std::uint64_t signature, bool failed);
+/// One allreduce: compares `signature` across ranks and finds the lowest rank with a
+/// fault. **Collective.**
+Agreement agree_with_errors(MPI_Comm comm, std::uint64_t signature, LocalFault fault);
+inline Agreement agree_with_errors(MPI_Comm comm, std::uint64_t signature, bool invalid) {
+  return agree_with_errors(comm, signature, invalid ? LocalFault::invalid : LocalFault::none);
+}
+/// The message of `failed_rank`'s exception `err`, broadcast to every rank (error paths
+/// only). **Collective.**
+std::string peer_message(MPI_Comm comm, int failed_rank, const std::exception_ptr& err);
+/// Throws what `a` calls for, on every rank (no-op when everything agreed): a failing rank
+/// rethrows `err`; the others throw CollectiveMismatch (invalid arguments, or signatures
+/// that differ: `describe_local` names this rank's view) or CollectiveFailure (a failure).
+/// **Collective** when a rank failed (its message is broadcast).
+void throw_if_disagreed(MPI_Comm comm, const Agreement& a, std::exception_ptr err, std::string_view what,
+                        std::string_view describe_local);
 /// After agree_with_errors found a failing rank: broadcasts its message; the failing rank
 /// rethrows `err`, every other rank throws CollectiveMismatch naming that rank and its
 /// message. **Collective.**

@@ -41,6 +41,7 @@
 #include <garray/numeric/expr.hpp>
 #include <garray/runtime/context.hpp>
 #include <garray/runtime/error.hpp>
+#include <garray/runtime/fault.hpp>
 
 #include <algorithm>
 #include <array>
@@ -53,6 +54,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <typeinfo>
 #include <vector>
 
@@ -407,6 +409,7 @@ struct Plan {
   std::array<index, max_dims> count{};
   bool unit = true;
   std::uint64_t sig = 0;
+  std::uint64_t salt = 0;  // arguments outside the expression tree (iota's start, a seed, ...)
   std::vector<std::function<void()>> fences, syncs;
   std::vector<std::uint64_t> fenced;
 
@@ -510,31 +513,82 @@ void validate(Plan<M>& p, const E& e) {
       if (leaf.shape != p.shape)
         raise<SizeMismatch>(p.what, ": local operand ", k, " has shape ", shape_str(leaf.shape),
                             " but the expression has shape ", shape_str(p.shape));
+    } else if constexpr (requires { leaf.s; }) {
+      // Scalars are arguments too: every rank must pass the same value.
+      using S = std::remove_cvref_t<decltype(leaf.s)>;
+      if constexpr (std::is_trivially_copyable_v<S>) p.sig = value_hash(hash_mix(p.sig, k), leaf.s);
+    } else if constexpr (requires { leaf.f; }) {
+      // A functor: its type always; its captured state when its bytes are its value.
+      using F = std::remove_cvref_t<decltype(leaf.f)>;
+      if constexpr (std::is_trivially_copyable_v<F> && std::has_unique_object_representations_v<F>)
+        p.sig = value_hash(hash_mix(p.sig, k), leaf.f);
     }
   });
 }
 
-/// Steps 1-2: validation, fences, the collective handshake. Throws on every rank.
+/// Steps 1-2: validation, fences, the collective handshake. Throws on every rank: a rank
+/// whose arguments are invalid its error (the others CollectiveMismatch), a rank whose
+/// fence failed its error (the others CollectiveFailure).
 template <std::size_t M, class E>
 void prepare(Plan<M>& p, const E& e, std::string_view describe) {
   std::exception_ptr err;
+  LocalFault fault = LocalFault::invalid;
   try {
     validate(p, e);
-  } catch (const Error&) {
+    fault = LocalFault::failed;
+    fault_point("numeric.prepare");
+    for (auto& f : p.fences) f();
+    fault = LocalFault::none;
+  } catch (...) {
     err = std::current_exception();
   }
   std::uint64_t sig = hash_mix(hash_string(p.what), hash_string(typeid(E).name()));
-  sig = err ? hash_string("numeric-invalid") : hash_mix(sig, p.sig);
-  if (!err)
-    for (auto& f : p.fences) f();
-  try {
-    agree_signature(p.ctx->comm(), sig, p.what, describe);
-  } catch (const CollectiveMismatch&) {
-    if (err) std::rethrow_exception(err);
-    throw;
-  }
-  if (err) std::rethrow_exception(err);
+  sig = hash_mix(hash_mix(sig, p.sig), p.salt);
+  throw_if_disagreed(p.ctx->comm(), agree_with_errors(p.ctx->comm(), sig, fault), err, p.what, describe);
   for (auto& f : p.syncs) f();
+}
+
+/// Whether any leaf overlaps the output without being it element for element: decided
+/// from the global sections only (same on every rank), before anything can fail.
+template <std::size_t M, class E>
+bool aliases_output(const Plan<M>& p, const E& e) {
+  bool alias = false;
+  e.for_each_leaf([&](const auto& leaf) {
+    if constexpr (requires { leaf.v.section(); })
+      alias = alias || p.overlap_with_out(leaf.v.array().id(), leaf.v.section()) == 2;
+  });
+  return alias;
+}
+
+/// Steps 3-6 and the closing agreement (failure rule): runs `work()` (planning, fetching,
+/// executing: this rank's part, which may throw, e.g. in a user functor) and ends with one
+/// agreement that doubles as the closing barrier. With aliasing, the snapshot barrier is an
+/// agreement too, so a rank that failed before it does not leave the others waiting.
+template <std::size_t M, class E, class Work>
+void run_plan(Plan<M>& p, const E& e, Work&& work) {
+  const MPI_Comm comm = p.ctx->comm();
+  std::exception_ptr err;
+  const bool alias = aliases_output(p, e);
+  try {
+    fault_point("numeric.plan");
+    plan_leaves(p, e);
+    for (auto& g : p.groups) g->fetch(p.scratch.get());
+  } catch (...) {
+    err = std::current_exception();
+  }
+  if (alias) {
+    conclude(comm, err, p.what);  // every rank's snapshot is taken before anyone writes
+    err = nullptr;
+  }
+  if (!err) {
+    try {
+      fault_point("numeric.execute");
+      work();
+    } catch (...) {
+      err = std::current_exception();
+    }
+  }
+  conclude(comm, err, p.what);
 }
 
 /// Step 3: a LeafSource per leaf; aliasing leaves join their array's snapshot group.
@@ -578,13 +632,6 @@ void plan_leaves(Plan<M>& p, const E& e) {
       p.sources.push_back(std::move(src));
     }
   });
-}
-
-/// Step 4: the aliasing snapshots, then the aliasing barrier (same decision on every rank).
-template <std::size_t M>
-void fetch_all(Plan<M>& p) {
-  for (auto& g : p.groups) g->fetch(p.scratch.get());
-  if (p.alias) p.ctx->barrier();
 }
 
 /// Step 6a: collapses the current sub-box's iteration box over every bound pointer.
