@@ -77,8 +77,12 @@ class Distribution {
     Distribution r = *this;
     r.shape_ = shape;
     r.nranks_ = nranks;
-    for (std::size_t d = 0; d < N; ++d)
+    index elements = 1;
+    for (std::size_t d = 0; d < N; ++d) {
       if (shape[d] < 0) detail::raise<InvalidArgument>(what, ": negative extent ", shape[d], " in dim ", d);
+      if (__builtin_mul_overflow(elements, shape[d], &elements))
+        detail::raise<InvalidArgument>(what, ": shape ", detail::seq(shape), " has more elements than int64 holds");
+    }
     switch (kind_) {
       case Kind::blocked: r.procs_ = balanced_grid(shape, nranks); break;
       case Kind::slab:

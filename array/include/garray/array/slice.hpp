@@ -22,6 +22,7 @@
 #include <garray/runtime/error.hpp>
 
 #include <array>
+#include <limits>
 #include <concepts>
 #include <cstddef>
 #include <ostream>
@@ -179,9 +180,9 @@ std::ostream& operator<<(std::ostream& os, const Section<N>& s) {
 namespace detail {
 
 /// Ceiling division for b > 0.
-constexpr index ceil_div(index a, index b) noexcept { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
+constexpr index ceil_div(index a, index b) noexcept { return a >= 0 ? a / b + (a % b != 0 ? 1 : 0) : -((-a) / b); }
 /// Floor division for b > 0.
-constexpr index floor_div(index a, index b) noexcept { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+constexpr index floor_div(index a, index b) noexcept { return a >= 0 ? a / b : -((-a) / b + ((-a) % b != 0 ? 1 : 0)); }
 
 /// numpy's slice(start, stop, step).indices(len) followed by len(range(...)).
 /// Returns {start, count}. Throws InvalidSlice for step 0.
@@ -207,7 +208,8 @@ GARRAY_DETAIL_INLINE std::array<index, 2> normalize_range(const range& r, index 
   index count = 0;
   if (step == 1) count = stop > start ? stop - start : 0;  // common case: no division
   else if (step > 0 && stop > start) count = ceil_div(stop - start, step);
-  else if (step < 0 && start > stop) count = ceil_div(start - stop, -step);
+  else if (step < 0 && start > stop)
+    count = ceil_div(start - stop, step == std::numeric_limits<index>::min() ? std::numeric_limits<index>::max() : -step);
   return {start, count};
 }
 
@@ -261,7 +263,12 @@ GARRAY_DETAIL_INLINE Section<N> compose(const Section<N>& base, const Slice<K, M
     } else {
       const auto [st, cnt] = detail::normalize_range(it.r, len, j, what);
       out.start[d] = cnt == 0 ? b_start : b_start + st * b_step;  // canonical empty: start stays in range
-      out.step[d] = b_step * it.r.step;
+      // The composed step only matters when two or more elements are selected, and then it
+      // fits (|step| < extent). With fewer it is canonically +-1, so no later step
+      // arithmetic can overflow (a huge step that selects one element is fine in numpy).
+      if (cnt <= 1) out.step[d] = (b_step < 0) == (it.r.step < 0) ? 1 : -1;
+      else if (__builtin_mul_overflow(b_step, it.r.step, &out.step[d]))
+        detail::raise<InvalidSlice>(what, ": slice step ", it.r.step, " overflows (dim ", j, ")");
       out.count[d] = cnt;
       out.dropped[d] = false;
     }

@@ -440,9 +440,8 @@ void fill(GlobalArray<T, N>& a, const S& value) {
 }
 
 /// out[i] = f(i) where i is the element's index in the view (Shape<M>). **Collective.**
-/// Every rank must pass the same function: its type is part of the collective signature,
-/// and so is its captured state when that is plain data without padding; state the
-/// signature cannot see (e.g. a captured double beside an int) is not checked.
+/// Every rank must pass the same function: its type is part of the collective signature;
+/// its captured state is not checked (captures by reference hold rank-local addresses).
 template <class O, class F>
 void generate(O&& out_, F f) {
   detail::generate_salted(std::forward<O>(out_), std::move(f), 0);

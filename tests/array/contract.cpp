@@ -1,0 +1,434 @@
+// The promises of docs/semantics.md, attacked: different atomic operations racing on the
+// same elements (normal and replicated arrays), a fault injected on one rank at every
+// failure point of every collective, arguments that differ across ranks, and bad input
+// from the outside (moved-from arrays, stale views, an invalid Context, int64 limits).
+// Every test must fail (or hang: ctest's timeout) if the promise is broken.
+#include "support/test_support.hpp"
+
+#include <garray/runtime/fault.hpp>
+
+#include <complex>
+#include <functional>
+#include <limits>
+#include <sstream>
+
+using garray::idx;
+using Index = garray::index;
+using A1 = garray::GlobalArray<double, 1>;
+using A2 = garray::GlobalArray<double, 2>;
+using garray::range;
+using garray::Shape;
+
+namespace {
+
+enum class Got { nothing, injected, failure, mismatch, other_garray, other };
+
+template <class F>
+Got outcome(F&& f, std::string* msg = nullptr) {
+  try {
+    f();
+  } catch (const garray::testing::InjectedFault& e) {
+    if (msg) *msg = e.what();
+    return Got::injected;
+  } catch (const garray::CollectiveFailure& e) {
+    if (msg) *msg = e.what();
+    return Got::failure;
+  } catch (const garray::CollectiveMismatch& e) {
+    if (msg) *msg = e.what();
+    return Got::mismatch;
+  } catch (const garray::Error& e) {
+    if (msg) *msg = e.what();
+    return Got::other_garray;
+  } catch (const std::exception& e) {
+    if (msg) *msg = e.what();
+    return Got::other;
+  }
+  return Got::nothing;
+}
+
+/// After a failure: the context still works (a new array, a put, a sync, gets of every
+/// element give right answers on every rank).
+void check_context_works(const garray::Context& ctx) {
+  garray::GlobalArray<double, 1> a(ctx, {7 * static_cast<Index>(ctx.size()) + 3});
+  if (ctx.rank() == 0) {
+    std::vector<double> v(static_cast<std::size_t>(a.size()));
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(i) * 0.5;
+    a.put(idx[range()], std::span<const double>(v));
+  }
+  a.sync();
+  std::vector<double> got(static_cast<std::size_t>(a.size()));
+  a.get(idx[range()], std::span<double>(got));
+  bool ok = true;
+  for (std::size_t i = 0; i < got.size(); ++i) ok = ok && got[i] == static_cast<double>(i) * 0.5;
+  GARRAY_TEST_REQUIRE_ALL(ok);
+}
+
+/// Arms `point` on rank `victim`, runs the collective `op` on every rank and checks the
+/// failure rule: the victim throws the injected fault, every other rank CollectiveFailure
+/// (or CollectiveMismatch when the fault struck inside a handshake), nobody hangs, and the
+/// context works afterwards.
+template <class Op>
+void expect_fault(const garray::Context& ctx, const char* point, int victim, Op&& op) {
+  CAPTURE(point);
+  if (ctx.rank() == victim) garray::testing::arm_fault(point);
+  std::string msg;
+  const Got g = outcome(op, &msg);
+  CAPTURE(msg);
+  const bool fired = ctx.rank() != victim || !garray::testing::fault_armed();
+  garray::testing::disarm_fault();
+  CHECK(fired);  // the point is really on this collective's path
+  if (ctx.rank() == victim) {
+    CHECK(g == Got::injected);
+  } else {
+    CHECK((g == Got::failure || g == Got::mismatch));
+    CHECK(msg.find("injected fault at " + std::string(point)) != std::string::npos);  // the victim's reason
+  }
+  check_context_works(ctx);
+}
+
+/// Every rank throws CollectiveMismatch (or, on `odd` when given, its own garray error).
+template <class Op>
+void expect_mismatch(const garray::Context& ctx, const char* what, Op&& op, bool odd_may_differ = false) {
+  CAPTURE(what);
+  std::string msg;
+  const Got g = outcome(op, &msg);
+  CAPTURE(msg);
+  if (odd_may_differ && ctx.rank() == ctx.size() - 1) CHECK((g == Got::mismatch || g == Got::other_garray));
+  else CHECK(g == Got::mismatch);
+  check_context_works(ctx);
+}
+
+template <class T>
+T one() {
+  return T{1};
+}
+
+}  // namespace
+
+// ---- atomicity: one domain per window kind ----------------------------------------------
+
+namespace {
+enum class AtomicOp { read_inc, accumulate, scatter_acc, acc_nb };
+const char* op_name(AtomicOp o) {
+  switch (o) {
+    case AtomicOp::read_inc: return "read_inc";
+    case AtomicOp::accumulate: return "accumulate";
+    case AtomicOp::scatter_acc: return "scatter_acc";
+    case AtomicOp::acc_nb: return "acc_nb";
+  }
+  return "?";
+}
+
+template <class T>
+void apply(garray::GlobalArray<T, 1>& a, AtomicOp o, Index k) {
+  const T inc = one<T>();
+  switch (o) {
+    case AtomicOp::read_inc:
+      if constexpr (std::is_integral_v<T>) (void)a.read_inc({k}, inc);
+      break;
+    case AtomicOp::accumulate: a.accumulate(idx[range(k, k + 1)], std::span<const T>(&inc, 1)); break;
+    case AtomicOp::scatter_acc: {
+      const Shape<1> i{k};
+      a.scatter_acc(std::span<const Shape<1>>(&i, 1), std::span<const T>(&inc, 1));
+      break;
+    }
+    case AtomicOp::acc_nb: {
+      auto r = a.acc_nb(idx[range(k, k + 1)], std::span<const T>(&inc, 1));
+      r.wait();
+      break;
+    }
+  }
+}
+}  // namespace
+
+TEST_CASE_TEMPLATE("every pair of atomic operations racing on the same elements loses no update", T, std::int64_t,
+                   double, std::complex<double>) {
+  garray::Context ctx;
+  const int p = ctx.size(), me = ctx.rank();
+  constexpr Index n = 4;  // few elements: every op collides with others
+  const Index iters = p <= 2 ? 3000 : 800;
+  std::vector<AtomicOp> ops = {AtomicOp::accumulate, AtomicOp::scatter_acc, AtomicOp::acc_nb};
+  if constexpr (std::is_integral_v<T>) ops.insert(ops.begin(), AtomicOp::read_inc);
+  for (bool replicated : {false, true}) {
+    for (std::size_t x = 0; x < ops.size(); ++x) {
+      for (std::size_t y = x; y < ops.size(); ++y) {
+        CAPTURE(replicated);
+        CAPTURE(op_name(ops[x]));
+        CAPTURE(op_name(ops[y]));
+        garray::GlobalArray<T, 1> a(ctx, {n},
+                                    replicated ? garray::Distribution<1>::replicated() : garray::Distribution<1>::blocked());
+        // Even ranks use op x, odd ranks op y; a single rank alternates.
+        for (Index it = 0; it < iters; ++it) {
+          const AtomicOp o = p == 1 ? (it % 2 ? ops[y] : ops[x]) : (me % 2 ? ops[y] : ops[x]);
+          apply(a, o, it % n);
+        }
+        a.sync();
+        // Every element received iters / n increments from every rank.
+        std::vector<T> got(static_cast<std::size_t>(n));
+        a.get(idx[range()], std::span<T>(got));
+        bool exact = true;
+        for (Index k = 0; k < n; ++k)
+          exact = exact && got[static_cast<std::size_t>(k)] == static_cast<T>(static_cast<double>(iters / n * p));
+        CHECK(exact);
+        if (replicated) {  // every copy identical after sync()
+          std::vector<T> mine(static_cast<std::size_t>(n)), all(static_cast<std::size_t>(n * p));
+          {
+            auto blk = a.access();
+            for (Index k = 0; k < n; ++k) mine[static_cast<std::size_t>(k)] = blk.view()[k];
+          }
+          MPI_Allgather(mine.data(), static_cast<int>(n * sizeof(T)), MPI_BYTE, all.data(),
+                        static_cast<int>(n * sizeof(T)), MPI_BYTE, MPI_COMM_WORLD);
+          bool same = true;
+          for (std::size_t i = 0; i < all.size(); ++i) same = same && all[i] == mine[i % static_cast<std::size_t>(n)];
+          CHECK(same);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("read_inc tickets stay unique while accumulates hit the same counter") {
+  garray::Context ctx;
+  const int p = ctx.size(), me = ctx.rank();
+  garray::GlobalArray<std::int64_t, 1> c(ctx, {1});
+  const Index iters = p <= 2 ? 4000 : 1000;
+  std::vector<std::int64_t> tickets;
+  // Ticket takers add 2, accumulators add 1 to the same element. The tickets a taker
+  // draws are distinct and the final total is exact: one atomicity domain.
+  for (Index it = 0; it < iters; ++it) {
+    if (me % 2 == 0) tickets.push_back(c.read_inc({0}, 2));
+    else {
+      const std::int64_t one = 1;
+      c.accumulate(idx[range(0, 1)], std::span<const std::int64_t>(&one, 1));
+    }
+  }
+  c.sync();
+  const std::int64_t takers = (p + 1) / 2, accs = p / 2;
+  CHECK(c.get(idx[0]) == iters * (2 * takers + accs));
+  std::sort(tickets.begin(), tickets.end());
+  CHECK(std::adjacent_find(tickets.begin(), tickets.end()) == tickets.end());
+}
+
+// ---- the failure rule: a fault on one rank at every failure point ------------------------
+
+TEST_CASE("a fault injected on one rank at any collective's failure point: every rank throws, none hangs") {
+  garray::Context ctx;
+  const int p = ctx.size();
+  for (int victim : {0, p - 1}) {
+    CAPTURE(victim);
+    static Index fresh = 1000;  // a shape never created before: a cache miss
+    ++fresh;
+    expect_fault(ctx, "window.create", victim, [&] { garray::GlobalArray<double, 1> a(ctx, {fresh}); });
+    ++fresh;
+    expect_fault(ctx, "window.setup", victim, [&] { garray::GlobalArray<float, 1> a(ctx, {fresh}); });
+    expect_fault(ctx, "create.init", victim, [&] { garray::GlobalArray<double, 2> a(ctx, {5, 6}); });
+    expect_fault(ctx, "create.validate", victim, [&] { garray::GlobalArray<double, 2> a(ctx, {5, 6}); });
+
+    garray::GlobalArray<double, 2> a(ctx, {9, 7});
+    garray::GlobalArray<double, 2> b(ctx, {9, 7}, garray::Distribution<2>::slab(1));
+    garray::GlobalArray<double, 2> g(ctx, {9, 7}, garray::Distribution<2>::blocked(), {1, 1});
+    garray::iota(a, 0.0, 1.0);
+    expect_fault(ctx, "collective.complete", victim, [&] { a.sync(); });
+    expect_fault(ctx, "collective.complete", victim, [&] { a.fill(3.0); });
+    expect_fault(ctx, "fill.local", victim, [&] { a.fill(3.0); });
+    expect_fault(ctx, "fill.local", victim, [&] { a[idx[range(1, 4)]].fill(2.0); });
+    expect_fault(ctx, "copy.fetch", victim, [&] { garray::copy(b, a); });
+    expect_fault(ctx, "copy.write", victim, [&] { garray::copy(a[idx[range(1, 9)]], a[idx[range(0, 8)]]); });
+    expect_fault(ctx, "numeric.prepare", victim, [&] { garray::assign(b, a * 2.0); });
+    expect_fault(ctx, "numeric.plan", victim, [&] { garray::assign(b, a * 2.0); });
+    expect_fault(ctx, "numeric.execute", victim, [&] { garray::assign(b, a + b); });
+    expect_fault(ctx, "numeric.plan", victim, [&] { garray::assign(a[idx[range(1, 9)]], a[idx[range(0, 8)]] + 1.0); });
+    expect_fault(ctx, "numeric.execute", victim, [&] { (void)garray::assign_norm2_diff(b, a * 0.5, a); });
+    expect_fault(ctx, "numeric.execute", victim, [&] { (void)garray::sum(a); });
+    expect_fault(ctx, "redistribute.fetch", victim,
+                 [&] { (void)garray::redistribute(a, garray::Distribution<2>::slab(0)); });
+    expect_fault(ctx, "transpose.fetch", victim, [&] { (void)garray::transpose(a, {1, 0}); });
+    expect_fault(ctx, "update_ghosts.fetch", victim, [&] { garray::update_ghosts(g); });
+    expect_fault(ctx, "gather.read", victim, [&] { (void)garray::gather(a, 0); });
+    expect_fault(ctx, "allgather.read", victim, [&] { (void)garray::allgather(a); });
+    boost::multi_array<double, 2> full(boost::extents[9][7]);
+    expect_fault(ctx, "scatter_from.put", victim, [&] { (void)garray::scatter_from(ctx, 0, full, {9, 7}); });
+    boost::multi_array<double, 1> mine(boost::extents[3]);
+    expect_fault(ctx, "from_local.copy", victim, [&] { (void)garray::from_local(ctx, mine, 0); });
+  }
+}
+
+TEST_CASE("a user functor that throws on one rank inside generate/assign_reduce reaches every rank") {
+  garray::Context ctx;
+  const int me = ctx.rank(), victim = ctx.size() - 1;
+  garray::GlobalArray<double, 1> a(ctx, {40});
+  const Got g1 = outcome([&] {
+    garray::generate(a, [me, victim](const Shape<1>& i) {
+      if (me == victim && i[0] >= 0) throw std::runtime_error("functor failed");
+      return 1.0;
+    });
+  });
+  // The victim owns a non-empty block at this size; its own exception comes back as is.
+  if (me == victim) CHECK(g1 == Got::other);
+  else CHECK(g1 == Got::failure);
+  garray::GlobalArray<double, 1> b(ctx, {40});
+  const Got g2 = outcome([&] {
+    (void)garray::assign_reduce(b, a + 1.0, garray::sum_reducer{}, [me, victim](double x, double) {
+      if (me == victim) throw std::runtime_error("reducer failed");
+      return x;
+    });
+  });
+  if (me == victim) CHECK(g2 == Got::other);
+  else CHECK(g2 == Got::failure);
+  check_context_works(ctx);
+}
+
+TEST_CASE("destroying an array while one rank unwinds never hangs (cache depth 3 and 0)") {
+  garray::Context ctx;
+  const int me = ctx.rank(), victim = ctx.size() - 1;
+  for (int depth : {3, 0}) {
+    CAPTURE(depth);
+    ctx.cache().set_depth(depth);
+    try {
+      garray::GlobalArray<double, 2> a(ctx, {6, 5});
+      garray::iota(a, 0.0, 1.0);
+      if (me == victim) throw std::runtime_error("error on one rank");
+    } catch (const std::runtime_error&) {
+    }
+    // Every rank destroyed `a` (one while unwinding): the next create agrees everywhere.
+    check_context_works(ctx);
+    CHECK(ctx.stats().leaked_windows == 0);
+  }
+  ctx.cache().set_depth(garray::WindowCache::default_depth);
+}
+
+// ---- every collective checks its arguments across ranks ---------------------------------
+
+TEST_CASE("collectives called with an argument that differs on one rank throw on every rank") {
+  garray::Context ctx;
+  const int p = ctx.size(), me = ctx.rank();
+  if (p < 2) return;
+  const bool odd = me == p - 1;  // the rank that passes something else
+  garray::GlobalArray<double, 2> a(ctx, {8, 6});
+  garray::GlobalArray<double, 2> b(ctx, {8, 6});
+  garray::GlobalArray<double, 2> g(ctx, {8, 6}, garray::Distribution<2>::blocked(), {1, 1});
+  garray::iota(a, 0.0, 1.0);
+  expect_mismatch(ctx, "fill value", [&] { a.fill(odd ? 2.0 : 1.0); });
+  expect_mismatch(ctx, "view fill value", [&] { a[idx[range(1, 3)]].fill(odd ? 2.0 : 1.0); });
+  expect_mismatch(ctx, "fill vs sync", [&] {
+    if (odd) a.sync();
+    else a.fill(1.0);
+  });
+  expect_mismatch(ctx, "sync of different arrays", [&] { (odd ? b : a).sync(); });
+  expect_mismatch(ctx, "allgather vs sync", [&] {
+    if (odd) a.sync();
+    else (void)garray::allgather(a);
+  });
+  expect_mismatch(ctx, "gather root", [&] { (void)garray::gather(a, odd ? 1 : 0); });
+  expect_mismatch(ctx, "assign scalar", [&] { garray::assign(b, a + (odd ? 2.0 : 1.0)); });
+  expect_mismatch(ctx, "assign view", [&] { garray::assign(b, odd ? a[idx[range()]] : b[idx[range()]]); });
+  expect_mismatch(ctx, "iota start", [&] { garray::iota(b, odd ? 1.0 : 0.0, 1.0); });
+  expect_mismatch(ctx, "iota step", [&] { garray::iota(b, 0.0, odd ? 2.0 : 1.0); });
+  expect_mismatch(ctx, "fill_random seed", [&] { garray::fill_random(b, odd ? 7u : 8u); });
+  expect_mismatch(ctx, "scale", [&] { garray::scale(b, odd ? 3.0 : 2.0); });
+  expect_mismatch(ctx, "axpy", [&] { garray::axpy(odd ? 3.0 : 2.0, a, b); });
+  expect_mismatch(ctx, "reduction kind", [&] { (void)(odd ? garray::sum(a) : garray::max(a)); });
+  expect_mismatch(ctx, "copy source", [&] { garray::copy(b[idx[range(0, 4)]], a[idx[range(odd ? 4 : 0, odd ? 8 : 4)]]); });
+  expect_mismatch(ctx, "update_ghosts periodic", [&] { garray::update_ghosts(g, {odd, false}); });
+  expect_mismatch(ctx, "redistribute ghost", [&] {
+    (void)garray::redistribute(a, garray::Distribution<2>::slab(0), Shape<2>{odd ? 1 : 0, 0});
+  });
+  expect_mismatch(ctx, "transpose vs redistribute", [&] {
+    if (odd) (void)garray::transpose(a, {1, 0});
+    else (void)garray::redistribute(a, garray::Distribution<2>::slab(0));
+  });
+  expect_mismatch(ctx, "create shape", [&] { garray::GlobalArray<double, 2> c(ctx, {8, odd ? 7 : 6}); });
+  expect_mismatch(ctx, "barrier vs split", [&] {
+    if (odd) ctx.barrier();
+    else (void)ctx.split(0);
+  });
+  expect_mismatch(ctx, "print_stats vs barrier", [&] {
+    std::ostringstream os;
+    if (odd) ctx.barrier();
+    else garray::print_stats(ctx, os);
+  });
+  // A rank whose own arguments are invalid throws its error; the others CollectiveMismatch.
+  expect_mismatch(ctx, "invalid transpose on one rank",
+                  [&] { (void)garray::transpose(a, odd ? std::array<std::size_t, 2>{0, 0} : std::array<std::size_t, 2>{1, 0}); },
+                  true);
+}
+
+// ---- bad input from the outside: errors, never signals -----------------------------------
+
+TEST_CASE("moved-from arrays, stale views and expressions throw instead of crashing") {
+  garray::Context ctx;
+  garray::GlobalArray<double, 2> a(ctx, {6, 4});
+  auto v = a[idx[range(1, 3)]];
+  auto e = a.view() * 2.0;
+  garray::GlobalArray<double, 2> b(std::move(a));
+  std::vector<double> buf(24);
+  CHECK_THROWS_AS(a.get(idx[range()], std::span<double>(buf)), garray::InvalidArgument);
+  CHECK_THROWS_AS(a.put(idx[range()], std::span<const double>(buf)), garray::InvalidArgument);
+  CHECK_THROWS_AS((void)a.get(idx[0][0]), garray::InvalidArgument);
+  CHECK_THROWS_AS(a.sync(), garray::InvalidArgument);  // the same on every rank: no collective started
+  CHECK_THROWS_AS(a.fence(), garray::InvalidArgument);
+  CHECK_THROWS_AS((void)a.access(), garray::InvalidArgument);
+  CHECK_THROWS_AS((void)a.view(), garray::InvalidArgument);
+  CHECK_FALSE(a.valid());
+  // a view and an expression made before the move
+  std::vector<double> vb(8);
+  CHECK_THROWS_AS(v.get(std::span<double>(vb)), garray::InvalidArgument);
+  CHECK_THROWS_AS(garray::assign(b, e), garray::InvalidArgument);
+  // a view of an array that was destroyed
+  std::optional<garray::View<double, 1, 1>> dangling;
+  {
+    garray::GlobalArray<double, 1> c(ctx, {5});
+    dangling.emplace(c.view());
+  }
+  std::vector<double> cb(5);
+  CHECK_THROWS_AS(dangling->get(std::span<double>(cb)), garray::InvalidArgument);
+  // move assignment: views of both arrays are stale, the target works
+  garray::GlobalArray<double, 2> d(ctx, {6, 4});
+  auto dv = d.view();
+  d = std::move(b);
+  CHECK_THROWS_AS(dv.get(std::span<double>(buf)), garray::InvalidArgument);
+  d.get(idx[range()], std::span<double>(buf));
+  check_context_works(ctx);
+}
+
+TEST_CASE("an invalid Context throws on use") {
+  garray::Context world;
+  garray::Context none = world.split(MPI_UNDEFINED);
+  CHECK_FALSE(none.valid());
+  CHECK_THROWS_AS(A1(none, {4}), garray::InvalidArgument);
+  CHECK_THROWS_AS(none.barrier(), garray::InvalidArgument);
+  CHECK_THROWS_AS((void)none.split(0), garray::InvalidArgument);
+  CHECK_THROWS_AS(none.progress(), garray::InvalidArgument);
+  CHECK_THROWS_AS((void)none.cache(), garray::InvalidArgument);
+  CHECK_THROWS_AS((void)none.stats(), garray::InvalidArgument);
+  CHECK_THROWS_AS((void)none.describe(), garray::InvalidArgument);
+  check_context_works(world);
+}
+
+TEST_CASE("shapes, ghost widths and steps at the int64 limits throw garray errors") {
+  garray::Context ctx;
+  constexpr Index big = std::numeric_limits<Index>::max();
+  CHECK_THROWS_AS(A2(ctx, {big / 2, 4}), garray::InvalidArgument);  // elements overflow
+  CHECK_THROWS_AS(A1(ctx, {big / 4}), garray::InvalidArgument);     // bytes overflow
+  CHECK_THROWS_AS(A1(ctx, {4}, garray::Distribution<1>::blocked(), Shape<1>{big}),
+                  garray::InvalidArgument);  // ghost-padded extent overflows
+  CHECK_THROWS_AS(A1(ctx, {4}, garray::Distribution<1>::blocked(), Shape<1>{big / 2}),
+                  garray::InvalidArgument);
+  // steps whose composition overflows select one element (numpy) instead of dividing by zero
+  garray::GlobalArray<double, 1> a(ctx, {10});
+  garray::iota(a, 0.0, 1.0);
+  auto v = a[idx[range(3, garray::_, big)]];
+  CHECK(v.size() == 1);
+  auto w = v[idx[range(garray::_, garray::_, big)]];
+  CHECK(w.size() == 1);
+  double x = 0;
+  w.get(std::span<double>(&x, 1));
+  CHECK(x == 3.0);
+  auto r = a[idx[range(garray::_, garray::_, std::numeric_limits<Index>::min())]];
+  CHECK(r.size() == 1);
+  r.get(std::span<double>(&x, 1));
+  CHECK(x == 9.0);
+  auto s2 = a[idx[range(garray::_, garray::_, 3)]][idx[range(garray::_, garray::_, big / 2)]];
+  CHECK(s2.size() == 1);
+  check_context_works(ctx);
+}
