@@ -162,6 +162,7 @@ class Registry {
       ops_.push_back({"put_strided", {kPatchBytes}, false, {}});
       ops_.push_back({"acc_strided", {kPatchBytes}, false, {}});
     }
+    ops_.push_back({"read_inc", {8}, false, {}});  // atomic fetch-and-add of one int64
   }
 
   void add(std::string_view op, std::string variant, Kind kind, OpFn fn, std::function<void()> settle = [] {}) {
@@ -295,6 +296,13 @@ void register_mpi_variants(Registry& reg, const std::string& name, std::shared_p
     MPI_Accumulate(c, count_of(bytes), MPI_DOUBLE, kTarget, 0, count_of(bytes), MPI_DOUBLE, MPI_SUM, win);
     MPI_Win_flush_local(kTarget, win);
   }, settle);
+  reg.add("read_inc", name, Kind::raw, [=](std::size_t) {
+    const std::int64_t one = 1;
+    std::int64_t old = 0;
+    MPI_Fetch_and_op(&one, &old, MPI_INT64_T, kTarget, 0, MPI_SUM, win);
+    MPI_Win_flush(kTarget, win);
+    gb::do_not_optimize(&old);
+  }, settle);
   reg.add("get_strided", name, Kind::raw, [=](std::size_t) {
     MPI_Get(p, static_cast<int>(kPatchElems), MPI_DOUBLE, kTarget, 0, 1, pt, win);
     MPI_Win_flush(kTarget, win);
@@ -361,10 +369,12 @@ struct GarrayArrays {
       : ctx(c),
         a(ctx, {static_cast<garray::index>(kBlockElems) * ctx.size()}, garray::Distribution<1>::blocked()),
         b(ctx, {static_cast<garray::index>(kBlockDim), static_cast<garray::index>(kBlockDim) * ctx.size()},
-          garray::Distribution<2>::grid({1, ctx.size()})) {}
+          garray::Distribution<2>::grid({1, ctx.size()})),
+        n(ctx, {static_cast<garray::index>(8) * ctx.size()}) {}
   garray::Context ctx;
   garray::GlobalArray<double, 1> a;
   garray::GlobalArray<double, 2> b;
+  garray::GlobalArray<std::int64_t, 1> n;  // read_inc counters: 8 per rank
 };
 
 void register_garray_variants(Registry& reg, Buffers& buf, std::vector<std::string>& notes) {
@@ -416,6 +426,12 @@ void register_garray_variants(Registry& reg, Buffers& buf, std::vector<std::stri
   reg.add("acc", "garray", Kind::garray, [=](std::size_t bytes) {
     a->accumulate(idx[range(lo, lo + n_of(bytes))], std::span<const double>(c, bytes / sizeof(double)), 1.0);
   }, settle_a);
+  garray::GlobalArray<std::int64_t, 1>* const n = &g->n;
+  const garray::index nlo = n->box_of(kTarget).lo[0];
+  reg.add("read_inc", "garray", Kind::garray, [=](std::size_t) {
+    std::int64_t old = n->read_inc({nlo});
+    gb::do_not_optimize(&old);
+  }, [] {});
   reg.add("get_strided", "garray", Kind::garray, [=](std::size_t) {
     b->get(idx[range(r0, r0 + pd)][range(c0, c0 + pd)], std::span<double>(p, kPatchElems));
   }, settle_b);

@@ -165,6 +165,8 @@ class Distribution {
     // Last block whose start is <= i: skips empty blocks that start at the same index.
     return static_cast<int>(std::upper_bound(b.begin(), b.end() - 1, i) - b.begin()) - 1;
   }
+  /// Rank stride of grid dimension d (rank = sum_d coord[d] * grid_stride(d)).
+  int grid_stride(std::size_t d) const noexcept { return grid_strides_[d]; }
   /// The rank owning global index `i` (which must be inside the shape).
   int owner(const Shape<N>& i) const noexcept {
     int r = 0;

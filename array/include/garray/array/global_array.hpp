@@ -684,6 +684,24 @@ class GlobalArray {
     }
     with_transport([&](auto& tp) {
       tp.use_request(req);
+      if (!buf_strides && !rep) {
+        // Fast path: the section lies in one owner's block (every small transfer that does
+        // not straddle a boundary): its piece without walking the grid.
+        detail::Piece<N> p;
+        if (single_owner_piece(sec, p)) {
+          count_piece(oc, p.rank, static_cast<std::size_t>(p.size()) * sizeof(T));
+          try {
+            tp.template move<D>(p, src);
+            tp.finish(req);
+          } catch (...) {
+            tp.abandon();
+            throw;
+          }
+          st.mpi_rma_calls += tp.mpi_calls();
+          if (tp.temp_bytes()) note_temp(tp.temp_bytes());
+          return;
+        }
+      }
       const auto move = [&](const detail::Piece<N>& p) {
         count_piece(oc, p.rank, static_cast<std::size_t>(p.size()) * sizeof(T));
         tp.template move<D>(p, src);
@@ -724,6 +742,37 @@ class GlobalArray {
       if (tp.temp_bytes()) note_temp(tp.temp_bytes());
     });
     if (req && scaled) req->add_finisher([s = std::move(scaled)] {});
+  }
+
+  /// If the non-empty section `sec` lies inside one block: that owner's piece, as
+  /// for_each_piece would give it, and true.
+  bool single_owner_piece(const Section<N>& sec, detail::Piece<N>& p) const noexcept {
+    std::array<int, N> c{};
+    int r = 0;
+    Box<N> blk;
+    for (std::size_t d = 0; d < N; ++d) {
+      if (sec.count[d] == 0) return false;
+      const index last = sec.start[d] + (sec.count[d] - 1) * sec.step[d];
+      const index lo = std::min(sec.start[d], last), hi = std::max(sec.start[d], last) + 1;
+      c[d] = dist_.coord_of(d, lo);
+      const auto& b = dist_.bounds(d);
+      blk.lo[d] = b[static_cast<std::size_t>(c[d])];
+      blk.hi[d] = b[static_cast<std::size_t>(c[d]) + 1];
+      if (hi > blk.hi[d]) return false;
+      r += c[d] * dist_.grid_stride(d);
+    }
+    const detail::BlockLayout<N> lay = r == ctx_.rank() ? my_layout_ : detail::block_layout(blk, ghost_);
+    const Shape<N> buf_str = row_major_strides(sec.count);
+    p.rank = r;
+    p.block_off = lay.origin;
+    p.buf_off = 0;
+    for (std::size_t d = 0; d < N; ++d) {
+      p.count[d] = sec.count[d];
+      p.block_off += (sec.start[d] - blk.lo[d]) * lay.strides[d];
+      p.block_str[d] = sec.step[d] * lay.strides[d];
+      p.buf_str[d] = buf_str[d];
+    }
+    return true;
   }
 
   /// Datatype limits of the MPI path, checked for the whole section before anything moves

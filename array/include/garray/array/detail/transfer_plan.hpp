@@ -192,6 +192,10 @@ inline void chunked_memcpy(void* dst, const void* src, std::size_t bytes) noexce
 /// dst[i] = src[i] over a strided region (dst strides sa, src strides sb).
 template <std::size_t N, class T>
 void strided_copy(const Strided2<N>& it, T* dst, const T* src) {
+  if (it.nd == 0 && !it.empty) {  // one element (the smallest get/put): no call, no loop
+    *dst = *src;
+    return;
+  }
   for_each_run(it, dst, src, [](T* a, const T* b, index n, index sa, index sb) {
     if (sa == 1 && sb == 1) {
       chunked_memcpy(a, b, static_cast<std::size_t>(n) * sizeof(T));
