@@ -74,6 +74,7 @@ WindowCache::WindowCache(MPI_Comm comm, Stats& stats) : comm_(comm), stats_(&sta
         window_cap_);
   count("GARRAY_CACHE_IDLE", false, std::numeric_limits<std::size_t>::max(), "a non-negative integer",
         idle_after_);
+  spare_keys_.reserve(spares);
   // The environment may differ per rank: every rank throws if any rank cannot parse it.
   if (!detail::all_ok(comm_, problem.empty())) {
     if (problem.empty()) problem = "a GARRAY_CACHE_* variable is malformed on another rank";
@@ -94,6 +95,21 @@ void WindowCache::touch(KeyInfo& k) noexcept {
   touch_order_.splice(touch_order_.end(), touch_order_, k.pos);
 }
 
+void WindowCache::unlist(KeyInfo& k) noexcept {
+  if (!k.listed) return;
+  if (spare_touch_.size() < spares) spare_touch_.splice(spare_touch_.end(), touch_order_, k.pos);
+  else touch_order_.erase(k.pos);
+  k.listed = false;
+}
+
+void WindowCache::retire_key(KeyMap::iterator kit) noexcept {
+  KeyInfo& k = kit->second;
+  unlist(k);
+  k.entries.clear();
+  if (spare_keys_.size() < spare_keys_.capacity()) spare_keys_.push_back(keys_.extract(kit));  // no allocation
+  else keys_.erase(kit);
+}
+
 void WindowCache::drop_from_key(const Entry& e) noexcept {
   const auto kit = keys_.find(e.slot.key);
   if (kit == keys_.end()) return;
@@ -109,10 +125,7 @@ void WindowCache::drop_from_key(const Entry& e) noexcept {
         break;
       }
   }
-  if (q.empty()) {
-    touch_order_.erase(kit->second.pos);
-    keys_.erase(kit);
-  }
+  if (q.empty()) retire_key(kit);
 }
 
 void WindowCache::to_pending(Iter it) noexcept {
@@ -130,6 +143,7 @@ void WindowCache::enforce_limits() noexcept {
 
 void WindowCache::set_depth(int depth) {
   if (depth < 0) detail::raise<InvalidArgument>("WindowCache::set_depth: negative depth ", depth);
+  ++version_;
   depth_ = depth;
   // Oldest first, so each window moved is the oldest of its key.
   for (auto it = lru_.begin(); it != lru_.end();) {
@@ -139,6 +153,7 @@ void WindowCache::set_depth(int depth) {
 }
 
 void WindowCache::set_byte_cap(std::size_t bytes) noexcept {
+  ++version_;
   cap_ = bytes;
   for (auto it = lru_.begin(); it != lru_.end();) {
     const auto cur = it++;
@@ -148,6 +163,7 @@ void WindowCache::set_byte_cap(std::size_t bytes) noexcept {
 }
 
 void WindowCache::set_window_cap(std::size_t windows) noexcept {
+  ++version_;
   window_cap_ = windows;
   enforce_limits();
 }
@@ -161,12 +177,17 @@ std::string WindowCache::describe() const {
 }
 
 WindowCache::Decision WindowCache::decide(const Slot& slot, std::size_t bytes) const noexcept {
+  if (memo_.version == version_ && memo_.key == slot.key && memo_.charge == slot.charge && memo_.bytes == bytes)
+    return memo_.d;
   Decision d;
   // 1. Reuse the most recently released window of the key (its memory is the likeliest to
   //    be warm). Same key implies same charge and size; checked anyway (hash collisions).
   if (const auto kit = keys_.find(slot.key); kit != keys_.end()) {
-    const Entry& e = *kit->second.entries.back();
-    if (e.slot.charge == slot.charge && e.bytes == bytes) d.take = &e;
+    d.key = const_cast<KeyInfo*>(&kit->second);  // decide() is const; acquire() is not
+    if (!d.key->entries.empty()) {
+      Entry& e = *d.key->entries.back();
+      if (e.slot.charge == slot.charge && e.bytes == bytes) d.take = &e;
+    }
   }
   // 2. Keys idle at this create (number creates_ + 1), least recently touched first; the
   //    requested key is touched by this create, so it is never idle.
@@ -179,6 +200,7 @@ WindowCache::Decision WindowCache::decide(const Slot& slot, std::size_t bytes) c
       d.idle_hash += fmix(it->slot.serial);
     }
   }
+  memo_ = Memo{version_, slot.key, slot.charge, bytes, d};
   return d;
 }
 
@@ -215,6 +237,7 @@ void WindowCache::free_list(List& l) noexcept {
 }
 
 void WindowCache::free_all() noexcept {
+  ++version_;
   List all;
   all.splice(all.end(), pending_);
   all.splice(all.end(), lru_);
@@ -240,10 +263,11 @@ std::unique_ptr<detail::Window> WindowCache::acquire(const Context& ctx, Slot& s
     detail::conclude(comm_, err, "WindowCache::acquire");
   }
   // From here on nothing throws until the allocation (which throws on every rank).
+  ++version_;
   ++creates_;
   std::unique_ptr<detail::Window> w;
-  if (const auto kit = keys_.find(slot.key); kit != keys_.end()) {
-    KeyInfo& k = kit->second;
+  if (d.key && d.key->listed) {
+    KeyInfo& k = *d.key;
     if (d.take) {
       const Iter it = k.entries.back();
       w = std::move(it->win);
@@ -251,15 +275,12 @@ std::unique_ptr<detail::Window> WindowCache::acquire(const Context& ctx, Slot& s
       bytes_held_ -= it->bytes;
       charged_ -= it->slot.charge;
       pool_hash_ -= entry_hash(*it);
-      lru_.erase(it);
+      if (spare_entries_.size() < spares) spare_entries_.splice(spare_entries_.end(), lru_, it);
+      else lru_.erase(it);
       k.entries.pop_back();
     }
-    if (k.entries.empty()) {
-      touch_order_.erase(k.pos);
-      keys_.erase(kit);
-    } else {
-      touch(k);
-    }
+    if (k.entries.empty()) unlist(k);  // dormant: this array's destroy brings a window back
+    else touch(k);
   }
   // The windows to free: pending ones, and those of keys idle now.
   List dying;
@@ -270,8 +291,7 @@ std::unique_ptr<detail::Window> WindowCache::acquire(const Context& ctx, Slot& s
       charged_ -= it->slot.charge;
       dying.splice(dying.end(), lru_, it);
     }
-    touch_order_.pop_front();
-    keys_.erase(k->key);
+    retire_key(keys_.find(k->key));
   }
   for (const Entry& e : dying) pool_hash_ -= entry_hash(e);
   free_list(dying);  // before a new allocation, so the freed memory can be reused
@@ -288,6 +308,7 @@ std::unique_ptr<detail::Window> WindowCache::acquire(const Context& ctx, Slot& s
 
 void WindowCache::release(const Slot& slot, std::unique_ptr<detail::Window> w) noexcept {
   if (!w) return;
+  ++version_;
   --live_;
   bool reusable = depth_ > 0 && window_cap_ > 0 && slot.charge <= cap_;
   if (reusable) {
@@ -304,27 +325,47 @@ void WindowCache::release(const Slot& slot, std::unique_ptr<detail::Window> w) n
       reusable = false;  // poisoned: state unknown, never reused, freed at the next collective point
     }
   }
-  // Bookkeeping that may allocate comes first, while nothing has changed yet.
+  // Bookkeeping that may allocate comes first, while nothing has changed yet. Nodes come
+  // from the spares when there are some, and the key is usually known (dormant): a hit
+  // loop's destroy allocates nothing.
   List node;
   KeyInfo* key = nullptr;
   try {
-    node.emplace_back();
-    if (reusable) {
-      auto [kit, inserted] = keys_.try_emplace(slot.key);
+    if (!spare_entries_.empty()) node.splice(node.end(), spare_entries_, spare_entries_.begin());
+    else node.emplace_back();
+    auto kit = keys_.find(slot.key);
+    if (!reusable) {
+      if (kit != keys_.end() && !kit->second.listed) retire_key(kit);  // dormant, stays empty
+    } else {
+      const bool inserted = kit == keys_.end();
+      if (inserted) {
+        if (!spare_keys_.empty()) {
+          KeyMap::node_type nh = std::move(spare_keys_.back());
+          spare_keys_.pop_back();
+          nh.key() = slot.key;
+          kit = keys_.insert(std::move(nh)).position;  // may throw (rehash): nh frees the node
+        } else {
+          kit = keys_.try_emplace(slot.key).first;
+        }
+        kit->second.key = slot.key;
+        kit->second.entries.clear();
+        kit->second.listed = false;
+      }
       KeyInfo& k = kit->second;
-      bool listed = !inserted;
       try {
-        if (inserted) {
-          k.key = slot.key;
-          k.pos = touch_order_.insert(touch_order_.end(), &k);
-          listed = true;
+        if (!k.listed) {
+          if (!spare_touch_.empty()) {
+            k.pos = spare_touch_.begin();
+            touch_order_.splice(touch_order_.end(), spare_touch_, k.pos);
+            *k.pos = &k;
+          } else {
+            k.pos = touch_order_.insert(touch_order_.end(), &k);
+          }
+          k.listed = true;
         }
         k.entries.push_back(node.begin());  // strong guarantee: unchanged if it throws
       } catch (...) {
-        if (inserted) {
-          if (listed) touch_order_.erase(k.pos);
-          keys_.erase(kit);
-        }
+        if (k.entries.empty()) retire_key(kit);
         throw;
       }
       key = &k;
@@ -334,7 +375,7 @@ void WindowCache::release(const Slot& slot, std::unique_ptr<detail::Window> w) n
     (void)w.release();
     return;
   }
-  Entry& e = node.front();
+  Entry& e = node.front();  // a recycled node: every field is set here
   e.slot = slot;
   e.bytes = w->bytes();
   e.stamp = ++releases_;

@@ -62,6 +62,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 namespace garray {
 
@@ -109,7 +110,10 @@ class WindowCache {
   std::size_t window_cap() const noexcept { return window_cap_; }  ///< Local.
   /// Local. A create frees the windows of keys that no create or destroy touched during the
   /// last `creates` creates; 0 never frees idle windows.
-  void set_idle_after(std::uint64_t creates) noexcept { idle_after_ = creates; }
+  void set_idle_after(std::uint64_t creates) noexcept {
+    idle_after_ = creates;
+    ++version_;
+  }
   std::uint64_t idle_after() const noexcept { return idle_after_; }  ///< Local.
 
   /// Frees every cached window (counted as evictions). **Collective over the context.**
@@ -172,10 +176,14 @@ class WindowCache {
   struct Entry;
   using List = std::list<Entry>;
   using Iter = List::iterator;
+  // A key the map knows: *active* (it has reusable windows; listed in touch_order_) or
+  // *dormant* (none: a live array took its last one; kept so that array's destroy does not
+  // re-insert it, which makes a hit's create/destroy pair allocation- and rehash-free).
   struct KeyInfo {
     std::uint64_t key = 0;
     std::deque<Iter> entries;             // reusable windows of the key, release order
     std::uint64_t touched = 0;            // creates done when last created or destroyed
+    bool listed = false;                  // active: pos is valid
     std::list<KeyInfo*>::iterator pos{};  // in touch_order_
   };
   struct Entry {
@@ -185,22 +193,33 @@ class WindowCache {
     bool pending = false;
     std::unique_ptr<detail::Window> win;
   };
+  using KeyMap = std::unordered_map<std::uint64_t, KeyInfo>;
   // What a create does: the entry it takes (or none) and the idle keys whose windows go.
   struct Decision {
-    const Entry* take = nullptr;
+    KeyInfo* key = nullptr;  // the requested key, if known
+    Entry* take = nullptr;
     std::size_t idle_windows = 0;
     std::uint64_t idle_hash = 0;
+  };
+  // plan()'s decision, reused by acquire() when nothing changed in between.
+  struct Memo {
+    std::uint64_t version = ~std::uint64_t{0};
+    std::uint64_t key = 0;
+    std::size_t charge = 0, bytes = 0;
+    Decision d;
   };
   Decision decide(const Slot& slot, std::size_t bytes) const noexcept;
   bool idle(const KeyInfo& k, std::uint64_t now) const noexcept {
     return idle_after_ > 0 && k.touched + idle_after_ < now;
   }
   static std::uint64_t entry_hash(const Entry& e) noexcept;
-  void to_pending(Iter it) noexcept;          // reusable -> pending (drops it from its key)
-  void drop_from_key(const Entry& e) noexcept;  // e is the front or back of its key's list
-  void touch(KeyInfo& k) noexcept;              // touched now: to the back of touch_order_
-  void enforce_limits() noexcept;             // caps: least recently released out
-  void free_list(List& l) noexcept;           // frees every entry of l, in serial order
+  void to_pending(Iter it) noexcept;               // reusable -> pending (drops it from its key)
+  void drop_from_key(const Entry& e) noexcept;     // e is the front or back of its key's list
+  void unlist(KeyInfo& k) noexcept;                // active -> dormant (no windows left)
+  void retire_key(KeyMap::iterator kit) noexcept;  // forget a key without windows
+  void touch(KeyInfo& k) noexcept;                 // touched now: to the back of touch_order_
+  void enforce_limits() noexcept;                  // caps: least recently released out
+  void free_list(List& l) noexcept;                // frees every entry of l, in serial order
   void free_all() noexcept;
   void update_gauge() noexcept;
 
@@ -212,8 +231,13 @@ class WindowCache {
   std::uint64_t idle_after_ = default_idle_after;
   List lru_;      // reusable windows in release order: front = least recently released
   List pending_;  // freed at the next collective point
-  std::unordered_map<std::uint64_t, KeyInfo> keys_;  // keys with reusable windows
-  std::list<KeyInfo*> touch_order_;                  // those keys, least recently touched first
+  KeyMap keys_;                      // active and dormant keys
+  std::list<KeyInfo*> touch_order_;  // active keys, least recently touched first
+  // Recycled nodes, so a create/destroy pair of a cache hit allocates nothing.
+  static constexpr std::size_t spares = 16;
+  List spare_entries_;
+  std::vector<KeyMap::node_type> spare_keys_;  // capacity `spares`
+  std::list<KeyInfo*> spare_touch_;
   std::size_t charged_ = 0;     // sum of the charges of lru_
   std::uint64_t pool_hash_ = 0;  // sum of entry_hash over lru_ and pending_
   std::size_t bytes_held_ = 0;   // this rank's bytes in lru_ and pending_
@@ -221,6 +245,8 @@ class WindowCache {
   std::uint64_t releases_ = 0;     // release numbers (stamps)
   std::uint64_t creates_ = 0;      // acquire() calls that succeeded: the idle clock
   std::int64_t live_ = 0;
+  std::uint64_t version_ = 0;  // bumped by every change of the pool or the settings
+  mutable Memo memo_;
 };
 
 }  // namespace garray
