@@ -34,7 +34,7 @@
 // A create also frees the windows of *idle* keys: keys that neither a create nor a destroy
 // touched during the last `idle_after` creates.
 //
-// Every decision is O(1) amortised (hash map of keys, intrusive release-order lists, running
+// Every decision is O(1) amortised (hash map of keys, release-order lists, running
 // totals; a limit lowered from code costs one pass) and depends only on the sequence of
 // create/destroy calls, the settings, the keys and the charges, all identical on every rank,
 // so every rank makes the same decisions. The create signature includes the plan and an
