@@ -88,6 +88,17 @@ std::uint64_t WindowCache::entry_hash(const Entry& e) noexcept {
   return fmix(fmix(e.slot.serial * 2 + (e.pending ? 1 : 0)) + e.stamp * 0x9e3779b97f4a7c15ULL);
 }
 
+std::uint64_t WindowCache::settings_hash() const noexcept {
+  if (settings_dirty_) {
+    std::uint64_t h = detail::hash_mix(0x636163686533ULL, static_cast<std::uint64_t>(depth_));
+    h = detail::hash_mix(h, cap_);
+    h = detail::hash_mix(h, window_cap_);
+    settings_hash_ = detail::hash_mix(h, idle_after_);
+    settings_dirty_ = false;
+  }
+  return settings_hash_;
+}
+
 void WindowCache::update_gauge() noexcept { stats_->cache_bytes = static_cast<std::int64_t>(bytes_held_); }
 
 void WindowCache::touch(KeyInfo& k) noexcept {
@@ -143,6 +154,7 @@ void WindowCache::enforce_limits() noexcept {
 
 void WindowCache::set_depth(int depth) {
   if (depth < 0) detail::raise<InvalidArgument>("WindowCache::set_depth: negative depth ", depth);
+  settings_dirty_ = true;
   ++version_;
   depth_ = depth;
   // Oldest first, so each window moved is the oldest of its key.
@@ -153,6 +165,7 @@ void WindowCache::set_depth(int depth) {
 }
 
 void WindowCache::set_byte_cap(std::size_t bytes) noexcept {
+  settings_dirty_ = true;
   ++version_;
   cap_ = bytes;
   for (auto it = lru_.begin(); it != lru_.end();) {
@@ -163,6 +176,7 @@ void WindowCache::set_byte_cap(std::size_t bytes) noexcept {
 }
 
 void WindowCache::set_window_cap(std::size_t windows) noexcept {
+  settings_dirty_ = true;
   ++version_;
   window_cap_ = windows;
   enforce_limits();
@@ -206,19 +220,13 @@ WindowCache::Decision WindowCache::decide(const Slot& slot, std::size_t bytes) c
 
 WindowCache::Plan WindowCache::plan(const Slot& slot, std::size_t bytes) const noexcept {
   const Decision d = decide(slot, bytes);
-  std::uint64_t h = detail::hash_mix(0x636163686532ULL, static_cast<std::uint64_t>(depth_));
-  h = detail::hash_mix(h, cap_);
-  h = detail::hash_mix(h, window_cap_);
-  h = detail::hash_mix(h, idle_after_);
-  h = detail::hash_mix(h, static_cast<std::uint64_t>(live_));
-  h = detail::hash_mix(h, creates_);
-  h = detail::hash_mix(h, lru_.size());
-  h = detail::hash_mix(h, pending_.size());
-  h = detail::hash_mix(h, charged_);
-  h = detail::hash_mix(h, pool_hash_);  // every window: serial, release number, state
+  // Five dependent mixes: this is on every create's path. The pool hash covers every
+  // window (serial, release number, pending or not); the rest is counters and the decision.
+  std::uint64_t h = detail::hash_mix(settings_hash(), pool_hash_);
+  h = detail::hash_mix(h, (static_cast<std::uint64_t>(live_) << 32) ^ creates_);
+  h = detail::hash_mix(h, (static_cast<std::uint64_t>(lru_.size()) << 32) ^ pending_.size());
   h = detail::hash_mix(h, d.take ? d.take->slot.serial : 0);
-  h = detail::hash_mix(h, d.idle_windows);
-  h = detail::hash_mix(h, d.idle_hash);
+  h = detail::hash_mix(h, d.idle_hash + d.idle_windows);
   return Plan{d.take != nullptr, h};
 }
 

@@ -113,6 +113,7 @@ class WindowCache {
   void set_idle_after(std::uint64_t creates) noexcept {
     idle_after_ = creates;
     ++version_;
+    settings_dirty_ = true;
   }
   std::uint64_t idle_after() const noexcept { return idle_after_; }  ///< Local.
 
@@ -213,6 +214,7 @@ class WindowCache {
     return idle_after_ > 0 && k.touched + idle_after_ < now;
   }
   static std::uint64_t entry_hash(const Entry& e) noexcept;
+  std::uint64_t settings_hash() const noexcept;  // recomputed only after a change
   void to_pending(Iter it) noexcept;               // reusable -> pending (drops it from its key)
   void drop_from_key(const Entry& e) noexcept;     // e is the front or back of its key's list
   void unlist(KeyInfo& k) noexcept;                // active -> dormant (no windows left)
@@ -247,6 +249,8 @@ class WindowCache {
   std::int64_t live_ = 0;
   std::uint64_t version_ = 0;  // bumped by every change of the pool or the settings
   mutable Memo memo_;
+  mutable std::uint64_t settings_hash_ = 0;
+  mutable bool settings_dirty_ = true;
 };
 
 }  // namespace garray
