@@ -274,7 +274,7 @@ std::unique_ptr<detail::Window> WindowCache::acquire(const Context& ctx, Slot& s
   ++version_;
   ++creates_;
   std::unique_ptr<detail::Window> w;
-  if (d.key && d.key->listed) {
+  if (d.key) {
     KeyInfo& k = *d.key;
     if (d.take) {
       const Iter it = k.entries.back();
@@ -287,8 +287,9 @@ std::unique_ptr<detail::Window> WindowCache::acquire(const Context& ctx, Slot& s
       else lru_.erase(it);
       k.entries.pop_back();
     }
-    if (k.entries.empty()) unlist(k);  // dormant: this array's destroy brings a window back
-    else touch(k);
+    // Empty now (dormant): it stays in the map and in touch_order_, untouched, so this
+    // array's destroy finds it; if it goes idle first, the idle sweep below forgets it.
+    if (!k.entries.empty()) touch(k);
   }
   // The windows to free: pending ones, and those of keys idle now.
   List dying;
@@ -343,7 +344,7 @@ void WindowCache::release(const Slot& slot, std::unique_ptr<detail::Window> w) n
     else node.emplace_back();
     auto kit = keys_.find(slot.key);
     if (!reusable) {
-      if (kit != keys_.end() && !kit->second.listed) retire_key(kit);  // dormant, stays empty
+      if (kit != keys_.end() && kit->second.entries.empty()) retire_key(kit);  // dormant, stays empty
     } else {
       const bool inserted = kit == keys_.end();
       if (inserted) {

@@ -177,14 +177,15 @@ class WindowCache {
   struct Entry;
   using List = std::list<Entry>;
   using Iter = List::iterator;
-  // A key the map knows: *active* (it has reusable windows; listed in touch_order_) or
-  // *dormant* (none: a live array took its last one; kept so that array's destroy does not
-  // re-insert it, which makes a hit's create/destroy pair allocation- and rehash-free).
+  // A key the map knows: *active* (it has reusable windows) or *dormant* (none: a live array
+  // took its last one; kept, in place in touch_order_, so that array's destroy does not
+  // re-insert it, which makes a hit's create/destroy pair allocation- and rehash-free; the
+  // idle sweep forgets dormant keys like any other, a destroy that pools nothing too).
   struct KeyInfo {
     std::uint64_t key = 0;
     std::deque<Iter> entries;             // reusable windows of the key, release order
     std::uint64_t touched = 0;            // creates done when last created or destroyed
-    bool listed = false;                  // active: pos is valid
+    bool listed = false;                  // pos is valid (set while in the map)
     std::list<KeyInfo*>::iterator pos{};  // in touch_order_
   };
   struct Entry {
@@ -217,7 +218,7 @@ class WindowCache {
   std::uint64_t settings_hash() const noexcept;  // recomputed only after a change
   void to_pending(Iter it) noexcept;               // reusable -> pending (drops it from its key)
   void drop_from_key(const Entry& e) noexcept;     // e is the front or back of its key's list
-  void unlist(KeyInfo& k) noexcept;                // active -> dormant (no windows left)
+  void unlist(KeyInfo& k) noexcept;                // out of touch_order_ (to the spares)
   void retire_key(KeyMap::iterator kit) noexcept;  // forget a key without windows
   void touch(KeyInfo& k) noexcept;                 // touched now: to the back of touch_order_
   void enforce_limits() noexcept;                  // caps: least recently released out
@@ -234,7 +235,7 @@ class WindowCache {
   List lru_;      // reusable windows in release order: front = least recently released
   List pending_;  // freed at the next collective point
   KeyMap keys_;                      // active and dormant keys
-  std::list<KeyInfo*> touch_order_;  // active keys, least recently touched first
+  std::list<KeyInfo*> touch_order_;  // those keys, least recently touched first
   // Recycled nodes, so a create/destroy pair of a cache hit allocates nothing.
   static constexpr std::size_t spares = 16;
   List spare_entries_;
