@@ -20,6 +20,17 @@
 // synced) and temporaries die as soon as CPython would drop them. Reports windows
 // allocated / freed, cache hits, allocations after the first iteration (steady state)
 // and milliseconds per iteration. Bar: zero steady-state allocations at depth 3.
+//
+// Part 3 (--shapes N, default 100000; 0 skips), issue 12: N create+destroy pairs of double
+// arrays of ever new shapes (every create a miss), at the library's default cache settings
+// (or --shapes-depth). --shape-kind bounded (default): 2-d shapes {a, b} with
+// 12288 <= a*b < 24576, all distinct, in a fixed shuffled order, so the work per create
+// (window size) does not drift; grow: 1-d shapes {i+1} (issue 12's loop; the window grows
+// to 800 KB, and so does the MPI cost of creating it, with or without a cache). Times blocks
+// every create+destroy pair (slowest rank) and reports microseconds per create in each tenth
+// of the run: the median of the means of blocks of --block creates, and the median of single
+// creates. Bar: the last --window creates cost at most 1.2x the first --window (median of
+// block means).
 #include "bench_util.hpp"
 
 #include <garray/array/global_array.hpp>
@@ -39,6 +50,7 @@
 #include <functional>
 #include <iostream>
 #include <optional>
+#include <random>
 #include <span>
 #include <sstream>
 #include <string>
@@ -61,6 +73,11 @@ struct Options {
   bool zero_temps = false;
   bool pairs = true;
   bool laplace = true;
+  long shapes = 100000;
+  int shapes_depth = -1;
+  std::string shape_kind = "bounded";
+  int block = 10;
+  int window = 1000;
   std::string csv;
 };
 
@@ -79,6 +96,15 @@ bool parse_options(int argc, char** argv, int rank, Options& o) {
       ("zero-temps", "laplace: create temporaries zeroed (default: garray::uninitialized, like numpy.empty)")  //
       ("no-pairs", "skip part 1")                                                                          //
       ("no-laplace", "skip part 2")                                                                        //
+      ("shapes", po::value<long>(&o.shapes)->default_value(o.shapes),
+       "part 3: create+destroy pairs of distinct 1-d shapes {i+1} (0: skip)")                            //
+      ("shapes-depth", po::value<int>(&o.shapes_depth)->default_value(o.shapes_depth),
+       "part 3: cache depth (-1: library default / GARRAY_CACHE_DEPTH)")                                 //
+      ("shape-kind", po::value<std::string>(&o.shape_kind)->default_value(o.shape_kind),
+       "part 3: bounded (distinct 2-d shapes of 12288..24575 elements, shuffled) or grow ({i+1})")        //
+      ("block", po::value<int>(&o.block)->default_value(o.block), "part 3: creates per timed block")     //
+      ("window", po::value<int>(&o.window)->default_value(o.window),
+       "part 3: creates compared at the start and the end (median of their blocks)")                     //
       ("csv", po::value<std::string>(&o.csv), "append rows part,variant,depth,value,unit to FILE");
   po::variables_map vm;
   po::store(po::parse_command_line(argc, argv, desc), vm);
@@ -96,6 +122,9 @@ bool parse_options(int argc, char** argv, int rank, Options& o) {
     if (!t.empty()) o.depths.push_back(std::stoi(t));
   if (o.n < 1 || o.reps < 1 || o.hit_pairs < 1 || o.lap_n < 3 || o.iters < 1)
     throw std::invalid_argument("bad --n/--reps/--hit-pairs/--lap-n/--iters");
+  if (o.shapes < 0 || o.block < 1 || o.window < o.block || (o.shapes > 0 && o.shapes < 2L * o.window))
+    throw std::invalid_argument("bad --shapes/--block/--window (need block <= window, shapes >= 2 window)");
+  if (o.shape_kind != "bounded" && o.shape_kind != "grow") throw std::invalid_argument("bad --shape-kind");
   return true;
 }
 
@@ -387,6 +416,89 @@ void bench_laplace(const Options& o, gb::CsvWriter& csv) {
                   r.total.windows_allocated == r.after_first.windows_allocated ? "met" : "NOT met");
 }
 
+
+// ---- part 3: distinct shapes (issue 12) -------------------------------------------------------
+
+// Distinct 2-d shapes {a, b} with lo <= a*b < 2*lo, in an order fixed by a seed (the same
+// on every rank), so sizes are spread alike over the run.
+std::vector<garray::Shape<2>> bounded_shapes(long n) {
+  constexpr Index lo = 12288;
+  std::vector<garray::Shape<2>> v;
+  for (Index a = 1; a < 2 * lo; ++a)
+    for (Index b = (lo + a - 1) / a; a * b < 2 * lo; ++b) v.push_back({a, b});
+  if (static_cast<long>(v.size()) < n)
+    throw std::invalid_argument("--shapes: at most " + std::to_string(v.size()) + " bounded shapes");
+  std::mt19937_64 rng(12);
+  std::shuffle(v.begin(), v.end(), rng);
+  v.resize(static_cast<std::size_t>(n));
+  return v;
+}
+
+void bench_shapes(const Options& o, gb::CsvWriter& csv) {
+  using V = garray::GlobalArray<double, 1>;
+  using M = garray::GlobalArray<double, 2>;
+  garray::Context ctx;
+  if (o.shapes_depth >= 0) ctx.cache().set_depth(o.shapes_depth);
+  const bool grow = o.shape_kind == "grow";
+  const auto shapes = grow ? std::vector<garray::Shape<2>>{} : bounded_shapes(o.shapes);
+  const long nblocks = o.shapes / o.block;
+  const long n = nblocks * o.block;
+  std::vector<double> us(static_cast<std::size_t>(n));  // each create+destroy pair
+  std::size_t max_held = 0;
+  ctx.barrier();
+  const gb::Timer total;
+  for (long i = 0; i < n; ++i) {
+    const gb::Timer t;
+    if (grow) {
+      V a(ctx, {static_cast<Index>(i + 1)});
+    } else {
+      M a(ctx, shapes[static_cast<std::size_t>(i)]);
+    }
+    us[static_cast<std::size_t>(i)] = t.seconds() * 1e6;
+    max_held = std::max(max_held, ctx.cache().windows_held());
+  }
+  const double seconds = max_over_ranks(total.seconds(), ctx.comm());
+  // The slowest rank per create (one allreduce at the end, none in the timed loop).
+  MPI_Allreduce(MPI_IN_PLACE, us.data(), static_cast<int>(n), MPI_DOUBLE, MPI_MAX, ctx.comm());
+  if (ctx.rank() != 0) return;
+  std::vector<double> blocks(static_cast<std::size_t>(nblocks));
+  for (long b = 0; b < nblocks; ++b) {
+    double sum = 0;
+    for (long i = b * o.block; i < (b + 1) * o.block; ++i) sum += us[static_cast<std::size_t>(i)];
+    blocks[static_cast<std::size_t>(b)] = sum / static_cast<double>(o.block);
+  }
+  // Over creates [from, from + count): the median of the block means, and of single creates.
+  auto block_median = [&](long from, long count) {
+    return gb::median(std::vector<double>(blocks.begin() + from / o.block, blocks.begin() + (from + count) / o.block));
+  };
+  auto create_median = [&](long from, long count) {
+    return gb::median(std::vector<double>(us.begin() + from, us.begin() + from + count));
+  };
+  const auto& st = ctx.stats();
+  std::printf("\n## %ld create+destroy pairs of distinct shapes (%s), %d ranks, %s\n", n,
+              grow ? "1-d {i+1}" : "2-d {a, b}, 12288 <= a*b < 24576, shuffled", ctx.size(),
+              ctx.cache().describe().c_str());
+  std::printf("us per create (slowest rank): median of the means of blocks of %d creates, median of creates\n",
+              o.block);
+  std::printf("%-22s %14s %14s\n", "creates", "blocks", "creates");
+  const long tenth = std::max(1L, nblocks / 10) * o.block;
+  for (long i = 0; i + tenth <= n; i += tenth)
+    std::printf("%9ld - %-10ld %14.1f %14.1f\n", i, i + tenth, block_median(i, tenth), create_median(i, tenth));
+  const long w = o.window / o.block * o.block;
+  const double first = block_median(0, w), last = block_median(n - w, w);
+  const double first_c = create_median(0, w), last_c = create_median(n - w, w);
+  std::printf("total %.1f s; windows allocated %lld, hits %lld, evictions %lld, most windows held %zu\n", seconds,
+              static_cast<long long>(st.windows_allocated), static_cast<long long>(st.cache_hits),
+              static_cast<long long>(st.cache_evictions), max_held);
+  std::printf("first %ld creates %.1f us/create, last %ld %.1f: ratio %.2f (medians of creates: %.1f, %.1f, %.2f)\n",
+              w, first, w, last, last / first, first_c, last_c, last_c / first_c);
+  std::printf("bar: last %ld creates <= 1.2x the first %ld: %s\n", w, w, last <= 1.2 * first ? "met" : "NOT met");
+  csv.row("shapes", "first_us", "", first, "us");
+  csv.row("shapes", "last_us", "", last, "us");
+  csv.row("shapes", "ratio", "", last / first, "x");
+  csv.row("shapes", "max_held", "", static_cast<double>(max_held), "count");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -405,6 +517,7 @@ int main(int argc, char** argv) {
       }
       if (o.pairs) bench_pairs(o, csv);
       if (o.laplace) bench_laplace(o, csv);
+      if (o.shapes > 0) bench_shapes(o, csv);
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_cache [rank %d]: %s\n", rank, e.what());

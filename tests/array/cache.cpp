@@ -1,10 +1,14 @@
 // The array cache (runtime/window_cache.hpp) through GlobalArray: window reuse counted
-// exactly, cached arrays indistinguishable from fresh ones, eviction by depth and byte cap
-// against an independent model, settings from code and environment, and collective misuse
-// (a rank destroying an array the others keep) reported on every rank instead of a hang.
+// exactly, cached arrays indistinguishable from fresh ones, eviction by depth, byte cap,
+// window cap and idleness against a serial model, settings from code and environment,
+// destruction local at every depth, collective misuse (a rank destroying an array the
+// others keep, a rank unwinding) reported on every rank instead of a hang, and injected
+// failures in acquire() thrown on every rank.
 #include <garray/array/distribution.hpp>
 #include <garray/array/global_array.hpp>
 #include <garray/runtime/context.hpp>
+#include <garray/runtime/error.hpp>
+#include <garray/runtime/fault.hpp>
 #include <garray/runtime/stats.hpp>
 #include <garray/runtime/window_cache.hpp>
 
@@ -19,6 +23,9 @@
 #include <optional>
 #include <random>
 #include <span>
+#include <stdexcept>
+#include <tuple>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -130,15 +137,34 @@ TEST_CASE("1000 create/destroy pairs of one key allocate one window; k alive at 
   }
 }
 
-TEST_CASE("depth 0 turns the cache off: every create allocates, every destroy frees") {
+TEST_CASE("depth 0: every create allocates, destroy stays local, the next create frees") {
   garray::Context ctx;
   ctx.cache().set_depth(0);
-  for (int i = 0; i < 100; ++i) A2 a(ctx, {16, 16});
-  CHECK(counts(ctx) == Counts{100, 100, 0, 100, 0});
+  {
+    A2 a(ctx, {16, 16});
+  }  // local: the window waits in the pool, marked pending; no MPI_Win_free yet
+  CHECK(counts(ctx) == Counts{1, 0, 0, 1, 0});
+  CHECK(ctx.cache().windows_held() == 1);
+  CHECK(ctx.cache().windows_pending() == 1);
+  CHECK(ctx.cache().bytes_held() > 0);
+  for (int i = 1; i < 100; ++i) A2 a(ctx, {16, 16});  // each create frees the previous window
+  CHECK(counts(ctx) == Counts{100, 99, 0, 100, 99});
+  CHECK(ctx.cache().windows_held() == 1);
+  ctx.cache().clear();
+  CHECK(counts(ctx) == Counts{100, 100, 0, 100, 100});
   CHECK(ctx.cache().windows_held() == 0);
   CHECK(ctx.stats().cache_bytes == 0);
   CHECK_THROWS_AS(ctx.cache().set_depth(-1), garray::InvalidArgument);
   CHECK(ctx.cache().depth() == 0);
+  // Lowering the depth to 0 moves every reusable window to the pending part at once.
+  garray::Context c2;
+  { A2 a(c2, {5, 5}), b(c2, {6, 6}); }
+  CHECK(c2.cache().windows_pending() == 0);
+  c2.cache().set_depth(0);
+  CHECK(c2.cache().windows_pending() == 2);
+  { A2 a(c2, {5, 5}); }  // a miss (nothing reusable); frees both
+  CHECK(counts(c2) == Counts{3, 2, 0, 3, 2});
+  CHECK(c2.stats().leaked_windows == 0);
 }
 
 TEST_CASE("interleaved keys: type, shape, distribution and ghost width each make a key") {
@@ -256,7 +282,7 @@ TEST_CASE("an uninitialised create from the cache skips the zeroing; a full writ
   CHECK(ctx.stats().cache_misses == 2);
 }
 
-TEST_CASE("the byte cap evicts least recently released windows, identically on every rank") {
+TEST_CASE("the byte cap pushes out least recently released windows, identically on every rank") {
   garray::Context ctx;
   const garray::Shape<2> sa{24, 16}, sb{8, 8};
   std::size_t ca = 0;
@@ -269,26 +295,30 @@ TEST_CASE("the byte cap evicts least recently released windows, identically on e
   CHECK(ctx.cache().byte_cap() == ca + ca / 2);
   {
     A2 a1(ctx, sa), a2(ctx, sa), a3(ctx, sa);
-  }  // destroyed a3, a2, a1: the pool holds 3 (over the cap until the next create)
+  }  // destroyed a3, a2, a1: each release pushes the previous one out (pending)
   CHECK(counts(ctx) == Counts{3, 0, 0, 3, 0});
   CHECK(ctx.cache().windows_held() == 3);
+  CHECK(ctx.cache().windows_pending() == 2);
   {
-    A2 a4(ctx, sa);  // reuses the newest (a1's), then evicts the oldest (a3's) to fit the cap
-    CHECK(counts(ctx) == Counts{3, 1, 1, 3, 1});
-    CHECK(ctx.cache().windows_held() == 1);
+    A2 a4(ctx, sa);  // reuses the newest (a1's), frees the two pending ones
+    CHECK(counts(ctx) == Counts{3, 2, 1, 3, 2});
+    CHECK(ctx.cache().windows_held() == 0);
   }
   {
-    A2 b(ctx, sb);  // miss; a4's window fits the cap, a2's (older) does not: evicted
+    A2 b(ctx, sb);  // miss; a4's window stays
     CHECK(counts(ctx) == Counts{4, 2, 1, 4, 2});
     CHECK(ctx.cache().windows_held() == 1);
   }
-  // A cap below one window's charge: never reused, freed at the next create.
+  CHECK(ctx.cache().windows_held() == 2);  // both fit the cap
+  // A cap below one window's charge: the sa window is pending at once, never reused.
   ctx.cache().set_byte_cap(ca - 1);
-  { A2 a(ctx, sa); }  // evicts the pooled sa window (charge > cap), keeps b's; miss
+  CHECK(ctx.cache().windows_pending() == 1);
+  { A2 a(ctx, sa); }  // miss, frees the pending window; its own goes to pending at destroy
   CHECK(counts(ctx) == Counts{5, 3, 1, 5, 3});
-  { A2 a(ctx, sa); }  // its own previous window is over the cap too: evicted, miss
+  { A2 a(ctx, sa); }
   CHECK(counts(ctx) == Counts{6, 4, 1, 6, 4});
-  ctx.cache().set_byte_cap(0);  // caches nothing
+  ctx.cache().set_byte_cap(0);  // caches nothing: b's window is pending too
+  CHECK(ctx.cache().windows_pending() == 2);
   { A2 b(ctx, sb); }
   CHECK(counts(ctx) == Counts{7, 6, 1, 7, 6});
   ctx.cache().clear();
@@ -297,76 +327,191 @@ TEST_CASE("the byte cap evicts least recently released windows, identically on e
   CHECK(ctx.stats().cache_bytes == 0);
 }
 
+TEST_CASE("the window cap bounds the held windows: distinct shapes never pile up") {
+  garray::Context ctx;
+  CHECK(ctx.cache().window_cap() == garray::WindowCache::default_window_cap);
+  ctx.cache().set_window_cap(5);
+  CHECK(ctx.cache().window_cap() == 5);
+  const int n = 40;
+  for (Index i = 0; i < n; ++i) {
+    I1 a(ctx, {i + 1});  // a new key every time: a miss
+    CHECK(ctx.cache().windows_held() <= 5);
+    CHECK(ctx.cache().windows_pending() == 0);  // freed by this create
+  }
+  CHECK(ctx.cache().windows_held() - ctx.cache().windows_pending() == 5);  // reusable <= cap always
+  CHECK(counts(ctx) == Counts{n, n - 6, 0, n, n - 6});                    // + 1 pending
+  // The five newest shapes are still there; the oldest is gone.
+  { I1 a(ctx, {Index{n}}); }
+  CHECK(ctx.stats().cache_hits == 1);
+  { I1 a(ctx, {Index{1}}); }
+  CHECK(ctx.stats().cache_misses == n + 1);
+  // Lowering the cap pushes the least recently released out at once.
+  ctx.cache().set_window_cap(2);
+  CHECK(ctx.cache().windows_held() - ctx.cache().windows_pending() == 2);
+  { I1 a(ctx, {Index{1}}); }  // the newest survives
+  CHECK(ctx.stats().cache_hits == 2);
+  CHECK(ctx.cache().windows_held() <= 2);
+  ctx.cache().set_window_cap(0);  // caches nothing
+  { I1 a(ctx, {Index{1}}); }
+  CHECK(ctx.stats().cache_hits == 2);
+  CHECK(ctx.stats().cache_misses == n + 2);
+  CHECK(ctx.cache().windows_pending() == 1);
+  CHECK(ctx.cache().windows_held() == 1);
+  // The default cap: 100 distinct shapes leave at most 64 windows.
+  garray::Context c2;
+  for (Index i = 0; i < 100; ++i) {
+    I1 a(c2, {i + 1});
+    CHECK(c2.cache().windows_held() <= garray::WindowCache::default_window_cap);
+  }
+  CHECK(c2.cache().windows_held() == garray::WindowCache::default_window_cap + 1);  // + 1 pending
+}
+
+TEST_CASE("idle keys: windows of shapes that stopped coming are freed") {
+  garray::Context ctx;
+  CHECK(ctx.cache().idle_after() == garray::WindowCache::default_idle_after);
+  ctx.cache().set_idle_after(4);
+  CHECK(ctx.cache().idle_after() == 4);
+  { A2 a(ctx, {7, 7}); }  // create 1; key A touched by its destroy after create 1
+  for (int i = 0; i < 4; ++i) A2 b(ctx, {9, 9});  // creates 2..5: A not yet idle
+  CHECK(ctx.stats().cache_evictions == 0);
+  CHECK(ctx.cache().windows_held() == 2);
+  { A2 b(ctx, {9, 9}); }  // create 6: A untouched during the last 4 creates: freed
+  CHECK(ctx.stats().cache_evictions == 1);
+  CHECK(ctx.cache().windows_held() == 1);
+  { A2 a(ctx, {7, 7}); }  // a miss now
+  CHECK(counts(ctx) == Counts{3, 1, 4, 3, 1});
+  // A live array keeps its key touched only through its create and destroy: a long-lived
+  // array of a key whose other windows sit idle loses those, not itself.
+  {
+    A2 keep(ctx, {7, 7});  // takes A's window (hit)
+    A2 other(ctx, {7, 7});  // miss
+    other = A2(ctx, {9, 9});  // other's A window goes to the pool (touches A)
+    for (int i = 0; i < 6; ++i) A2 b(ctx, {9, 9});
+    CHECK(ctx.cache().windows_held() == 1);  // A's pooled window went idle and was freed
+  }
+  // 0: never idle.
+  ctx.cache().set_idle_after(0);
+  ctx.cache().clear();
+  { A2 a(ctx, {7, 7}); }
+  for (int i = 0; i < 50; ++i) A2 b(ctx, {9, 9});
+  CHECK(ctx.cache().windows_held() == 2);  // {7,7} untouched for 50 creates, still held
+  CHECK(ctx.stats().cache_evictions == 2 + 3);  // 2 idle frees above, 3 windows by clear()
+}
+
 namespace {
 
-// An independent model of the cache rules (docs/semantics.md "Array cache"): at each
-// create, (1) windows over the byte cap and all but the newest `depth` of each key go,
-// (2) the newest window of the key is reused, (3) the oldest others go until the rest fit
-// the cap. A destroy pools the window (depth 0: frees it).
+// A serial model of the cache rules (docs/semantics.md "Array cache"), written the slow
+// and obvious way: a vector in release order, every rule a scan.
+//  - destroy: the window joins the pool; it is reusable if depth > 0, window cap > 0 and
+//    its charge fits the byte cap, else pending. Then, oldest first, reusable windows
+//    beyond `depth` per key, then beyond the window cap or the byte cap, become pending.
+//  - create number t: take the newest reusable window of the key; free every pending
+//    window and every reusable window of a key last touched (created or destroyed) before
+//    create t - idle.
 struct Model {
   int depth = 3;
-  std::size_t cap = std::size_t{1} << 30;
+  std::size_t cap = std::size_t{1} << 30, wcap = 64;
+  std::uint64_t idle = 1024;
   struct W {
     int key;
     std::size_t charge;
+    std::uint64_t serial;
+    bool pending;
   };
   std::vector<W> pool;
+  std::map<int, std::uint64_t> touched;
+  std::uint64_t clock = 0, allocs = 0;
   Counts c;
-  void evict(std::size_t i) {
-    pool.erase(pool.begin() + static_cast<std::ptrdiff_t>(i));
-    ++c.evictions;
-    ++c.freed;
+  std::size_t reusable() const {
+    return static_cast<std::size_t>(std::count_if(pool.begin(), pool.end(), [](const W& w) { return !w.pending; }));
   }
-  void create(int key, std::size_t charge) {
+  std::size_t pending() const { return pool.size() - reusable(); }
+  std::size_t charged() const {
+    std::size_t s = 0;
+    for (const W& w : pool)
+      if (!w.pending) s += w.charge;
+    return s;
+  }
+  void limits() {
     std::map<int, int> newer;
-    std::vector<bool> keep(pool.size());
-    for (std::size_t i = pool.size(); i-- > 0;) keep[i] = pool[i].charge <= cap && newer[pool[i].key]++ < depth;
     for (std::size_t i = pool.size(); i-- > 0;)
-      if (!keep[i]) evict(i);
-    std::optional<W> taken;
+      if (!pool[i].pending && newer[pool[i].key]++ >= depth) pool[i].pending = true;
+    for (W& w : pool)
+      if (w.charge > cap) w.pending = true;
+    for (W& w : pool)
+      if (!w.pending && (reusable() > wcap || charged() > cap)) w.pending = true;
+  }
+  std::uint64_t create(int key, std::size_t charge) {
+    ++clock;
+    std::optional<std::uint64_t> taken;
     for (std::size_t i = pool.size(); i-- > 0;)
-      if (pool[i].key == key && pool[i].charge == charge) {
-        taken = pool[i];
-        pool.erase(pool.begin() + static_cast<std::ptrdiff_t>(i));
+      if (!pool[i].pending && pool[i].key == key) {
+        if (pool[i].charge == charge) {
+          taken = pool[i].serial;
+          pool.erase(pool.begin() + static_cast<std::ptrdiff_t>(i));
+        }
         break;
       }
-    std::size_t held = 0;
-    for (auto& w : pool) held += w.charge;
-    while (held > cap) {
-      held -= pool.front().charge;
-      evict(0);
+    for (const W& w : pool)
+      if (!w.pending && w.key == key) touched[key] = clock;
+    std::vector<W> rest;
+    for (const W& w : pool) {
+      if (w.pending || (idle > 0 && touched[w.key] + idle < clock)) {
+        ++c.evictions;
+        ++c.freed;
+      } else {
+        rest.push_back(w);
+      }
     }
+    pool = rest;
     if (taken) {
       ++c.hits;
-    } else {
-      ++c.misses;
-      ++c.allocated;
+      return *taken;
     }
+    ++c.misses;
+    ++c.allocated;
+    return ++allocs;
   }
-  void destroy(int key, std::size_t charge) {  // charge: kept for symmetry with create
-    if (depth == 0) ++c.freed;
-    else pool.push_back({key, charge});
+  void destroy(int key, std::size_t charge, std::uint64_t serial) {
+    const bool keep = depth > 0 && wcap > 0 && charge <= cap;
+    pool.push_back({key, charge, serial, !keep});
+    if (keep) {
+      touched[key] = clock;
+      limits();
+    }
   }
 };
 
+std::uint64_t max_over_ranks(std::uint64_t v) {
+  std::uint64_t out = 0;
+  MPI_Allreduce(&v, &out, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+  return out;
+}
+
 }  // namespace
 
-TEST_CASE("random create/destroy sequences: counters exactly as an independent model predicts") {
+TEST_CASE("random create/destroy sequences of many shapes: every rank decides as the serial model") {
   auto rng = shared_rng();
   garray::Context ctx;
-  // Four kinds of arrays (four keys) and their charges.
-  const garray::Shape<2> shapes[3] = {{9, 7}, {16, 5}, {9, 7}};
-  const garray::Shape<2> ghosts[3] = {{0, 0}, {0, 0}, {1, 0}};
-  std::size_t charge[4];
+  // Keys: 1-d int arrays of 12 lengths, a 2-d double array with and without ghosts.
+  constexpr int nkeys = 14;
+  std::size_t charge[nkeys];
+  auto make = [](const garray::Context& c, int k) -> std::pair<std::optional<I1>, std::optional<A2>> {
+    if (k < 12) return {I1(c, {Index{3} * k + 1}), std::nullopt};
+    return {std::nullopt, A2(c, {9, 7}, garray::Distribution<2>::blocked(), {k - 12, 0})};
+  };
   {
     garray::Context probe;
-    for (int k = 0; k < 3; ++k) charge[k] = charge_of(A2(probe, shapes[k], garray::Distribution<2>::blocked(), ghosts[k]));
-    charge[3] = charge_of(I1(probe, {33}));
+    for (int k = 0; k < nkeys; ++k) {
+      auto [i, a] = make(probe, k);
+      charge[k] = i ? charge_of(*i) : charge_of(*a);
+    }
   }
   struct Live {
     int key;
-    std::optional<A2> a;
+    std::uint64_t serial;
     std::optional<I1> i;
+    std::optional<A2> a;
   };
   for (int trial = 0; trial < 4; ++trial) {
     garray::Context c(ctx.comm());
@@ -375,30 +520,43 @@ TEST_CASE("random create/destroy sequences: counters exactly as an independent m
     auto settings = [&] {
       m.depth = static_cast<int>(uniform(rng, 0, 3));
       const Index pick = uniform(rng, 0, 3);
-      m.cap = pick == 0 ? 0 : pick == 1 ? charge[0] : pick == 2 ? 3 * charge[1] : std::size_t{1} << 30;
+      m.cap = pick == 0 ? 0 : pick == 1 ? charge[12] : pick == 2 ? 4 * charge[11] : std::size_t{1} << 30;
+      const std::size_t wcaps[] = {0, 1, 3, 8, 64};
+      m.wcap = wcaps[uniform(rng, 0, 4)];
+      const std::uint64_t idles[] = {0, 1, 3, 10, 1024};
+      m.idle = idles[uniform(rng, 0, 4)];
       c.cache().set_depth(m.depth);
       c.cache().set_byte_cap(m.cap);
+      c.cache().set_window_cap(m.wcap);
+      c.cache().set_idle_after(m.idle);
+      m.limits();
     };
     settings();
     INFO("trial " << trial);
     for (int op = 0; op < 150; ++op) {
-      if (uniform(rng, 0, 30) == 0) settings();
+      if (uniform(rng, 0, 25) == 0) settings();
       if (live.empty() || (live.size() < 6 && uniform(rng, 0, 9) < 6)) {
-        const int k = static_cast<int>(uniform(rng, 0, 3));
+        const int k = static_cast<int>(uniform(rng, 0, nkeys - 1));
         auto l = std::make_unique<Live>();
         l->key = k;
-        if (k < 3) l->a.emplace(c, shapes[k], garray::Distribution<2>::blocked(), ghosts[k]);
-        else l->i.emplace(c, garray::Shape<1>{33});
-        m.create(k, charge[k]);
+        std::tie(l->i, l->a) = make(c, k);
+        l->serial = m.create(k, charge[k]);
         live.push_back(std::move(l));
       } else {
         const auto j = static_cast<std::size_t>(uniform(rng, 0, static_cast<Index>(live.size()) - 1));
         const int k = live[j]->key;
+        const std::uint64_t serial = live[j]->serial;
         live.erase(live.begin() + static_cast<std::ptrdiff_t>(j));
-        m.destroy(k, charge[k]);
+        m.destroy(k, charge[k], serial);
       }
+      INFO("op " << op << ": " << c.cache().describe());
       CHECK(counts(c) == m.c);
       CHECK(c.cache().windows_held() == m.pool.size());
+      CHECK(c.cache().windows_pending() == m.pending());
+      CHECK(c.cache().windows_held() - c.cache().windows_pending() <= m.wcap);
+      // Every rank's cache is in the same state.
+      const auto h = std::hash<std::string>{}(c.cache().describe().substr(0, c.cache().describe().find(" bytes=")));
+      CHECK(max_over_ranks(h) == h);
     }
     live.clear();
   }
@@ -455,6 +613,95 @@ TEST_CASE("a rank that destroys an array the others keep: CollectiveMismatch on 
   { A2 c(ctx, {10, 10}); }
 }
 
+TEST_CASE("a rank unwinding out of a scope that holds an array: reported at the next create, never a hang") {
+  for (int depth : {0, 3}) {
+    CAPTURE(depth);
+    garray::Context ctx;
+    ctx.cache().set_depth(depth);
+    const bool alone = ctx.size() == 1;
+    std::optional<A2> kept;
+    try {
+      A2 a(ctx, {10, 10});
+      a.fill(1.0);
+      if (ctx.rank() == 0) throw std::runtime_error("rank 0 gives up");  // ~A2 while unwinding: local
+      kept.emplace(std::move(a));
+    } catch (const std::runtime_error&) {
+    }
+    CHECK(ctx.stats().leaked_windows == 0);  // the window is in rank 0's pool, not leaked
+    // Rank 0 destroyed an array the others keep: every rank's next create throws.
+    bool threw = false;
+    try {
+      A2 b(ctx, {10, 10});
+    } catch (const garray::CollectiveMismatch& e) {
+      threw = true;
+      CHECK(std::string(e.what()).find("live=") != std::string::npos);
+    }
+    CHECK(threw == !alone);
+    CHECK(all_ranks(true));
+    // The others catch up: consistent again; creates work and free what is pending.
+    kept.reset();
+    { A2 b(ctx, {10, 10}); }
+    // A lone destroy on one rank (no exception): the same.
+    std::optional<A2> x(std::in_place, ctx, garray::Shape<2>{4, 4});
+    if (ctx.rank() == ctx.size() - 1) x.reset();
+    if (!alone) CHECK_THROWS_AS(I1(ctx, {5}), garray::CollectiveMismatch);
+    CHECK(all_ranks(true));
+    x.reset();
+    { I1 b(ctx, {5}); }
+    ctx.cache().clear();
+    CHECK(ctx.cache().windows_held() == 0);
+    CHECK(ctx.stats().windows_allocated == ctx.stats().windows_freed);
+    CHECK(ctx.stats().leaked_windows == 0);
+  }
+}
+
+TEST_CASE("an injected failure in acquire on one rank throws on every rank, changes nothing, never hangs") {
+  garray::Context ctx;
+  const int victim = ctx.size() - 1;
+  auto attempt = [&](auto&& create, bool bad_alloc) {
+    const auto before = counts(ctx);
+    const auto held = ctx.cache().windows_held();
+    if (ctx.rank() == victim) garray::testing::arm_fault("cache.acquire", 0, bad_alloc);
+    bool mine = false, others = false;
+    try {
+      create();
+    } catch (const garray::testing::InjectedFault&) {
+      mine = true;
+    } catch (const std::bad_alloc&) {
+      mine = true;
+    } catch (const garray::CollectiveFailure& e) {
+      others = true;
+      CHECK(e.failed_rank() == victim);
+    }
+    CHECK(mine == (ctx.rank() == victim));
+    CHECK(others == (ctx.rank() != victim));
+    CHECK(!garray::testing::fault_armed());
+    CHECK(counts(ctx) == before);  // nothing freed, nothing allocated
+    CHECK(ctx.cache().windows_held() == held);
+    CHECK(ctx.cache().live_windows() == 0);
+  };
+  // A miss (the create allocates).
+  attempt([&] { A2 a(ctx, {6, 6}); }, false);
+  attempt([&] { A2 a(ctx, {6, 6}, garray::uninitialized); }, true);
+  { A2 a(ctx, {6, 6}); }  // works afterwards: a miss
+  CHECK(counts(ctx) == Counts{1, 0, 0, 1, 0});
+  // A hit with windows to free (depth 1: the second window of the key is pending).
+  ctx.cache().set_depth(1);
+  { A2 a(ctx, {6, 6}), b(ctx, {6, 6}); }
+  CHECK(ctx.cache().windows_pending() == 1);
+  attempt([&] { A2 a(ctx, {6, 6}); }, false);
+  { A2 a(ctx, {6, 6}); }  // works: a hit that frees the pending window
+  CHECK(counts(ctx) == Counts{2, 1, 2, 2, 1});
+  // A pure hit makes no MPI call and passes no fault point: nothing to agree on.
+  if (ctx.rank() == victim) garray::testing::arm_fault("cache.acquire");
+  { A2 a(ctx, {6, 6}); }
+  CHECK(garray::testing::fault_armed() == (ctx.rank() == victim));
+  garray::testing::disarm_fault();
+  CHECK(ctx.stats().cache_hits == 3);
+  ctx.cache().clear();
+  CHECK(ctx.stats().windows_allocated == ctx.stats().windows_freed);
+}
+
 TEST_CASE("settings from the environment: GARRAY_CACHE_DEPTH and GARRAY_CACHE_BYTES") {
   {
     garray::Context ctx;
@@ -469,10 +716,20 @@ TEST_CASE("settings from the environment: GARRAY_CACHE_DEPTH and GARRAY_CACHE_BY
     CHECK(ctx.cache().byte_cap() == std::size_t{3} << 20);
   }
   setenv("GARRAY_CACHE_BYTES", "12345", 1);
+  setenv("GARRAY_CACHE_WINDOWS", "7", 1);
+  setenv("GARRAY_CACHE_IDLE", "0", 1);
   {
     garray::Context ctx;
     CHECK(ctx.cache().byte_cap() == 12345);
+    CHECK(ctx.cache().window_cap() == 7);
+    CHECK(ctx.cache().idle_after() == 0);
   }
+  setenv("GARRAY_CACHE_WINDOWS", "7K", 1);
+  CHECK_THROWS_AS(garray::Context{}, garray::InvalidArgument);
+  unsetenv("GARRAY_CACHE_WINDOWS");
+  setenv("GARRAY_CACHE_IDLE", "x", 1);
+  CHECK_THROWS_AS(garray::Context{}, garray::InvalidArgument);
+  unsetenv("GARRAY_CACHE_IDLE");
   setenv("GARRAY_CACHE_DEPTH", "three", 1);
   CHECK_THROWS_AS(garray::Context{}, garray::InvalidArgument);
   setenv("GARRAY_CACHE_DEPTH", "-1", 1);

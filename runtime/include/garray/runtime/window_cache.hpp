@@ -3,8 +3,10 @@
 // new array of the same kind skips MPI_Win_allocate / MPI_Win_free (GAiN's array cache).
 //
 //   garray::Context ctx;
-//   ctx.cache().set_depth(3);            // windows kept per key (0 = cache off)
+//   ctx.cache().set_depth(3);            // windows kept per key (0 = nothing reused)
 //   ctx.cache().set_byte_cap(1 << 30);   // cached bytes per rank, least recently used out
+//   ctx.cache().set_window_cap(64);      // cached windows, least recently used out
+//   ctx.cache().set_idle_after(1024);    // keys untouched for 1024 creates are freed
 //   for (int it = 0; it < 100; ++it) {
 //     garray::GlobalArray<double, 2> t(ctx, {2000, 2000});   // 1st: miss; later: hit
 //   }                                    // destroy: window back to the pool, no MPI
@@ -16,25 +18,38 @@
 // of any rank) and this rank's byte size. Two windows are interchangeable iff all agree.
 //
 //   create (collective)  plan() -> fold its signature into the create's signature
-//                        allreduce (agree_signature) -> acquire(): evict, then take/allocate
-//   destroy              release(): flush pending writes, window into the pool. Local: no
-//                        MPI call needs the other ranks (depth 0: MPI_Win_free, collective)
+//                        allreduce (agree_signature) -> acquire(): free, then take/allocate
+//   destroy              release(): window into the pool. Always **local**, at any depth:
+//                        no MPI call needs the other ranks, never MPI_Win_free
 //
-// Eviction frees windows with MPI_Win_free, a collective call, so it only happens at
+// The pool has two parts. *Reusable* windows, in release order, which never exceed the
+// limits: a release that would exceed one (depth per key, byte cap, window cap) moves the
+// least recently released window of the key (depth) or of the pool (caps) to the *pending*
+// part, windows that are freed at the next collective point. Windows released at depth 0,
+// poisoned windows (their flush failed) and windows charged more than the byte cap go to
+// the pending part at once. Lowering a limit applies to the reusable part at once; raising
+// one never revives pending windows. Freeing (MPI_Win_free, collective) happens only at
 // points every rank reaches in the same order: inside acquire() (after the create's
-// signature agreement), clear() and the context's destruction. Between such points the
-// pool may hold more than `depth` windows of a key or more than the byte cap; the next
-// collective point trims it (oldest first), exactly as if it had been trimmed on release.
-// Decisions depend only on the sequence of create/destroy calls, the keys and the
-// charges, all identical on every rank, so every rank makes the same decisions; the
-// create signature includes the plan so a rank that diverged (e.g. destroyed an array the
-// others keep) makes every rank throw CollectiveMismatch instead of hanging.
+// signature agreement), clear() and the context's destruction, in allocation order.
+// A create also frees the windows of *idle* keys: keys that neither a create nor a destroy
+// touched during the last `idle_after` creates.
+//
+// Every decision is O(1) amortised (hash map of keys, release-order lists, running
+// totals; a limit lowered from code costs one pass) and depends only on the sequence of
+// create/destroy calls, the settings, the keys and the charges, all identical on every rank,
+// so every rank makes the same decisions. The create signature includes the plan and an
+// incrementally maintained hash of the pool (every window's allocation serial, release
+// number and state), so a rank that diverged (e.g. destroyed an array the others keep)
+// makes every rank throw CollectiveMismatch instead of hanging.
 //
 // Settings come from the environment when the Context is made and may be changed from
 // code at any time (identically on every rank, between collective calls):
-//   GARRAY_CACHE_DEPTH   windows kept per key, default 3; 0 turns the cache off
-//   GARRAY_CACHE_BYTES   cap on cached bytes per rank, default 1G; suffixes K, M, G, T
-//                        (binary multiples), e.g. GARRAY_CACHE_BYTES=256M
+//   GARRAY_CACHE_DEPTH    windows kept per key, default 3; 0 turns reuse off
+//   GARRAY_CACHE_BYTES    cap on cached bytes per rank, default 1G; suffixes K, M, G, T
+//                         (binary multiples), e.g. GARRAY_CACHE_BYTES=256M
+//   GARRAY_CACHE_WINDOWS  cap on cached windows, default 64
+//   GARRAY_CACHE_IDLE     creates after which an untouched key's windows are freed,
+//                         default 1024; 0 never frees idle windows
 
 #include <garray/runtime/stats.hpp>
 
@@ -42,8 +57,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
+#include <list>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace garray {
@@ -57,10 +75,13 @@ class WindowCache {
  public:
   static constexpr int default_depth = 3;                               ///< as GAiN found best
   static constexpr std::size_t default_byte_cap = std::size_t{1} << 30;  ///< 1 GiB per rank
+  static constexpr std::size_t default_window_cap = 64;                 ///< reusable windows
+  static constexpr std::uint64_t default_idle_after = 1024;             ///< creates
 
-  /// Reads GARRAY_CACHE_DEPTH / GARRAY_CACHE_BYTES. **Collective over comm** (one allreduce
-  /// agrees that the environment parsed everywhere). Throws InvalidArgument on every rank if
-  /// a value is malformed on any rank. Made by Context; users reach it as `ctx.cache()`.
+  /// Reads GARRAY_CACHE_DEPTH / _BYTES / _WINDOWS / _IDLE. **Collective over comm** (one
+  /// allreduce agrees that the environment parsed everywhere). Throws InvalidArgument on
+  /// every rank if a value is malformed on any rank. Made by Context; users reach it as
+  /// `ctx.cache()`.
   WindowCache(MPI_Comm comm, Stats& stats);
   /// Frees every cached window. **Collective** (runs at the Context's destruction, which is
   /// collective anyway). Never throws; during stack unwinding the windows are leaked and
@@ -71,17 +92,30 @@ class WindowCache {
 
   // ---- settings: Local, but must be identical on every rank ---------------------------
   // A rank whose settings differ is detected at the next create (CollectiveMismatch on
-  // every rank). Lowering a limit takes effect at the next create or clear().
+  // every rank). Lowering a limit moves the windows beyond it to the pending part at once
+  // (one pass over the pool); they are freed at the next create or clear().
 
-  /// Local. Windows kept per key (0 = cache off: destroy frees the window at once, which is
-  /// then collective, as without a cache). Throws InvalidArgument if negative.
+  /// Local. Windows kept per key (0 = reuse off: destroyed arrays' windows are freed at the
+  /// next create or clear(); destroy stays local). Throws InvalidArgument if negative.
   void set_depth(int depth);
   int depth() const noexcept { return depth_; }  ///< Local.
-  /// Local. Cap on the bytes of cached windows per rank (each window charged its largest
+  /// Local. Cap on the bytes of reusable windows per rank (each window charged its largest
   /// per-rank block, so the decision is the same on every rank). A window charged more
   /// than the cap is never reused; 0 caches nothing.
-  void set_byte_cap(std::size_t bytes) noexcept { cap_ = bytes; }
+  void set_byte_cap(std::size_t bytes) noexcept;
   std::size_t byte_cap() const noexcept { return cap_; }  ///< Local.
+  /// Local. Cap on the number of reusable windows (least recently released out); 0 caches
+  /// nothing.
+  void set_window_cap(std::size_t windows) noexcept;
+  std::size_t window_cap() const noexcept { return window_cap_; }  ///< Local.
+  /// Local. A create frees the windows of keys that no create or destroy touched during the
+  /// last `creates` creates; 0 never frees idle windows.
+  void set_idle_after(std::uint64_t creates) noexcept {
+    idle_after_ = creates;
+    ++version_;
+    settings_dirty_ = true;
+  }
+  std::uint64_t idle_after() const noexcept { return idle_after_; }  ///< Local.
 
   /// Frees every cached window (counted as evictions). **Collective over the context.**
   /// Throws CollectiveMismatch on every rank (freeing nothing) if ranks hold different
@@ -89,12 +123,17 @@ class WindowCache {
   /// (arrays destroyed in a different order on some rank) are freed consistently.
   void clear();
 
-  std::size_t windows_held() const noexcept { return entries_.size(); }  ///< Local.
+  /// Local. Windows held: reusable plus pending (freed at the next collective point). After
+  /// every create and clear(), windows_held() <= window_cap().
+  std::size_t windows_held() const noexcept { return lru_.size() + pending_.size(); }
+  /// Local. Of windows_held(), those waiting to be freed at the next collective point.
+  std::size_t windows_pending() const noexcept { return pending_.size(); }
   /// Local. This rank's bytes in cached windows (also Stats::cache_bytes).
   std::size_t bytes_held() const noexcept { return bytes_held_; }
   /// Local. Arrays of this context whose windows came through the cache and are alive.
   std::int64_t live_windows() const noexcept { return live_; }
-  /// Local. One line: "cache depth=3 byte_cap=1073741824 held=2 bytes=16000000 live=5".
+  /// Local. One line: "cache depth=3 byte_cap=1073741824 window_cap=64 idle_after=1024
+  /// held=2 pending=0 bytes=16000000 live=5 creates=17".
   std::string describe() const;
 
   // ---- the array layer's hooks ----------------------------------------------------------
@@ -112,47 +151,107 @@ class WindowCache {
     bool hit = false;             ///< a cached window will be reused
     std::uint64_t signature = 0;  ///< fold into the create's collective signature
   };
-  /// Local. What acquire(slot, bytes) would decide (`bytes`: this rank's size). The
-  /// signature covers the decision, every eviction, the settings, the pool's windows in
-  /// order and the number of live arrays, so ranks that would decide differently fail the
-  /// create's signature agreement instead of diverging.
+  /// Local, O(1) plus the number of windows the create will free. What acquire(slot, bytes)
+  /// would decide (`bytes`: this rank's size). The signature covers the decision, the
+  /// windows to free, the settings, the pool (incrementally hashed) and the number of live
+  /// arrays, so ranks that would decide differently fail the create's signature agreement
+  /// instead of diverging.
   Plan plan(const Slot& slot, std::size_t bytes) const noexcept;
   /// **Collective over ctx** (call only after every rank agreed on plan()'s signature).
-  /// Trims the pool (depth per key, then the byte cap, oldest first), then returns a cached
-  /// window (hit) or a new one, and sets `slot.serial`. On a hit the memory holds the old
-  /// array's data, on a miss it is uninitialised. Throws MpiError on every rank if the
-  /// allocation fails (the pool is trimmed even then).
+  /// Frees the pending windows and those of idle keys, then returns a cached window (hit)
+  /// or a new one, and sets `slot.serial`. On a hit the memory holds the old array's data,
+  /// on a miss it is uninitialised. A pure hit (nothing to free) makes no MPI call. When
+  /// the create frees or allocates, the ranks first agree that their local part succeeded
+  /// (detail::conclude: one allreduce): a local failure throws on every rank (the failing
+  /// rank its own exception, the others CollectiveFailure) and changes nothing. Throws
+  /// MpiError on every rank if the allocation fails (the windows are freed even then).
   std::unique_ptr<detail::Window> acquire(const Context& ctx, Slot& slot, std::size_t bytes);
-  /// Takes back the window of a destroyed array. **Local** when depth() > 0: completes this
-  /// rank's puts/accumulates on the window (MPI_Win_flush_all if any are pending), then
-  /// MPI_Win_sync, and pools it. Nonblocking requests must have been waited before.
-  /// With depth() == 0 the window is freed now (collective, as without a cache). Never throws.
+  /// Takes back the window of a destroyed array. **Local**, at every depth: for a window that
+  /// stays reusable, completes this rank's puts/accumulates on it (MPI_Win_flush_all if any
+  /// are pending), then MPI_Win_sync, and pools it; otherwise (depth 0, poisoned, over the
+  /// byte cap) it only joins the pending part (MPI_Win_free at the next collective point
+  /// completes everything). Nonblocking requests must have been waited before. Never throws.
   void release(const Slot& slot, std::unique_ptr<detail::Window> w) noexcept;
 
  private:
+  struct Entry;
+  using List = std::list<Entry>;
+  using Iter = List::iterator;
+  // A key the map knows: *active* (it has reusable windows) or *dormant* (none: a live array
+  // took its last one; kept, in place in touch_order_, so that array's destroy does not
+  // re-insert it, which makes a hit's create/destroy pair allocation- and rehash-free; the
+  // idle sweep forgets dormant keys like any other, a destroy that pools nothing too).
+  struct KeyInfo {
+    std::uint64_t key = 0;
+    std::deque<Iter> entries;             // reusable windows of the key, release order
+    std::uint64_t touched = 0;            // creates done when last created or destroyed
+    bool listed = false;                  // pos is valid (set while in the map)
+    std::list<KeyInfo*>::iterator pos{};  // in touch_order_
+  };
   struct Entry {
-    Slot slot;  // key 0: poisoned (its flush failed), never reused, freed first
-    std::size_t bytes;
+    Slot slot;
+    std::size_t bytes = 0;
+    std::uint64_t stamp = 0;  // release number, identical on every rank
+    bool pending = false;
     std::unique_ptr<detail::Window> win;
   };
-  // Marks in evict_ the entries the next collective point frees and returns the index of
-  // the entry to reuse for (key, charge, bytes), or -1. Shared by plan() and acquire() so
-  // the predicted and the executed decision cannot differ.
-  std::ptrdiff_t decide(const Slot& slot, std::size_t bytes) const noexcept;
-  std::uint64_t state_hash(std::uint64_t seed) const noexcept;  // settings, live, pool in order
-  void free_marked() noexcept;  // frees entries_ marked in evict_, oldest first
-  void free_all() noexcept;     // frees every entry, in serial order
+  using KeyMap = std::unordered_map<std::uint64_t, KeyInfo>;
+  // What a create does: the entry it takes (or none) and the idle keys whose windows go.
+  struct Decision {
+    KeyInfo* key = nullptr;  // the requested key, if known
+    Entry* take = nullptr;
+    std::size_t idle_windows = 0;
+    std::uint64_t idle_hash = 0;
+  };
+  // plan()'s decision, reused by acquire() when nothing changed in between.
+  struct Memo {
+    std::uint64_t version = ~std::uint64_t{0};
+    std::uint64_t key = 0;
+    std::size_t charge = 0, bytes = 0;
+    Decision d;
+  };
+  Decision decide(const Slot& slot, std::size_t bytes) const noexcept;
+  bool idle(const KeyInfo& k, std::uint64_t now) const noexcept {
+    return idle_after_ > 0 && k.touched + idle_after_ < now;
+  }
+  static std::uint64_t entry_hash(const Entry& e) noexcept;
+  std::uint64_t settings_hash() const noexcept;  // recomputed only after a change
+  void to_pending(Iter it) noexcept;               // reusable -> pending (drops it from its key)
+  void drop_from_key(const Entry& e) noexcept;     // e is the front or back of its key's list
+  void unlist(KeyInfo& k) noexcept;                // out of touch_order_ (to the spares)
+  void retire_key(KeyMap::iterator kit) noexcept;  // forget a key without windows
+  void touch(KeyInfo& k) noexcept;                 // touched now: to the back of touch_order_
+  void enforce_limits() noexcept;                  // caps: least recently released out
+  void free_list(List& l) noexcept;                // frees every entry of l, in serial order
+  void free_all() noexcept;
   void update_gauge() noexcept;
 
   MPI_Comm comm_;
   Stats* stats_;
   int depth_ = default_depth;
   std::size_t cap_ = default_byte_cap;
-  std::vector<Entry> entries_;  // in release order: front = least recently used
-  mutable std::vector<unsigned char> evict_;
-  std::size_t bytes_held_ = 0;
+  std::size_t window_cap_ = default_window_cap;
+  std::uint64_t idle_after_ = default_idle_after;
+  List lru_;      // reusable windows in release order: front = least recently released
+  List pending_;  // freed at the next collective point
+  KeyMap keys_;                      // active and dormant keys
+  std::list<KeyInfo*> touch_order_;  // those keys, least recently touched first
+  // Recycled nodes, so a create/destroy pair of a cache hit allocates nothing.
+  static constexpr std::size_t spares = 16;
+  List spare_entries_;
+  std::vector<KeyMap::node_type> spare_keys_;  // capacity `spares`
+  std::list<KeyInfo*> spare_touch_;
+  std::size_t charged_ = 0;     // sum of the charges of lru_
+  std::uint64_t pool_hash_ = 0;  // sum of entry_hash over lru_ and pending_
+  std::size_t bytes_held_ = 0;   // this rank's bytes in lru_ and pending_
   std::uint64_t allocations_ = 0;  // serial numbers of windows, identical on every rank
+  std::uint64_t releases_ = 0;     // release numbers (stamps)
+  std::uint64_t creates_ = 0;      // acquire() calls that succeeded: the idle clock
   std::int64_t live_ = 0;
+  std::uint64_t version_ = 0;  // bumped by every change of the pool or the settings
+  mutable Memo memo_;
+  mutable std::uint64_t settings_hash_ = 0;
+  mutable bool settings_dirty_ = true;
 };
 
 }  // namespace garray
