@@ -24,10 +24,14 @@
 //              - everything else is fetched one-sidedly in k-panels of `panel` columns into
 //                dense buffers, double-buffered: the nonblocking gets of panel p+1 are in
 //                flight while the BLAS multiplies panel p.
-//              The products accumulate in a private buffer (C is not touched yet).
+//              The products go straight into my block of C, unless C's array is also A's
+//              or B's (or my part of C is not row-major with unit column stride): then
+//              into a private buffer.
 //   3. write   after every rank finished reading (the concluding allreduce of step 2 is a
-//              barrier), each rank stores its buffer into its block of C; then C.sync().
+//              barrier), a buffered block is stored into C; then C.sync().
 // Aliasing is therefore allowed (C may be a view of A or B, as in numpy's a[...] = a @ b).
+// After a failure in step 2 (CollectiveFailure / the failing rank's own exception) A and B
+// are unchanged and C's elements are unspecified (partly updated blocks).
 //
 // BLAS: the Debian OpenBLAS (cblas). With several ranks per node set
 // OPENBLAS_NUM_THREADS=1 (the BLAS' own threads would compete with the ranks).
@@ -56,6 +60,7 @@
 #include <cstdint>
 #include <exception>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -243,23 +248,37 @@ void gemm_views(MatOp oa, MatOp ob, T alpha, const View<T, NA, 2>& a, const View
   }
   if (err) std::rethrow_exception(err);
 
-  // 2. compute my block of C into a private buffer
+  // 2. compute my block of C: in place when C's array is neither A's nor B's and my part of
+  //    it is row-major with unit column stride, else into a private buffer stored in step 3
   const int me = ca.context().rank();
   const Box<2> mine = c.box_of(me);
   const index mi = mine.extent(0), nj = mine.extent(1);
-  std::vector<T> cbuf;
+  const bool aliased = static_cast<const void*>(&ca) == static_cast<const void*>(&a.array()) ||
+                       static_cast<const void*>(&ca) == static_cast<const void*>(&b.array());
+  std::unique_ptr<T[]> cbuf;
+  T* cptr = nullptr;
+  index ldc = nj;
   run_concluded(ca.context().comm(), what, [&] {
     fault_point("gemm.compute");
     if (mine.empty()) return;
-    cbuf.resize(static_cast<std::size_t>(mi * nj));
-    if (beta != T{0}) {
-      ca.get_section(sub_section(c.section(), mine), std::span<T>(cbuf));
-      if (beta != T{1})
-        for (auto& x : cbuf) x *= beta;
-    } else {
-      std::fill(cbuf.begin(), cbuf.end(), T{0});
+    // In-place stores are bracketed by the MPI_Win_sync of begin_collective and of ca.sync().
+    if (!aliased) {
+      std::vector<Tile<T>> ct;
+      if (direct_tiles(c, mine, ct) && ct.size() == 1) {
+        cptr = const_cast<T*>(ct[0].ptr);
+        ldc = ct[0].ld;
+      }
     }
-    if (ka == 0 || alpha == T{0}) return;
+    if (!cptr) {
+      cbuf.reset(new T[static_cast<std::size_t>(mi * nj)]);  // no zero fill: see `fresh`
+      cptr = cbuf.get();
+      if (beta != T{0}) ca.get_section(sub_section(c.section(), mine), std::span<T>(cptr, static_cast<std::size_t>(mi * nj)));
+    }
+    if (ka == 0 || alpha == T{0}) {  // C = beta C
+      for (index i = 0; i < mi; ++i)
+        for (index j = 0; j < nj; ++j) cptr[i * ldc + j] = beta == T{0} ? T{0} : beta * cptr[i * ldc + j];
+      return;
+    }
     // Stored regions of A and B for k-range [k0, k1).
     auto region_a = [&](index k0, index k1) {
       return oa == MatOp::none ? Box<2>{{mine.lo[0], k0}, {mine.hi[0], k1}} : Box<2>{{k0, mine.lo[0]}, {k1, mine.hi[0]}};
@@ -270,7 +289,17 @@ void gemm_views(MatOp oa, MatOp ob, T alpha, const View<T, NA, 2>& a, const View
     std::vector<Tile<T>> ta, tb;
     const bool da = direct_tiles(a, region_a(0, ka), ta);
     const bool db = direct_tiles(b, region_b(0, ka), tb);
-    // Multiplies every (A tile, B tile) pair with a common k range into cbuf.
+    // The tiles of A split C's rows, those of B its columns, the same way for every k
+    // (owner grids), so C's block is a grid of cells. The first product into a cell applies
+    // beta (beta == 0: the BLAS does not read it), the others add.
+    std::vector<std::array<index, 4>> fresh_done;
+    auto beta_for = [&](index i, index j, index m_, index n_) {
+      const std::array<index, 4> key{i, j, m_, n_};
+      if (std::find(fresh_done.begin(), fresh_done.end(), key) != fresh_done.end()) return T{1};
+      fresh_done.push_back(key);
+      return beta;
+    };
+    // Multiplies every (A tile, B tile) pair with a common k range into C.
     auto multiply = [&](const std::vector<Tile<T>>& xa, const std::vector<Tile<T>>& xb) {
       for (const auto& s : xa) {
         const index ai = oa == MatOp::none ? s.r0 : s.c0, ak = oa == MatOp::none ? s.c0 : s.r0;
@@ -282,7 +311,8 @@ void gemm_views(MatOp oa, MatOp ob, T alpha, const View<T, NA, 2>& a, const View
           if (k1 <= k0 || am == 0 || bn == 0) continue;
           const T* pa = s.ptr + (oa == MatOp::none ? (k0 - ak) : (k0 - ak) * s.ld);
           const T* pb = t.ptr + (ob == MatOp::none ? (k0 - bk) * t.ld : (k0 - bk));
-          blas_gemm<T>(oa, ob, am, bn, k1 - k0, alpha, pa, s.ld, pb, t.ld, T{1}, cbuf.data() + ai * nj + bj, nj);
+          blas_gemm<T>(oa, ob, am, bn, k1 - k0, alpha, pa, s.ld, pb, t.ld, beta_for(ai, bj, am, bn),
+                       cptr + ai * ldc + bj, ldc);
         }
       }
     };
@@ -338,12 +368,12 @@ void gemm_views(MatOp oa, MatOp ob, T alpha, const View<T, NA, 2>& a, const View
     }
   });
 
-  // 3. everybody has read A and B: store my block of C, then make it visible
-  if (!mine.empty()) {
+  // 3. everybody has read A and B: store a buffered block of C, then make C visible
+  if (cbuf) {
     const Section<NC> csub = sub_section(c.section(), mine);
     if (const auto p = piece_of(ca.distribution(), csub, ca.ghost(), me)) {
       auto blk = ca.access();
-      strided_copy(collapse(p->count, p->block_str, p->buf_str), blk.data() + p->block_off, cbuf.data() + p->buf_off);
+      strided_copy(collapse(p->count, p->block_str, p->buf_str), blk.data() + p->block_off, cbuf.get() + p->buf_off);
     }
   }
   ca.sync();

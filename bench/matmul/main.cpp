@@ -1,0 +1,381 @@
+// bench_matmul - distributed C = A B (n x n doubles) and mutex lock/unlock latency.
+//
+// Matrix product variants (same values, C's checksum compared with the exact one):
+//   garray   garray::gemm(1, A, B, 0, C) on blocked GlobalArrays (the default distribution)
+//   pdgemm   ScaLAPACK pdgemm on a block-cyclic layout, every block size of --nb (the best
+//            one is the pdgemm column), process grid as square as possible
+//   ga       Global Arrays GA_Dgemm on NGA_Create's default distribution
+//   blas     one rank's cblas_dgemm on the whole matrices (np = 1 only: the ceiling)
+// Each rep: barrier, the call, the slowest rank's time (MPI_MAX). Reported: median of --reps
+// after --warmup untimed calls. OpenBLAS threading as the environment says (set
+// OPENBLAS_NUM_THREADS=1 with several ranks per node); the value in use is printed.
+//
+// Mutex variants: one rank locks/unlocks mutex 0 (owned by rank 0) alone ("uncontended",
+// from the last rank, i.e. remote when np > 1), and all ranks lock/unlock it in a loop
+// ("contended", time per acquisition); garray::Mutexes vs GA_Lock/GA_Unlock.
+#include "bench_util.hpp"
+
+#include <mpi.h>
+
+#include <boost/program_options.hpp>
+#include <cblas.h>
+#include <garray/garray.hpp>
+
+#if defined(GARRAY_BENCH_HAVE_GA)
+#include <ga.h>
+#include <macdecls.h>
+#endif
+
+#include <cmath>
+#include <functional>
+#include <tuple>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+extern "C" {
+#if defined(GARRAY_BENCH_HAVE_GA)  // ScaLAPACK comes with GA's link line
+void Cblacs_get(int ctxt, int what, int* val);
+void Cblacs_gridinit(int* ctxt, const char* order, int nprow, int npcol);
+void Cblacs_gridinfo(int ctxt, int* nprow, int* npcol, int* myrow, int* mycol);
+void Cblacs_gridexit(int ctxt);
+int numroc_(const int* n, const int* nb, const int* iproc, const int* isrcproc, const int* nprocs);
+void descinit_(int* desc, const int* m, const int* n, const int* mb, const int* nb, const int* irsrc,
+               const int* icsrc, const int* ictxt, const int* lld, int* info);
+void pdgemm_(const char* ta, const char* tb, const int* m, const int* n, const int* k, const double* alpha,
+             const double* a, const int* ia, const int* ja, const int* desca, const double* b, const int* ib,
+             const int* jb, const int* descb, const double* beta, double* c, const int* ic, const int* jc,
+             const int* descc);
+#endif
+int openblas_get_num_threads(void);
+}
+
+namespace gb = garray::bench;
+namespace po = boost::program_options;
+
+namespace {
+
+// A(i, j) and B(i, j): small values, so C's exact checksum is known in closed form.
+double aval(long i, long j) { return static_cast<double>((i * 7 + j * 3) % 11 - 5) * 0.125; }
+double bval(long i, long j) { return static_cast<double>((i * 5 + j * 2) % 13 - 6) * 0.25; }
+// sum_ij C_ij = sum_k (sum_i A_ik) (sum_j B_kj)
+double exact_checksum(long n) {
+  double s = 0;
+  for (long k = 0; k < n; ++k) {
+    double ca = 0, rb = 0;
+    for (long i = 0; i < n; ++i) ca += aval(i, k);
+    for (long j = 0; j < n; ++j) rb += bval(k, j);
+    s += ca * rb;
+  }
+  return s;
+}
+
+struct Options {
+  std::vector<int> sizes{2000, 4000};
+  std::vector<int> nbs{64, 128, 256};
+  int reps = 5, warmup = 1, mutex_iters = 2000;
+  std::string variants = "garray,pdgemm,ga,blas,mutex";
+  std::string csv;
+};
+
+double timed(MPI_Comm comm, const std::function<void()>& f) {
+  MPI_Barrier(comm);
+  const gb::Timer t;
+  f();
+  double s = t.seconds(), mx = 0;
+  MPI_Allreduce(&s, &mx, 1, MPI_DOUBLE, MPI_MAX, comm);
+  return mx;
+}
+double median_of(const Options& o, MPI_Comm comm, const std::function<void()>& f) {
+  for (int w = 0; w < o.warmup; ++w) timed(comm, f);
+  std::vector<double> ts;
+  for (int r = 0; r < o.reps; ++r) ts.push_back(timed(comm, f));
+  return gb::median(ts);
+}
+double global_sum(double local, MPI_Comm comm) {
+  double s = 0;
+  MPI_Allreduce(&local, &s, 1, MPI_DOUBLE, MPI_SUM, comm);
+  return s;
+}
+bool wants(const Options& o, const std::string& v) { return ("," + o.variants + ",").find("," + v + ",") != std::string::npos; }
+
+struct Row {
+  std::string variant;
+  double seconds;
+  double checksum;
+};
+
+double garray_gemm(const Options& o, garray::Context& ctx, int n, double& checksum) {
+  garray::GlobalArray<double, 2> a(ctx, {n, n}, garray::uninitialized), b(ctx, {n, n}, garray::uninitialized),
+      c(ctx, {n, n});
+  for (auto* x : {&a, &b}) {
+    auto blk = x->access();
+    for (auto i = blk.lo(0); i < blk.hi(0); ++i)
+      for (auto j = blk.lo(1); j < blk.hi(1); ++j) blk.view()[i][j] = x == &a ? aval(i, j) : bval(i, j);
+  }
+  a.sync();
+  b.sync();
+  const double t = median_of(o, ctx.comm(), [&] { garray::gemm(1.0, a, b, 0.0, c); });
+  checksum = garray::sum(c);
+  return t;
+}
+
+double blas_gemm(const Options& o, MPI_Comm comm, int n, double& checksum) {
+  std::vector<double> a(static_cast<std::size_t>(n) * n), b(a.size()), c(a.size());
+  for (long i = 0; i < n; ++i)
+    for (long j = 0; j < n; ++j) {
+      a[static_cast<std::size_t>(i * n + j)] = aval(i, j);
+      b[static_cast<std::size_t>(i * n + j)] = bval(i, j);
+    }
+  const double t = median_of(o, comm, [&] {
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, a.data(), n, b.data(), n, 0.0, c.data(), n);
+  });
+  checksum = 0;
+  for (double x : c) checksum += x;
+  return t;
+}
+
+#if defined(GARRAY_BENCH_HAVE_GA)
+double scalapack_gemm(const Options& o, MPI_Comm comm, int n, int nb, double& checksum) {
+  int p = 0;
+  MPI_Comm_size(comm, &p);
+  int pr = 1;
+  for (int d = 1; d * d <= p; ++d)
+    if (p % d == 0) pr = d;
+  const int pc = p / pr;
+  int ctxt = 0, myr = 0, myc = 0, npr = 0, npc = 0;
+  Cblacs_get(-1, 0, &ctxt);
+  Cblacs_gridinit(&ctxt, "Row", pr, pc);
+  Cblacs_gridinfo(ctxt, &npr, &npc, &myr, &myc);
+  const int zero = 0, one = 1;
+  const int ml = numroc_(&n, &nb, &myr, &zero, &pr), nl = numroc_(&n, &nb, &myc, &zero, &pc);
+  const int lld = std::max(1, ml);
+  int desc[9], info = 0;
+  descinit_(desc, &n, &n, &nb, &nb, &zero, &zero, &ctxt, &lld, &info);
+  std::vector<double> a(static_cast<std::size_t>(lld) * std::max(nl, 1)), b(a.size()), c(a.size());
+  for (int lj = 0; lj < nl; ++lj) {
+    const long gj = (static_cast<long>(lj / nb) * pc + myc) * nb + lj % nb;
+    for (int li = 0; li < ml; ++li) {
+      const long gi = (static_cast<long>(li / nb) * pr + myr) * nb + li % nb;
+      a[static_cast<std::size_t>(lj) * lld + li] = aval(gi, gj);
+      b[static_cast<std::size_t>(lj) * lld + li] = bval(gi, gj);
+    }
+  }
+  const double alpha = 1, beta = 0;
+  const double t = median_of(o, comm, [&] {
+    pdgemm_("N", "N", &n, &n, &n, &alpha, a.data(), &one, &one, desc, b.data(), &one, &one, desc, &beta, c.data(),
+            &one, &one, desc);
+  });
+  double s = 0;
+  for (int lj = 0; lj < nl; ++lj)
+    for (int li = 0; li < ml; ++li) s += c[static_cast<std::size_t>(lj) * lld + li];
+  checksum = global_sum(s, comm);
+  Cblacs_gridexit(ctxt);
+  return t;
+}
+
+double ga_gemm(const Options& o, MPI_Comm comm, int n, double& checksum) {
+  int dims[2] = {n, n};
+  const int ga = NGA_Create(C_DBL, 2, dims, const_cast<char*>("A"), nullptr);
+  const int gbb = NGA_Create(C_DBL, 2, dims, const_cast<char*>("B"), nullptr);
+  const int gc = NGA_Create(C_DBL, 2, dims, const_cast<char*>("C"), nullptr);
+  for (int g : {ga, gbb}) {
+    int lo[2], hi[2], ld[1];
+    NGA_Distribution(g, GA_Nodeid(), lo, hi);
+    if (lo[0] <= hi[0] && lo[1] <= hi[1]) {
+      double* p = nullptr;
+      NGA_Access(g, lo, hi, &p, ld);
+      for (int i = lo[0]; i <= hi[0]; ++i)
+        for (int j = lo[1]; j <= hi[1]; ++j)
+          p[static_cast<std::size_t>(i - lo[0]) * ld[0] + (j - lo[1])] = g == ga ? aval(i, j) : bval(i, j);
+      NGA_Release_update(g, lo, hi);
+    }
+  }
+  GA_Sync();
+  const double t = median_of(o, comm, [&] { GA_Dgemm('N', 'N', n, n, n, 1.0, ga, gbb, 0.0, gc); });
+  double s = 0;
+  {
+    int lo[2], hi[2], ld[1];
+    NGA_Distribution(gc, GA_Nodeid(), lo, hi);
+    if (lo[0] <= hi[0] && lo[1] <= hi[1]) {
+      double* p = nullptr;
+      NGA_Access(gc, lo, hi, &p, ld);
+      for (int i = lo[0]; i <= hi[0]; ++i)
+        for (int j = lo[1]; j <= hi[1]; ++j) s += p[static_cast<std::size_t>(i - lo[0]) * ld[0] + (j - lo[1])];
+      NGA_Release(gc, lo, hi);
+    }
+  }
+  checksum = global_sum(s, comm);
+  GA_Destroy(gc);
+  GA_Destroy(gbb);
+  GA_Destroy(ga);
+  return t;
+}
+#endif
+
+// Seconds per lock+unlock pair: one rank alone, then every rank at once (per acquisition).
+template <class Lock, class Unlock>
+std::pair<double, double> mutex_latency(const Options& o, MPI_Comm comm, Lock&& lock, Unlock&& unlock) {
+  int me = 0, p = 1;
+  MPI_Comm_rank(comm, &me);
+  MPI_Comm_size(comm, &p);
+  const int it = o.mutex_iters;
+  std::vector<double> alone, all;
+  for (int r = 0; r < o.reps; ++r) {
+    MPI_Barrier(comm);
+    double t = 0;
+    if (me == p - 1) {
+      const gb::Timer tm;
+      for (int k = 0; k < it; ++k) {
+        lock();
+        unlock();
+      }
+      t = tm.seconds() / it;
+    }
+    MPI_Bcast(&t, 1, MPI_DOUBLE, p - 1, comm);
+    alone.push_back(t);
+    const double tc = timed(comm, [&] {
+      for (int k = 0; k < it / p; ++k) {
+        lock();
+        unlock();
+      }
+    });
+    all.push_back(tc / ((it / p) * p));
+  }
+  return {gb::median(alone), gb::median(all)};
+}
+
+int run(int argc, char** argv) {
+  int me = 0, p = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
+  Options o;
+  std::string sizes, nbs;
+  po::options_description desc("bench_matmul: distributed dgemm (garray, ScaLAPACK, GA, BLAS) and mutex latency\nOptions");
+  desc.add_options()("help,h", "print this help")                                                     //
+      ("sizes", po::value<std::string>(&sizes)->default_value("2000,4000"), "matrix orders n, comma-separated")  //
+      ("nb", po::value<std::string>(&nbs)->default_value("64,128,256"), "ScaLAPACK block sizes to try")          //
+      ("reps,r", po::value<int>(&o.reps)->default_value(o.reps), "timed repetitions (median reported)")          //
+      ("warmup,w", po::value<int>(&o.warmup)->default_value(o.warmup), "untimed calls first")                   //
+      ("mutex-iters", po::value<int>(&o.mutex_iters)->default_value(o.mutex_iters), "lock/unlock pairs per rep") //
+      ("variants", po::value<std::string>(&o.variants)->default_value(o.variants),
+       "subset of garray,pdgemm,ga,blas,mutex")  //
+      ("csv", po::value<std::string>(&o.csv), "append rows bench,n,np,variant,median_s,gflops to FILE");
+  po::variables_map vm;
+  po::store(po::parse_command_line(argc, argv, desc), vm);
+  po::notify(vm);
+  if (vm.count("help")) {
+    if (me == 0) std::cout << desc << '\n';
+    return 0;
+  }
+  auto parse_list = [](const std::string& s) {
+    std::vector<int> v;
+    std::stringstream ss(s);
+    for (std::string t; std::getline(ss, t, ',');)
+      if (!t.empty()) v.push_back(std::stoi(t));
+    return v;
+  };
+  o.sizes = parse_list(sizes);
+  o.nbs = parse_list(nbs);
+  garray::Context ctx;
+  if (me == 0) {
+    gb::print_run_info(std::cout, "bench_matmul", p);
+    std::cout << "# windows     : " << (ctx.window_kind() == garray::WindowKind::shared ? "shared" : "rma") << '\n'
+              << "# BLAS threads: " << openblas_get_num_threads() << " (OpenBLAS, per rank)\n"
+              << "# reps        : median of " << o.reps << " after " << o.warmup << " warmup\n";
+  }
+  gb::CsvWriter csv(me == 0 ? o.csv : std::string(), "bench,n,np,variant,median_s,gflops");
+  int status = 0;
+  for (int n : o.sizes) {
+    const double flops = 2.0 * n * static_cast<double>(n) * n;
+    const double exact = exact_checksum(n);
+    std::vector<Row> rows;
+    double cs = 0;
+    if (wants(o, "garray")) {
+      const double t = garray_gemm(o, ctx, n, cs);
+      rows.push_back({"garray", t, cs});
+    }
+#if defined(GARRAY_BENCH_HAVE_GA)
+    if (wants(o, "pdgemm"))
+      for (int nb : o.nbs) {
+        const double t = scalapack_gemm(o, MPI_COMM_WORLD, n, nb, cs);
+        rows.push_back({"pdgemm nb=" + std::to_string(nb), t, cs});
+      }
+    if (wants(o, "ga")) {
+      const double t = ga_gemm(o, MPI_COMM_WORLD, n, cs);
+      rows.push_back({"GA_Dgemm", t, cs});
+    }
+#endif
+    if (wants(o, "blas") && p == 1) {
+      const double t = blas_gemm(o, MPI_COMM_WORLD, n, cs);
+      rows.push_back({"blas dgemm", t, cs});
+    }
+    if (me != 0) continue;
+    double best_peer = 0, blas = 0, mine = 0;
+    for (const auto& r : rows) {
+      if (r.variant.rfind("pdgemm", 0) == 0 || r.variant == "GA_Dgemm")
+        best_peer = best_peer == 0 ? r.seconds : std::min(best_peer, r.seconds);
+      if (r.variant == "blas dgemm") blas = r.seconds;
+      if (r.variant == "garray") mine = r.seconds;
+    }
+    std::printf("\n# n = %d, np = %d\n%-16s %12s %10s %12s %s\n", n, p, "variant", "median_s", "GFLOP/s", "x garray",
+                "checksum");
+    for (const auto& r : rows) {
+      const bool ok = std::abs(r.checksum - exact) <= 1e-9 * std::max(1.0, std::abs(exact));
+      if (!ok) status = 1;
+      std::printf("%-16s %12.4f %10.2f %12.3f %s\n", r.variant.c_str(), r.seconds, flops / r.seconds * 1e-9,
+                  mine > 0 ? r.seconds / mine : 0.0, ok ? "ok" : "WRONG");
+      csv.row("matmul", n, p, r.variant, r.seconds, flops / r.seconds * 1e-9);
+    }
+    if (mine > 0 && best_peer > 0) std::printf("garray / best(pdgemm, GA_Dgemm) = %.3f\n", mine / best_peer);
+    if (mine > 0 && blas > 0) std::printf("garray / blas dgemm = %.3f\n", mine / blas);
+  }
+  if (wants(o, "mutex")) {
+    garray::Mutexes m(ctx, 1);
+    const auto [ga_alone, ga_all] = mutex_latency(o, ctx.comm(), [&] { m.lock(0); }, [&] { m.unlock(0); });
+    double g1 = 0, g2 = 0;
+#if defined(GARRAY_BENCH_HAVE_GA)
+    GA_Create_mutexes(1);
+    std::tie(g1, g2) = mutex_latency(o, ctx.comm(), [] { GA_Lock(0); }, [] { GA_Unlock(0); });
+    GA_Destroy_mutexes();
+#endif
+    if (me == 0) {
+      std::printf("\n# mutex lock+unlock, np = %d (us per pair)\n%-16s %12s %12s\n", p, "variant", "alone", "contended");
+      std::printf("%-16s %12.2f %12.2f\n", "garray", ga_alone * 1e6, ga_all * 1e6);
+      if (g1 > 0) std::printf("%-16s %12.2f %12.2f\n", "GA_Lock", g1 * 1e6, g2 * 1e6);
+      csv.row("mutex_alone", 0, p, "garray", ga_alone, 0);
+      csv.row("mutex_contended", 0, p, "garray", ga_all, 0);
+      if (g1 > 0) {
+        csv.row("mutex_alone", 0, p, "GA_Lock", g1, 0);
+        csv.row("mutex_contended", 0, p, "GA_Lock", g2, 0);
+      }
+    }
+  }
+  MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  return status;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+#if defined(GARRAY_BENCH_HAVE_GA)
+  GA_Initialize();
+  MA_init(C_DBL, 4 << 20, 16 << 20);  // GA_Dgemm's scratch comes from MA
+#endif
+  int status = 0;
+  try {
+    status = run(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "bench_matmul: fatal: " << e.what() << '\n';
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+#if defined(GARRAY_BENCH_HAVE_GA)
+  GA_Terminate();
+#endif
+  MPI_Finalize();
+  return status;
+}
