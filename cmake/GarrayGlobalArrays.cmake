@@ -3,7 +3,8 @@
 # static libraries are per MPI flavour. Defines the INTERFACE target garray_ga (with
 # ScaLAPACK, LAPACK, BLAS and gfortran on its link line) when everything is found;
 # GARRAY_HAVE_GA tells whether it was.
-if(TARGET garray_ga)
+if(TARGET garray_ga)  # already included by another directory
+  set(GARRAY_HAVE_GA ON)
   return()
 endif()
 if(MPI_CXX_HEADER_DIR MATCHES "openmpi" OR MPI_CXX_LIBRARY_VERSION_STRING MATCHES "Open MPI")

@@ -7,7 +7,8 @@
 //   ga       Global Arrays GA_Dgemm on NGA_Create's default distribution
 //   blas     one rank's cblas_dgemm on the whole matrices (np = 1 only: the ceiling)
 // Each rep: barrier, the call, the slowest rank's time (MPI_MAX). Reported: median of --reps
-// after --warmup untimed calls. OpenBLAS threading as the environment says (set
+// after --warmup untimed calls. All contenders of a size are set up first and timed
+// round-robin (one rep of each in turn), so load from elsewhere hits them alike. OpenBLAS threading as the environment says (set
 // OPENBLAS_NUM_THREADS=1 with several ranks per node); the value in use is printed.
 //
 // Mutex variants: one rank locks/unlocks mutex 0 (owned by rank 0) alone ("uncontended",
@@ -32,6 +33,7 @@
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -89,12 +91,6 @@ double timed(MPI_Comm comm, const std::function<void()>& f) {
   MPI_Allreduce(&s, &mx, 1, MPI_DOUBLE, MPI_MAX, comm);
   return mx;
 }
-double median_of(const Options& o, MPI_Comm comm, const std::function<void()>& f) {
-  for (int w = 0; w < o.warmup; ++w) timed(comm, f);
-  std::vector<double> ts;
-  for (int r = 0; r < o.reps; ++r) ts.push_back(timed(comm, f));
-  return gb::median(ts);
-}
 double global_sum(double local, MPI_Comm comm) {
   double s = 0;
   MPI_Allreduce(&local, &s, 1, MPI_DOUBLE, MPI_SUM, comm);
@@ -108,81 +104,132 @@ struct Row {
   double checksum;
 };
 
-double garray_gemm(const Options& o, garray::Context& ctx, int n, double& checksum) {
-  garray::GlobalArray<double, 2> a(ctx, {n, n}, garray::uninitialized), b(ctx, {n, n}, garray::uninitialized),
-      c(ctx, {n, n});
-  for (auto* x : {&a, &b}) {
+// One contender of a size: its data lives in `keep` (freed with it), `run` is one product,
+// `checksum` sums C over all ranks. Contenders are timed round-robin (rep 1 of each, then
+// rep 2 of each, ...) so that a busy moment on the machine hits all of them alike.
+struct Contender {
+  std::string name;
+  std::function<void()> run;
+  std::function<double()> checksum;
+  std::shared_ptr<void> keep;
+  std::vector<double> times;
+};
+
+Contender garray_gemm(garray::Context& ctx, int n) {
+  struct Data {
+    garray::GlobalArray<double, 2> a, b, c;
+  };
+  auto d = std::make_shared<Data>(Data{garray::GlobalArray<double, 2>(ctx, {n, n}), garray::GlobalArray<double, 2>(ctx, {n, n}),
+                                       garray::GlobalArray<double, 2>(ctx, {n, n})});
+  for (auto* x : {&d->a, &d->b}) {
     auto blk = x->access();
     for (auto i = blk.lo(0); i < blk.hi(0); ++i)
-      for (auto j = blk.lo(1); j < blk.hi(1); ++j) blk.view()[i][j] = x == &a ? aval(i, j) : bval(i, j);
+      for (auto j = blk.lo(1); j < blk.hi(1); ++j) blk.view()[i][j] = x == &d->a ? aval(i, j) : bval(i, j);
   }
-  a.sync();
-  b.sync();
-  const double t = median_of(o, ctx.comm(), [&] { garray::gemm(1.0, a, b, 0.0, c); });
-  checksum = garray::sum(c);
-  return t;
+  d->a.sync();
+  d->b.sync();
+  Data* p = d.get();
+  return {"garray", [p] { garray::gemm(1.0, p->a, p->b, 0.0, p->c); }, [p] { return garray::sum(p->c); }, d, {}};
 }
 
-double blas_gemm(const Options& o, MPI_Comm comm, int n, double& checksum) {
-  std::vector<double> a(static_cast<std::size_t>(n) * n), b(a.size()), c(a.size());
+Contender blas_gemm(int n) {
+  struct Data {
+    std::vector<double> a, b, c;
+  };
+  auto d = std::make_shared<Data>();
+  const auto nn = static_cast<std::size_t>(n) * static_cast<std::size_t>(n);
+  d->a.resize(nn);
+  d->b.resize(nn);
+  d->c.resize(nn);
   for (long i = 0; i < n; ++i)
     for (long j = 0; j < n; ++j) {
-      a[static_cast<std::size_t>(i * n + j)] = aval(i, j);
-      b[static_cast<std::size_t>(i * n + j)] = bval(i, j);
+      d->a[static_cast<std::size_t>(i * n + j)] = aval(i, j);
+      d->b[static_cast<std::size_t>(i * n + j)] = bval(i, j);
     }
-  const double t = median_of(o, comm, [&] {
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, a.data(), n, b.data(), n, 0.0, c.data(), n);
-  });
-  checksum = 0;
-  for (double x : c) checksum += x;
-  return t;
+  Data* p = d.get();
+  return {"blas dgemm",
+          [p, n] {
+            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, p->a.data(), n, p->b.data(), n, 0.0,
+                        p->c.data(), n);
+          },
+          [p] {
+            double s = 0;
+            for (double x : p->c) s += x;
+            return s;
+          },
+          d, {}};
 }
 
 #if defined(GARRAY_BENCH_HAVE_GA)
-double scalapack_gemm(const Options& o, MPI_Comm comm, int n, int nb, double& checksum) {
+Contender scalapack_gemm(MPI_Comm comm, int n, int nb) {
+  struct Data {
+    int ctxt = 0, n = 0, ml = 0, nl = 0, lld = 1;
+    int desc[9] = {};
+    std::vector<double> a, b, c;
+    ~Data() { Cblacs_gridexit(ctxt); }
+  };
+  auto d = std::make_shared<Data>();
   int p = 0;
   MPI_Comm_size(comm, &p);
   int pr = 1;
-  for (int d = 1; d * d <= p; ++d)
-    if (p % d == 0) pr = d;
+  for (int k = 1; k * k <= p; ++k)
+    if (p % k == 0) pr = k;
   const int pc = p / pr;
-  int ctxt = 0, myr = 0, myc = 0, npr = 0, npc = 0;
-  Cblacs_get(-1, 0, &ctxt);
-  Cblacs_gridinit(&ctxt, "Row", pr, pc);
-  Cblacs_gridinfo(ctxt, &npr, &npc, &myr, &myc);
-  const int zero = 0, one = 1;
-  const int ml = numroc_(&n, &nb, &myr, &zero, &pr), nl = numroc_(&n, &nb, &myc, &zero, &pc);
-  const int lld = std::max(1, ml);
-  int desc[9], info = 0;
-  descinit_(desc, &n, &n, &nb, &nb, &zero, &zero, &ctxt, &lld, &info);
-  std::vector<double> a(static_cast<std::size_t>(lld) * std::max(nl, 1)), b(a.size()), c(a.size());
-  for (int lj = 0; lj < nl; ++lj) {
+  int myr = 0, myc = 0, npr = 0, npc = 0;
+  Cblacs_get(-1, 0, &d->ctxt);
+  Cblacs_gridinit(&d->ctxt, "Row", pr, pc);
+  Cblacs_gridinfo(d->ctxt, &npr, &npc, &myr, &myc);
+  const int zero = 0;
+  d->n = n;
+  d->ml = numroc_(&n, &nb, &myr, &zero, &pr);
+  d->nl = numroc_(&n, &nb, &myc, &zero, &pc);
+  d->lld = std::max(1, d->ml);
+  int info = 0;
+  descinit_(d->desc, &n, &n, &nb, &nb, &zero, &zero, &d->ctxt, &d->lld, &info);
+  const auto sz = static_cast<std::size_t>(d->lld) * static_cast<std::size_t>(std::max(d->nl, 1));
+  d->a.resize(sz);
+  d->b.resize(sz);
+  d->c.resize(sz);
+  for (int lj = 0; lj < d->nl; ++lj) {
     const long gj = (static_cast<long>(lj / nb) * pc + myc) * nb + lj % nb;
-    for (int li = 0; li < ml; ++li) {
+    for (int li = 0; li < d->ml; ++li) {
       const long gi = (static_cast<long>(li / nb) * pr + myr) * nb + li % nb;
-      a[static_cast<std::size_t>(lj) * lld + li] = aval(gi, gj);
-      b[static_cast<std::size_t>(lj) * lld + li] = bval(gi, gj);
+      d->a[static_cast<std::size_t>(lj) * d->lld + li] = aval(gi, gj);
+      d->b[static_cast<std::size_t>(lj) * d->lld + li] = bval(gi, gj);
     }
   }
-  const double alpha = 1, beta = 0;
-  const double t = median_of(o, comm, [&] {
-    pdgemm_("N", "N", &n, &n, &n, &alpha, a.data(), &one, &one, desc, b.data(), &one, &one, desc, &beta, c.data(),
-            &one, &one, desc);
-  });
-  double s = 0;
-  for (int lj = 0; lj < nl; ++lj)
-    for (int li = 0; li < ml; ++li) s += c[static_cast<std::size_t>(lj) * lld + li];
-  checksum = global_sum(s, comm);
-  Cblacs_gridexit(ctxt);
-  return t;
+  Data* q = d.get();
+  return {"pdgemm nb=" + std::to_string(nb),
+          [q] {
+            const int one = 1;
+            const double alpha = 1, beta = 0;
+            pdgemm_("N", "N", &q->n, &q->n, &q->n, &alpha, q->a.data(), &one, &one, q->desc, q->b.data(), &one, &one,
+                    q->desc, &beta, q->c.data(), &one, &one, q->desc);
+          },
+          [q, comm] {
+            double s = 0;
+            for (int lj = 0; lj < q->nl; ++lj)
+              for (int li = 0; li < q->ml; ++li) s += q->c[static_cast<std::size_t>(lj) * q->lld + li];
+            return global_sum(s, comm);
+          },
+          d, {}};
 }
 
-double ga_gemm(const Options& o, MPI_Comm comm, int n, double& checksum) {
+Contender ga_gemm(MPI_Comm comm, int n) {
+  struct Data {
+    int a = 0, b = 0, c = 0;
+    ~Data() {
+      GA_Destroy(c);
+      GA_Destroy(b);
+      GA_Destroy(a);
+    }
+  };
+  auto d = std::make_shared<Data>();
   int dims[2] = {n, n};
-  const int ga = NGA_Create(C_DBL, 2, dims, const_cast<char*>("A"), nullptr);
-  const int gbb = NGA_Create(C_DBL, 2, dims, const_cast<char*>("B"), nullptr);
-  const int gc = NGA_Create(C_DBL, 2, dims, const_cast<char*>("C"), nullptr);
-  for (int g : {ga, gbb}) {
+  d->a = NGA_Create(C_DBL, 2, dims, const_cast<char*>("A"), nullptr);
+  d->b = NGA_Create(C_DBL, 2, dims, const_cast<char*>("B"), nullptr);
+  d->c = NGA_Create(C_DBL, 2, dims, const_cast<char*>("C"), nullptr);
+  for (int g : {d->a, d->b}) {
     int lo[2], hi[2], ld[1];
     NGA_Distribution(g, GA_Nodeid(), lo, hi);
     if (lo[0] <= hi[0] && lo[1] <= hi[1]) {
@@ -190,29 +237,27 @@ double ga_gemm(const Options& o, MPI_Comm comm, int n, double& checksum) {
       NGA_Access(g, lo, hi, &p, ld);
       for (int i = lo[0]; i <= hi[0]; ++i)
         for (int j = lo[1]; j <= hi[1]; ++j)
-          p[static_cast<std::size_t>(i - lo[0]) * ld[0] + (j - lo[1])] = g == ga ? aval(i, j) : bval(i, j);
+          p[static_cast<std::size_t>(i - lo[0]) * ld[0] + (j - lo[1])] = g == d->a ? aval(i, j) : bval(i, j);
       NGA_Release_update(g, lo, hi);
     }
   }
   GA_Sync();
-  const double t = median_of(o, comm, [&] { GA_Dgemm('N', 'N', n, n, n, 1.0, ga, gbb, 0.0, gc); });
-  double s = 0;
-  {
-    int lo[2], hi[2], ld[1];
-    NGA_Distribution(gc, GA_Nodeid(), lo, hi);
-    if (lo[0] <= hi[0] && lo[1] <= hi[1]) {
-      double* p = nullptr;
-      NGA_Access(gc, lo, hi, &p, ld);
-      for (int i = lo[0]; i <= hi[0]; ++i)
-        for (int j = lo[1]; j <= hi[1]; ++j) s += p[static_cast<std::size_t>(i - lo[0]) * ld[0] + (j - lo[1])];
-      NGA_Release(gc, lo, hi);
-    }
-  }
-  checksum = global_sum(s, comm);
-  GA_Destroy(gc);
-  GA_Destroy(gbb);
-  GA_Destroy(ga);
-  return t;
+  Data* q = d.get();
+  return {"GA_Dgemm", [q, n] { GA_Dgemm('N', 'N', n, n, n, 1.0, q->a, q->b, 0.0, q->c); },
+          [q, comm] {
+            double s = 0;
+            int lo[2], hi[2], ld[1];
+            NGA_Distribution(q->c, GA_Nodeid(), lo, hi);
+            if (lo[0] <= hi[0] && lo[1] <= hi[1]) {
+              double* p = nullptr;
+              NGA_Access(q->c, lo, hi, &p, ld);
+              for (int i = lo[0]; i <= hi[0]; ++i)
+                for (int j = lo[1]; j <= hi[1]; ++j) s += p[static_cast<std::size_t>(i - lo[0]) * ld[0] + (j - lo[1])];
+              NGA_Release(q->c, lo, hi);
+            }
+            return global_sum(s, comm);
+          },
+          d, {}};
 }
 #endif
 
@@ -292,27 +337,21 @@ int run(int argc, char** argv) {
   for (int n : o.sizes) {
     const double flops = 2.0 * n * static_cast<double>(n) * n;
     const double exact = exact_checksum(n);
-    std::vector<Row> rows;
-    double cs = 0;
-    if (wants(o, "garray")) {
-      const double t = garray_gemm(o, ctx, n, cs);
-      rows.push_back({"garray", t, cs});
-    }
+    std::vector<Contender> cs;
+    if (wants(o, "garray")) cs.push_back(garray_gemm(ctx, n));
 #if defined(GARRAY_BENCH_HAVE_GA)
     if (wants(o, "pdgemm"))
-      for (int nb : o.nbs) {
-        const double t = scalapack_gemm(o, MPI_COMM_WORLD, n, nb, cs);
-        rows.push_back({"pdgemm nb=" + std::to_string(nb), t, cs});
-      }
-    if (wants(o, "ga")) {
-      const double t = ga_gemm(o, MPI_COMM_WORLD, n, cs);
-      rows.push_back({"GA_Dgemm", t, cs});
-    }
+      for (int nb : o.nbs) cs.push_back(scalapack_gemm(MPI_COMM_WORLD, n, nb));
+    if (wants(o, "ga")) cs.push_back(ga_gemm(MPI_COMM_WORLD, n));
 #endif
-    if (wants(o, "blas") && p == 1) {
-      const double t = blas_gemm(o, MPI_COMM_WORLD, n, cs);
-      rows.push_back({"blas dgemm", t, cs});
-    }
+    if (wants(o, "blas") && p == 1) cs.push_back(blas_gemm(n));
+    for (int w = 0; w < o.warmup; ++w)
+      for (auto& c : cs) timed(MPI_COMM_WORLD, c.run);
+    for (int r = 0; r < o.reps; ++r)
+      for (auto& c : cs) c.times.push_back(timed(MPI_COMM_WORLD, c.run));
+    std::vector<Row> rows;
+    for (auto& c : cs) rows.push_back({c.name, gb::median(c.times), c.checksum()});
+    cs.clear();
     if (me != 0) continue;
     double best_peer = 0, blas = 0, mine = 0;
     for (const auto& r : rows) {

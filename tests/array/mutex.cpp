@@ -31,6 +31,9 @@ std::int64_t bump(garray::GlobalArray<std::int64_t, 1>& a) {
   std::vector<std::int64_t> v(3);
   a.get(idx[range(1, 4)], std::span<std::int64_t>(v));
   for (auto& x : v) ++x;
+  const double t0 = MPI_Wtime();  // hold the lock ~10 us so that the ranks really contend
+  while (MPI_Wtime() - t0 < 1e-5) {
+  }
   a.put(idx[range(1, 4)], std::span<const std::int64_t>(v));
   a.fence();  // complete the write before the lock is released
   return v[0];
@@ -63,24 +66,23 @@ TEST_CASE("mutex contention: every rank increments a shared patch under a lock; 
   CHECK(all[2] == std::int64_t(iters) * p);
   CHECK(all[3] == std::int64_t(iters) * p);
   CHECK(all[4] == 0);
-  // My increments saw distinct, increasing counter values; between two of mine, other
-  // ranks entered at most `gap` times. A FIFO lock bounds this by p - 1 while I queue again
-  // right away; the slack allows for this rank being descheduled (oversubscribed CI).
+  // My increments saw distinct, increasing counter values.
   std::int64_t max_gap = 0;
-  double mean_gap = 0;
   for (std::size_t k = 1; k < seq.size(); ++k) {
     CHECK(seq[k] > seq[k - 1]);
     max_gap = std::max(max_gap, seq[k] - seq[k - 1] - 1);
-    mean_gap += static_cast<double>(seq[k] - seq[k - 1] - 1);
   }
-  mean_gap /= std::max<double>(1, static_cast<double>(seq.size()) - 1);
-  MESSAGE("rank " << ctx.rank() << ": max others between two of my entries " << max_gap << ", mean " << mean_gap);
-  CHECK(mean_gap <= 2.0 * (p - 1) + 0.5);
-  CHECK(max_gap <= 64 * (p - 1));
-  // every rank got the lock early: its first entry is among the first entries of the run
-  std::int64_t first = seq.empty() ? 0 : seq.front(), worst = 0;
-  MPI_Allreduce(&first, &worst, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
-  CHECK(worst <= 64 * p);
+  // Fairness (FIFO): when a lock() of mine took its ticket, at most p - 1 tickets (one per
+  // other rank) were ahead of it, so it waited for at most p - 1 critical sections. This is
+  // checked on the lock's own view, which is exact even when ranks are descheduled; the
+  // entries between two of mine (p - 1 when every rank keeps asking) are only reported,
+  // since a rank descheduled between unlock and its next lock is not asking meanwhile.
+  CHECK(m.max_queue_ahead() <= p - 1);
+  std::int64_t ahead = m.max_queue_ahead(), most = 0;  // the ranks did contend
+  MPI_Allreduce(&ahead, &most, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+  CHECK(most >= (p > 1 ? 1 : 0));
+  MESSAGE("rank " << ctx.rank() << ": max entries of others between two of mine " << max_gap
+                  << ", max tickets ahead " << m.max_queue_ahead());
   CHECK(!m.held(1));
 }
 

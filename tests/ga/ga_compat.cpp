@@ -117,6 +117,8 @@ TEST_CASE("GA row: NGA_Create_irreg (block starts per dimension)") {
     if (!b.empty()) boxes.push_back({b.lo[0], b.hi[0], b.lo[1], b.hi[1]});
   }
   std::sort(boxes.begin(), boxes.end());
+  A2 dup(ctx, a.shape(), a.distribution());  // GA_Duplicate
+  CHECK(dup.local_box() == a.local_box());
 #if defined(GARRAY_TEST_HAVE_GA)
   int dims[2] = {R, C}, block[2] = {nb, 1};
   std::vector<int> map(rows.begin(), rows.end());
@@ -132,6 +134,12 @@ TEST_CASE("GA row: NGA_Create_irreg (block starts per dimension)") {
   }
   std::sort(gboxes.begin(), gboxes.end());
   CHECK(gboxes == boxes);  // the same blocks (GA may hand them to other ranks)
+  const int gd = GA_Duplicate(g, const_cast<char*>("dup"));
+  int l1[2], h1[2], l2[2], h2[2];
+  NGA_Distribution(g, GA_Nodeid(), l1, h1);
+  NGA_Distribution(gd, GA_Nodeid(), l2, h2);
+  CHECK((l1[0] == l2[0] && l1[1] == l2[1] && h1[0] == h2[0] && h1[1] == h2[1]));
+  GA_Destroy(gd);
   GA_Destroy(g);
 #endif
 }
@@ -397,5 +405,21 @@ TEST_CASE("GA row: NGA_Select_elem (max value only; garray has no argmax) and GA
   CHECK(gmx == mx);
   CHECK((where[0] == R - 1 && where[1] == C - 1));
   GA_Destroy(g);
+#endif
+}
+
+TEST_CASE("GA row: GA_Brdcst / GA_Dgop are plain MPI on ctx.comm()") {
+  garray::Context ctx;
+  double x = ctx.rank() + 1.0, sum = 0, b = ctx.rank() == 0 ? 42.0 : 0.0;
+  MPI_Allreduce(&x, &sum, 1, MPI_DOUBLE, MPI_SUM, ctx.comm());  // GA_Dgop(&x, 1, "+")
+  MPI_Bcast(&b, 1, MPI_DOUBLE, 0, ctx.comm());                   // GA_Brdcst(&b, 8, 0)
+  CHECK(sum == ctx.size() * (ctx.size() + 1) / 2.0);
+  CHECK(b == 42.0);
+#if defined(GARRAY_TEST_HAVE_GA)
+  double gx = ctx.rank() + 1.0, gb = GA_Nodeid() == 0 ? 42.0 : 0.0;
+  GA_Dgop(&gx, 1, const_cast<char*>("+"));
+  GA_Brdcst(&gb, sizeof(double), 0);
+  CHECK(gx == sum);
+  CHECK(gb == b);
 #endif
 }

@@ -10,6 +10,7 @@
 
 #include <cblas.h>
 
+#include <cmath>
 #include <complex>
 #include <string>
 #include <vector>
@@ -153,6 +154,46 @@ TEST_CASE("gemm: C may alias A (a = a @ b), as numpy's a[...] = a @ b") {
   std::vector<double> got(66);
   a.arr->get(idx[garray::all], std::span<double>(got));
   CHECK(test::all_ranks(got == want));
+}
+
+TEST_CASE("user guide: matrix products") {
+  garray::Context ctx;
+  // --- guide: matrix products ---
+  using garray::idx, garray::range, garray::MatOp;
+  garray::GlobalArray<double, 2> a(ctx, {300, 200}), b(ctx, {200, 100}, garray::Distribution<2>::slab(1));
+  garray::fill_random(a.view(), 1, -1.0, 1.0);
+  garray::fill_random(b.view(), 2, -1.0, 1.0);
+
+  auto c = garray::matmul(a, b);                  // a new 300 x 100 array (blocked), c = a @ b
+  garray::gemm(2.0, a, b, 0.5, c);                // c = 2 a b + 0.5 c  (BLAS dgemm semantics)
+  garray::GlobalArray<double, 2> d(ctx, {200, 200});
+  garray::gemm(MatOp::transpose, MatOp::none, 1.0, a, a, 0.0, d);   // d = a^T a
+  // views: sub-matrices, strided or reversed; C may alias A or B (numpy's a[...] = a @ b)
+  garray::gemm(1.0, a[idx[range(0, 100)]], b, 0.0, c[idx[range(200, 300)]]);
+  // --- end guide ---
+  const auto fa = garray::allgather(a), fb = garray::allgather(b), fc = garray::allgather(c),
+             fd = garray::allgather(d);
+  double err = 0, scale = 0;
+  for (int i = 0; i < 300; ++i)
+    for (int j = 0; j < 100; ++j) {
+      double s = 0;
+      if (i >= 200) {
+        for (int k = 0; k < 200; ++k) s += fa[i - 200][k] * fb[k][j];
+      } else {
+        s = 0;
+        for (int k = 0; k < 200; ++k) s += fa[i][k] * fb[k][j];
+        s = 2.5 * s;  // 2 a b + 0.5 (a b)
+      }
+      err = std::max(err, std::abs(fc[i][j] - s));
+      scale = std::max(scale, std::abs(s));
+    }
+  for (int i = 0; i < 200; i += 7)
+    for (int j = 0; j < 200; j += 11) {
+      double s = 0;
+      for (int k = 0; k < 300; ++k) s += fa[k][i] * fa[k][j];
+      err = std::max(err, std::abs(fd[i][j] - s));
+    }
+  CHECK(err <= 1e-12 * std::max(1.0, scale) * 300);
 }
 
 TEST_CASE("gemm: beta == 0 does not read C (NaN in C does not propagate)") {

@@ -42,6 +42,7 @@
 #include <garray/runtime/context.hpp>
 #include <garray/runtime/error.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -122,6 +123,7 @@ class Mutexes {
     const std::int64_t t = faa(i, kNext, 1);
     for (unsigned spin = 0;; ++spin) {
       const std::int64_t s = faa(i, kServing, 0);
+      if (spin == 0) max_ahead_ = std::max(max_ahead_, t - s);
       if (s == t) break;
       backoff(spin);
     }
@@ -199,6 +201,11 @@ class Mutexes {
     words_.reset();
   }
 
+  /// Local. The most tickets that were ahead of this rank's ticket when one of its lock()
+  /// calls first looked (the FIFO bound: at most P - 1, each another rank's critical
+  /// section to wait for; abandoned try_lock tickets are skipped without one).
+  std::int64_t max_queue_ahead() const noexcept { return max_ahead_; }
+
   /// Local. The array holding the lock words (for tests and statistics).
   const GlobalArray<std::int64_t, 2>& words() const { return *words_; }
 
@@ -217,10 +224,12 @@ class Mutexes {
     garray::abort("garray::Mutexes::" + std::string(call) + ": mutex " + std::to_string(i) +
                   " has an inconsistent ticket slot (" + std::to_string(v) + ")");
   }
-  // Polling: yield the core at once (ranks may outnumber cores), then back off to 50 us.
+  // Polling: yield the core between polls (ranks may outnumber cores); only a long wait
+  // (thousands of polls, milliseconds) sleeps, because a sleep costs ~50 us of timer slack
+  // and would add that to every hand-over of a busy mutex.
   static void backoff(unsigned spin) {
-    if (spin < 64) std::this_thread::yield();
-    else std::this_thread::sleep_for(std::chrono::microseconds(spin < 1024 ? 5 : 50));
+    if (spin < 4096) std::this_thread::yield();
+    else std::this_thread::sleep_for(std::chrono::microseconds(20));
   }
 
   Context ctx_;
@@ -229,6 +238,7 @@ class Mutexes {
   std::optional<GlobalArray<std::int64_t, 2>> words_;
   std::vector<std::int64_t> held_;     // my ticket per mutex, -1 if not held
   std::vector<std::int64_t> pending_;  // my abandoned ticket per mutex, -1 if none
+  std::int64_t max_ahead_ = 0;
 };
 
 /// RAII: locks mutex i of m on construction, unlocks on destruction (also while an
