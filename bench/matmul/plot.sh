@@ -33,11 +33,11 @@ for n in $sizes; do
 done
 count=$(echo "$sizes" | wc -w)
 {
-  echo "set terminal pngcairo size $((520 * count)),420 font ',10'"
+  echo "set terminal pngcairo size $((520 * count)),460 font ',10'"
   echo "set output '$out'"
   echo "set multiplot layout 1,$count title 'C = A B, n x n doubles (OpenBLAS 1 thread per rank, 2 cores)'"
   echo "set style data histograms; set style histogram clustered gap 1; set style fill solid 0.8 border -1"
-  echo "set ylabel 'GFLOP/s (median)'; set xlabel 'ranks'; set key top left; set grid ytics; set yrange [0:*]"
+  echo "set ylabel 'GFLOP/s (median)'; set xlabel 'ranks'; set key below; set grid ytics; set yrange [0:*]"
   for n in $sizes; do
     echo "set title 'n = $n'"
     echo "plot '$tmp/n$n.dat' using 2:xtic(1) title 'garray gemm', '' using 3 title 'ScaLAPACK pdgemm (best nb)', '' using 4 title 'GA\\_Dgemm', '' using 5 title 'BLAS dgemm (1 rank)'"
