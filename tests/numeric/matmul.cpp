@@ -196,6 +196,31 @@ TEST_CASE("user guide: matrix products") {
   CHECK(err <= 1e-12 * std::max(1.0, scale) * 300);
 }
 
+TEST_CASE("matmul: batched over the leading dimension of 3-d arrays") {
+  garray::Context ctx;
+  auto rng = test::Rng(test::shared_seed());
+  const gidx nb = 3, m = 7, k = 5, n = 6;
+  garray::GlobalArray<double, 3> a(ctx, {nb, m, k}), b(ctx, {nb, k, n}, garray::Distribution<3>::slab(2));
+  test::Reference<double, 3> ra(a.shape()), rb(b.shape());
+  ntest::randomize(rng, ra, -3, 3);
+  ntest::randomize(rng, rb, -3, 3);
+  ntest::load(a, ra);
+  ntest::load(b, rb);
+  auto c = garray::matmul(a, b);
+  CHECK(c.shape() == garray::Shape<3>{nb, m, n});
+  test::Reference<double, 3> want(c.shape());
+  for (gidx q = 0; q < nb; ++q)
+    for (gidx i = 0; i < m; ++i)
+      for (gidx j = 0; j < n; ++j) {
+        double s = 0;
+        for (gidx l = 0; l < k; ++l) s += ra.at({q, i, l}) * rb.at({q, l, j});
+        want.at({q, i, j}) = s;
+      }
+  CHECK(test::equal_on_all_ranks(c, want));
+  garray::GlobalArray<double, 3> bad(ctx, {nb + 1, k, n});
+  CHECK_THROWS_AS((void)garray::matmul(a, bad), garray::SizeMismatch);
+}
+
 TEST_CASE("gemm: beta == 0 does not read C (NaN in C does not propagate)") {
   garray::Context ctx;
   garray::GlobalArray<double, 2> a(ctx, {5, 4}), b(ctx, {4, 3}), c(ctx, {5, 3});

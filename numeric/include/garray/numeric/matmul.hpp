@@ -442,4 +442,37 @@ GlobalArray<detail::mat_value_t<XA>, 2> matmul(XA&& a, XB&& b, const Distributio
   return c;
 }
 
+/// Batched product over the leading dimension: c[i] = a[i] @ b[i] for 3-d arrays of shapes
+/// [nb, m, k] and [nb, k, n]; a new [nb, m, n] array with distribution `dist` (default:
+/// blocked). **Collective.** One gemm per batch (each owner computes its part of c[i]).
+/// Throws SizeMismatch on every rank (batch counts or inner dimensions differ) before
+/// creating anything.
+template <BlasElement T>
+GlobalArray<T, 3> matmul(GlobalArray<T, 3>& a, GlobalArray<T, 3>& b, const Distribution<3>& dist = Distribution<3>::blocked(),
+                         const GemmOptions& opt = {}) {
+  const std::string what = "garray::matmul<" + std::string(type_name<T>()) + ",3>";
+  const auto sa = a.shape(), sb = b.shape();
+  std::exception_ptr err;
+  try {
+    if (sa[0] != sb[0] || sa[2] != sb[1])
+      detail::raise<SizeMismatch>(what, ": batches of A ", detail::seq(sa), " and B ", detail::seq(sb),
+                                  " differ in count or inner dimension");
+  } catch (const Error&) {
+    err = std::current_exception();
+  }
+  std::uint64_t sig = detail::hash_string(err ? "matmul3-invalid" : "matmul3");
+  if (!err) sig = detail::hash_mix(detail::hash_mix(sig, a.id()), b.id());
+  try {
+    detail::agree_signature(a.context().comm(), sig, what, "arrays #" + std::to_string(a.id()) + " @ #" + std::to_string(b.id()));
+  } catch (const CollectiveMismatch&) {
+    if (err) std::rethrow_exception(err);
+    throw;
+  }
+  if (err) std::rethrow_exception(err);
+  GlobalArray<T, 3> c(a.context(), Shape<3>{sa[0], sa[1], sb[2]}, dist, Shape<3>{}, uninitialized);
+  for (index i = 0; i < sa[0]; ++i)
+    detail::gemm_views<T>(MatOp::none, MatOp::none, T{1}, a[idx[i]], b[idx[i]], T{0}, c[idx[i]], opt);
+  return c;
+}
+
 }  // namespace garray
