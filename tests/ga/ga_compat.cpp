@@ -199,6 +199,15 @@ TEST_CASE("GA row: NGA_Put / NGA_Get / NGA_Acc on a patch, NGA_Strided_*, NGA_Nb
   garray::Request rq = a.get_nb(idx[range(2, 6)][range(3, 8)], std::span<double>(nb));
   rq.wait();
   CHECK(nb == got);
+  const std::vector<double> row(static_cast<std::size_t>(C), 0.25);
+  if (writer) {  // NGA_NbPut / NGA_NbAcc on row 11
+    garray::Request rp = a.put_nb(idx[11], std::span<const double>(row));
+    rp.wait();
+    a.fence();
+    garray::Request ra = a.acc_nb(idx[11], std::span<const double>(row), 4.0);
+    ra.wait();
+  }
+  a.sync();
   const auto gv = whole(a);
 #if defined(GARRAY_TEST_HAVE_GA)
   const int g = ga_create();
@@ -223,6 +232,20 @@ TEST_CASE("GA row: NGA_Put / NGA_Get / NGA_Acc on a patch, NGA_Strided_*, NGA_Nb
   ga_nbhdl_t h;
   NGA_NbGet(g, lo, hi, gnb.data(), ld, &h);
   NGA_NbWait(&h);
+  GA_Sync();
+  if (writer) {
+    int rlo[2] = {11, 0}, rhi[2] = {11, C - 1}, rld[1] = {C};
+    double four = 4.0;
+    std::vector<double> grow = row;
+    ga_nbhdl_t hp, ha;
+    GA_Init_fence();
+    NGA_NbPut(g, rlo, rhi, grow.data(), rld, &hp);
+    NGA_NbWait(&hp);
+    GA_Fence();
+    NGA_NbAcc(g, rlo, rhi, grow.data(), rld, &four, &ha);
+    NGA_NbWait(&ha);
+  }
+  GA_Sync();
   CHECK(ggot == got);
   CHECK(gsgot == sgot);
   CHECK(gnb == nb);
