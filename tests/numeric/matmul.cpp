@@ -221,6 +221,33 @@ TEST_CASE("matmul: batched over the leading dimension of 3-d arrays") {
   CHECK_THROWS_AS((void)garray::matmul(a, bad), garray::SizeMismatch);
 }
 
+TEST_CASE("gemm: replicated operands and a replicated result (every copy gets the product)") {
+  garray::Context ctx;
+  auto rng = test::Rng(test::shared_seed());
+  using D = garray::Distribution<2>;
+  garray::GlobalArray<double, 2> a(ctx, {6, 4}, D::replicated()), b(ctx, {4, 5}), c(ctx, {6, 5}, D::replicated());
+  test::Reference<double, 2> ra(a.shape()), rb(b.shape());
+  ntest::randomize(rng, ra, -3, 3);
+  ntest::randomize(rng, rb, -3, 3);
+  {
+    auto blk = a.access();  // every rank writes its own copy
+    for (gidx i = 0; i < 6; ++i)
+      for (gidx j = 0; j < 4; ++j) blk.view()[i][j] = ra.at({i, j});
+  }
+  a.sync();
+  ntest::load(b, rb);
+  garray::gemm(1.0, a, b, 0.0, c);
+  bool ok = true;
+  auto blk = c.access();  // my own copy holds the whole product
+  for (gidx i = 0; i < 6; ++i)
+    for (gidx j = 0; j < 5; ++j) {
+      double s = 0;
+      for (gidx l = 0; l < 4; ++l) s += ra.at({i, l}) * rb.at({l, j});
+      ok = ok && blk.view()[i][j] == s;
+    }
+  CHECK(test::all_ranks(ok));
+}
+
 TEST_CASE("gemm: beta == 0 does not read C (NaN in C does not propagate)") {
   garray::Context ctx;
   garray::GlobalArray<double, 2> a(ctx, {5, 4}), b(ctx, {4, 3}), c(ctx, {5, 3});
