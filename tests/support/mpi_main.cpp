@@ -8,6 +8,11 @@
 #include <doctest/doctest.h>
 #include <mpi.h>
 
+#if defined(GARRAY_TEST_WITH_GA)  // test_ga_compat: Global Arrays next to garray
+#include <ga.h>
+#include <macdecls.h>
+#endif
+
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -42,6 +47,10 @@ class PrefixBuf : public std::streambuf {
 int main(int argc, char** argv) {
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+#if defined(GARRAY_TEST_WITH_GA)
+  GA_Initialize();
+  MA_init(C_DBL, 1 << 20, 4 << 20);
+#endif
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -62,7 +71,10 @@ int main(int argc, char** argv) {
     const int rc = ctx.run();
     failed = rc != 0 ? 1 : 0;
     if (ctx.shouldExit()) {
-      MPI_Finalize();
+    #if defined(GARRAY_TEST_WITH_GA)
+  GA_Terminate();
+#endif
+  MPI_Finalize();
       return rc;
     }
   }
@@ -80,6 +92,9 @@ int main(int argc, char** argv) {
     std::printf("[mpi] %d ranks: %s%s\n", size, any ? "FAILED on ranks" : "all passed", os.str().c_str());
     std::fflush(stdout);
   }
+#if defined(GARRAY_TEST_WITH_GA)
+  GA_Terminate();
+#endif
   MPI_Finalize();
   return any ? 1 : 0;
 }

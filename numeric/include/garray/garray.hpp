@@ -8,11 +8,13 @@
 #include <garray/array/halo.hpp>
 #include <garray/array/local_block.hpp>
 #include <garray/array/movement.hpp>
+#include <garray/array/mutex.hpp>
 #include <garray/array/request.hpp>
 #include <garray/array/slice.hpp>
 #include <garray/array/view.hpp>
 #include <garray/numeric/elementwise.hpp>
 #include <garray/numeric/expr.hpp>
+#include <garray/numeric/matmul.hpp>
 #include <garray/numeric/reductions.hpp>
 #include <garray/runtime/context.hpp>
 #include <garray/runtime/datatype.hpp>
