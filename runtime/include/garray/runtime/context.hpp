@@ -191,7 +191,7 @@ void conclude(MPI_Comm comm, std::exception_ptr err, std::string_view what);
 /// Runs `work()` (this rank's part of a collective, after its handshake) and then
 /// conclude(): no rank is left waiting for one that threw. Returns work()'s result.
 template <class F>
-decltype(auto) run_concluded(MPI_Comm comm, std::string_view what, F&& work) {
+auto run_concluded(MPI_Comm comm, std::string_view what, F&& work) {
   std::exception_ptr err;
   if constexpr (std::is_void_v<std::invoke_result_t<F&>>) {
     try {
