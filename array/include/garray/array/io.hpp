@@ -594,7 +594,6 @@ class Group {
       writable(what);
     });
     gd::run_concluded(comm(), what, [&] {
-      gd::fault_point("io.attribute");
       detail::silence_hdf5();
       detail::Hid obj = open_object(object, what);
       bool ok;
@@ -604,6 +603,7 @@ class Group {
         detail::Hid t = detail::h5_type<V>();
         ok = detail::put_attr(obj.get(), key.c_str(), t.get(), &value, -1);
       }
+      gd::fault_point("io.attribute");  // after the HDF5 calls, which every rank must make
       if (!ok)
         gd::raise<FileError>(what, ": cannot write attribute '", key, "' of ", where(object), ": ",
                              detail::hdf5_message());
@@ -786,8 +786,9 @@ class File : public Group {
     const std::string what = "garray::io::File::flush";
     begin(what, detail::Sig(what).h, "flush", [] {});
     gd::run_concluded(comm(), what, [&] {
-      gd::fault_point("io.flush");
-      if (H5Fflush(file_->fid, H5F_SCOPE_GLOBAL) < 0)
+      const herr_t rc = H5Fflush(file_->fid, H5F_SCOPE_GLOBAL);
+      gd::fault_point("io.flush");  // after the (collective) flush
+      if (rc < 0)
         gd::raise<FileError>(what, ": cannot flush file '", file_->path, "': ", detail::hdf5_message());
     });
   }
