@@ -10,8 +10,9 @@
 // Layouts: slab (row slabs, contiguous in the file) and grid (2-d blocks: the balanced grid,
 // or 1 x p column blocks when that is row slabs, so every rank's rows are strided).
 // Each rep opens (writes: creates or truncates), transfers and closes the file (so the data
-// is in the file system when the time is taken); its time is the slowest rank's; medians
-// over --reps after --warmup.
+// is in the file system when the time is taken); its time is the slowest rank's. The
+// variants run side by side (each rep runs garray, mpiio, hdf5 in turn); medians over
+// --reps after --warmup.
 // Files go to --dir (the OS page cache makes this a measure of the software path, not of
 // the disk). Every read is checked against the written values.
 #include "bench_util.hpp"
@@ -108,7 +109,7 @@ int main(int argc, char** argv) {
     const double bytes = static_cast<double>(n) * static_cast<double>(n) * 8.0;
     std::vector<Row> rows;
     bool ok = true;
-    for (const std::string layout : {std::string("slab"), std::string("grid")}) {
+    for (const std::string& layout : {std::string("slab"), std::string("grid")}) {
       if (layouts.find(layout) == std::string::npos) continue;
       D dist = D::slab(0);
       if (layout == "grid") {
@@ -137,24 +138,17 @@ int main(int argc, char** argv) {
 
       // ---- garray ----
       const std::string gname = base + "_garray.h5";
-      rows.push_back({layout, "garray", "write", gb::median(timed(ctx.comm(), reps, warmup, [&] {
-                        io::File f(ctx, gname, io::Mode::create);
-                        io::write(f, "u", a);
-                        f.close();
-                      }))});
+      auto garray_write = [&] {
+        io::File f(ctx, gname, io::Mode::create);
+        io::write(f, "u", a);
+        f.close();
+      };
       garray::GlobalArray<double, 2> b(ctx, {n, n}, dist);
-      rows.push_back({layout, "garray", "read", gb::median(timed(ctx.comm(), reps, warmup, [&] {
-                        io::File f(ctx, gname);
-                        io::read(f, "u", b);
-                        f.close();
-                      }))});
-      {
-        auto blk = b.access();
-        std::vector<double> got(block.size());
-        for (Index i = 0; i < nr; ++i)
-          for (Index j = 0; j < nc; ++j) got[static_cast<std::size_t>(i * nc + j)] = blk.view()[r0 + i][c0 + j];
-        verify(got);
-      }
+      auto garray_read = [&] {
+        io::File f(ctx, gname);
+        io::read(f, "u", b);
+        f.close();
+      };
 
       // ---- raw MPI-IO ----
       const std::string mname = base + "_mpiio.bin";
@@ -187,10 +181,6 @@ int main(int argc, char** argv) {
           check(MPI_File_read_at_all(fh, off, buf.data(), cnt, MPI_DOUBLE, MPI_STATUS_IGNORE), "MPI_File_read_at_all");
         check(MPI_File_close(&fh), "MPI_File_close");
       };
-      rows.push_back({layout, "mpiio", "write", gb::median(timed(ctx.comm(), reps, warmup, [&] { mpiio(true, block); }))});
-      rows.push_back({layout, "mpiio", "read", gb::median(timed(ctx.comm(), reps, warmup, [&] { mpiio(false, in); }))});
-      verify(in);
-      if (ftype != MPI_DATATYPE_NULL) MPI_Type_free(&ftype);
 
       // ---- HDF5 directly ----
       const std::string hname = base + "_hdf5.h5";
@@ -234,10 +224,46 @@ int main(int argc, char** argv) {
         H5Pclose(fapl);
         h5check(H5Fclose(f), "H5Fclose");
       };
-      rows.push_back({layout, "hdf5", "write", gb::median(timed(ctx.comm(), reps, warmup, [&] { hdf5(true, block); }))});
+      // Side by side: every rep runs each variant once, in turn, so load changes on a shared
+      // machine hit all of them alike. Writes first (the reads need the files).
+      std::vector<double> tw[3], tr[3];
+      for (int r = 0; r < warmup + reps; ++r) {
+        const double g = timed(ctx.comm(), 1, 0, garray_write)[0];
+        const double m = timed(ctx.comm(), 1, 0, [&] { mpiio(true, block); })[0];
+        const double h = timed(ctx.comm(), 1, 0, [&] { hdf5(true, block); })[0];
+        if (r >= warmup) {
+          tw[0].push_back(g);
+          tw[1].push_back(m);
+          tw[2].push_back(h);
+        }
+      }
+      for (int r = 0; r < warmup + reps; ++r) {
+        const double g = timed(ctx.comm(), 1, 0, garray_read)[0];
+        const double m = timed(ctx.comm(), 1, 0, [&] { mpiio(false, in); })[0];
+        const double h = timed(ctx.comm(), 1, 0, [&] { hdf5(false, in); })[0];
+        if (r >= warmup) {
+          tr[0].push_back(g);
+          tr[1].push_back(m);
+          tr[2].push_back(h);
+        }
+      }
+      const char* names[3] = {"garray", "mpiio", "hdf5"};
+      for (int k = 0; k < 3; ++k) {
+        rows.push_back({layout, names[k], "write", gb::median(tw[k])});
+        rows.push_back({layout, names[k], "read", gb::median(tr[k])});
+      }
+      verify(in);  // hdf5's read
       std::fill(in.begin(), in.end(), 0.0);
-      rows.push_back({layout, "hdf5", "read", gb::median(timed(ctx.comm(), reps, warmup, [&] { hdf5(false, in); }))});
+      mpiio(false, in);
       verify(in);
+      {
+        auto blk = b.access();
+        std::vector<double> got(block.size());
+        for (Index i = 0; i < nr; ++i)
+          for (Index j = 0; j < nc; ++j) got[static_cast<std::size_t>(i * nc + j)] = blk.view()[r0 + i][c0 + j];
+        verify(got);
+      }
+      if (ftype != MPI_DATATYPE_NULL) MPI_Type_free(&ftype);
       ctx.barrier();
       if (me == 0)
         for (const auto& s : {gname, mname, hname}) std::remove(s.c_str());
@@ -259,8 +285,8 @@ int main(int argc, char** argv) {
            << " ms)";
         return os.str();
       };
-      for (const std::string l : {std::string("slab"), std::string("grid")})
-        for (const std::string o : {std::string("write"), std::string("read")}) {
+      for (const std::string& l : {std::string("slab"), std::string("grid")})
+        for (const std::string& o : {std::string("write"), std::string("read")}) {
           const double g = find(l, "garray", o), m = find(l, "mpiio", o), h = find(l, "hdf5", o);
           if (g == 0) continue;
           std::cout << "| " << p << " | " << l << " | " << o << " | " << bw(g) << " | " << bw(m) << " | " << bw(h)

@@ -54,9 +54,11 @@
 #include <complex>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <span>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -136,6 +138,30 @@ std::invoke_result_t<F&> concluded(MPI_Comm comm, std::string_view what, F&& wor
   return std::move(*r);
 }
 
+/// The front of every io collective in ONE allreduce: the call's signature (all arguments)
+/// and whether this rank's local checks passed (`err`). Every rank throws: its own error,
+/// CollectiveMismatch if the signatures differ, or InvalidArgument if only another rank's
+/// checks failed. `wins`: windows whose outstanding operations complete first (the
+/// allreduce then doubles as sync()'s barrier).
+inline void handshake(const Context& ctx, std::uint64_t sig, std::string_view what, const std::string& args,
+                      std::exception_ptr err, std::span<const gd::Window* const> wins = {}) {
+  for (const gd::Window* w : wins) {
+    w->complete_all();
+    w->memory_sync();
+  }
+  std::uint64_t v[3] = {sig, ~sig, err ? 1u : 0u};
+  gd::check_mpi(MPI_Allreduce(MPI_IN_PLACE, v, 3, MPI_UINT64_T, MPI_MAX, ctx.comm()), "MPI_Allreduce");
+  for (const gd::Window* w : wins) w->memory_sync();
+  if (v[0] != sig || v[1] != ~sig) {
+    if (err) std::rethrow_exception(err);
+    gd::throw_signature_mismatch(what, args);
+  }
+  if (v[2] != 0) {
+    if (err) std::rethrow_exception(err);
+    gd::raise<InvalidArgument>(what, ": invalid argument on another rank (see that rank's message)");
+  }
+}
+
 /// An HDF5 identifier closed on destruction.
 class Hid {
  public:
@@ -196,6 +222,14 @@ struct Sig {
     return *this;
   }
 };
+
+/// The pieces streamed into one string (gd::message without the rank suffix).
+template <class... Args>
+std::string cat(const Args&... args) {
+  std::ostringstream os;
+  (os << ... << args);
+  return os.str();
+}
 
 template <class X>
 std::string str(const X& x) {
@@ -667,14 +701,21 @@ class Group {
   /// The handshake every call starts with: local checks, then one agreement on the
   /// signature (which includes the file and group), throwing on every rank.
   template <class Check>
-  void begin(const std::string& what, std::uint64_t sig, const std::string& args, Check&& check) const {
+  void begin(const std::string& what, std::uint64_t sig, const std::string& args, Check&& check,
+             const gd::Window* win = nullptr) const {
     detail::Sig s(what);
     s.h = gd::hash_mix(sig, gd::hash_string(file_->path));
     s.add(path_);
-    gd::collective_check<InvalidArgument>(file_->ctx, s.h, what, where(".") + ", " + args, [&] {
+    std::exception_ptr err;
+    try {
       if (file_->fid < 0) gd::raise<FileError>(what, ": file '", file_->path, "' is closed");
       check();
-    });
+    } catch (const Error&) {
+      err = std::current_exception();
+    }
+    const gd::Window* wins[1] = {win};
+    detail::handshake(file_->ctx, s.h, what, where(".") + ", " + args, err,
+                      std::span<const gd::Window* const>(wins, win ? 1 : 0));
   }
   void writable(std::string_view what) const {
     if (file_->mode == Mode::read_only)
@@ -737,15 +778,16 @@ class File : public Group {
     const char* mode_names[] = {"create", "read_write", "read_only"};
     detail::Sig sig(what);
     sig.add(path).add(static_cast<std::uint64_t>(mode));
-    gd::collective_check<InvalidArgument>(ctx, sig.h, what,
-                                          "file '" + path + "', mode " + mode_names[static_cast<int>(mode)], [&] {
+    std::exception_ptr err;
+    try {
 #ifndef H5_HAVE_PARALLEL
-                                            gd::raise<FileError>(what, ": file '", path,
-                                                                 "': this HDF5 is built without MPI (parallel HDF5 "
-                                                                 "needed)");
+      gd::raise<FileError>(what, ": file '", path, "': this HDF5 is built without MPI (parallel HDF5 needed)");
 #endif
-                                            if (path.empty()) gd::raise<InvalidArgument>(what, ": empty file name");
-                                          });
+      if (path.empty()) gd::raise<InvalidArgument>(what, ": empty file name");
+    } catch (const Error&) {
+      err = std::current_exception();
+    }
+    detail::handshake(ctx, sig.h, what, "file '" + path + "', mode " + mode_names[static_cast<int>(mode)], err);
     auto st = std::make_shared<detail::FileState>(ctx, path, mode);
     std::shared_ptr<detail::Hid> root;  // declared after st: on a throw it closes first
     gd::run_concluded(ctx.comm(), what, [&] {
@@ -753,8 +795,8 @@ class File : public Group {
       detail::Hid fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
 #ifdef H5_HAVE_PARALLEL
       H5Pset_fapl_mpio(fapl.get(), ctx.comm(), MPI_INFO_NULL);
-      H5Pset_all_coll_metadata_ops(fapl.get(), true);
-      H5Pset_coll_metadata_write(fapl.get(), true);
+      if (!std::getenv("GARRAY_IO_NOCOLL")) H5Pset_all_coll_metadata_ops(fapl.get(), true);
+      if (!std::getenv("GARRAY_IO_NOCOLL")) H5Pset_coll_metadata_write(fapl.get(), true);
 #endif
       if (mode == Mode::create)
         st->fid = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get());
@@ -861,8 +903,8 @@ void write_section(const Group& loc, const std::string& name, GlobalArray<T, N>&
   sig.add(static_cast<std::uint64_t>(o.transfer)).add(o.overwrite ? 1u : 0u);
   const std::string ds = loc.dataset_where(name);
   loc.begin(what, sig.h,
-            "dataset '" + name + "', type " + std::string(type_name<T>()) + ", shape " + str(gd::seq(dims)) +
-                ", section " + str(sec) + ", chunk " + str(gd::seq(o.chunk)),
+            cat("dataset '", name, "', type ", type_name<T>(), ", shape ", gd::seq(dims), ", section ", sec,
+                        ", chunk ", gd::seq(o.chunk)),
             [&] {
               check_target(loc, ctx, name, what);
               loc.writable(what);
@@ -874,8 +916,8 @@ void write_section(const Group& loc, const std::string& name, GlobalArray<T, N>&
                 for (auto c : o.chunk)
                   if (c < 1) gd::raise<InvalidArgument>(what, ": ", ds, ": chunk ", gd::seq(o.chunk), " has an extent < 1");
               }
-            });
-  a.sync();  // every rank's outstanding puts are in the blocks we are about to write
+            },
+            &a.window());  // every rank's outstanding puts complete (as sync()) before the handshake's barrier
 
   // This rank's part. A replicated array is written by rank 0's copy alone.
   const bool mine = !(a.distribution().is_replicated() && ctx.rank() != 0);
@@ -997,10 +1039,9 @@ void read_section(const Group& loc, const std::string& name, GlobalArray<T, N>& 
   if (fsel) sig.seq(fsel->start).seq(fsel->step).seq(fsel->count).seq(fsel->dropped).seq(file_shape_for_slice);
   const std::string ds = loc.dataset_where(name);
   loc.begin(what, sig.h,
-            "dataset '" + name + "', type " + std::string(type_name<T>()) + ", shape " + str(gd::seq(dims)) +
-                ", section " + str(sec),
-            [&] { check_target(loc, ctx, name, what); });
-  a.sync();  // nobody's puts to my block are still in flight when the file data lands
+            cat("dataset '", name, "', type ", type_name<T>(), ", shape ", gd::seq(dims), ", section ", sec),
+            [&] { check_target(loc, ctx, name, what); },
+            &a.window());  // as sync(): nobody's puts to my block are in flight when the file data lands
 
   const FileSel fs = fsel ? *fsel : FileSel::full(dims);
   const Plan<N> plan = make_plan(a.local_box(), a.ghost(), sec, fs);
@@ -1030,11 +1071,24 @@ void read_section(const Group& loc, const std::string& name, GlobalArray<T, N>& 
     gd::fault_point("io.read");
     if (!err.empty()) gd::raise<FileError>(what, ": ", ds, ": ", err);
   });
-  if (!plan.empty && !plan.direct) {
-    auto blk = a.access();
-    gd::strided_copy(gd::collapse(plan.cnt, plan.bstr, dense_strides(plan)), blk.data() + plan.boff, tmp.get());
+  // Whether any rank goes through a temporary is a property of the selection, the same on
+  // every rank: a kept dimension whose array step and file step have opposite signs.
+  bool reversed = false;
+  for (std::size_t d = 0, f = 0; d < N; ++d) {
+    if (sec.dropped[d]) continue;
+    while (fs.dropped[f]) ++f;
+    reversed = reversed || (sec.step[d] < 0) != (fs.step[f] < 0);
+    ++f;
   }
-  a.sync();  // everyone's new elements visible everywhere
+  if (reversed) {
+    if (!plan.empty && !plan.direct) {
+      auto blk = a.access();
+      gd::strided_copy(gd::collapse(plan.cnt, plan.bstr, dense_strides(plan)), blk.data() + plan.boff, tmp.get());
+    }
+    a.sync();  // everyone's new elements visible everywhere
+  } else {
+    a.window().memory_sync();  // the conclude above was the barrier after everyone's read
+  }
 }
 
 }  // namespace detail
