@@ -11,7 +11,8 @@
 // or 1 x p column blocks when that is row slabs, so every rank's rows are strided).
 // Each rep opens (writes: creates or truncates), transfers and closes the file (so the data
 // is in the file system when the time is taken); its time is the slowest rank's. The
-// variants run side by side (each rep runs garray, mpiio, hdf5 in turn); medians over
+// variants run side by side (each rep runs garray, mpiio, hdf5 in turn, in an order that
+// rotates from rep to rep); medians over
 // --reps after --warmup.
 // Files go to --dir (the OS page cache makes this a measure of the software path, not of
 // the disk). Every read is checked against the written values.
@@ -26,6 +27,7 @@
 #include <boost/program_options.hpp>
 
 #include <cstdio>
+#include <functional>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -226,27 +228,20 @@ int main(int argc, char** argv) {
       };
       // Side by side: every rep runs each variant once, in turn, so load changes on a shared
       // machine hit all of them alike. Writes first (the reads need the files).
+      // The order rotates from rep to rep, so no variant always follows the same one.
       std::vector<double> tw[3], tr[3];
-      for (int r = 0; r < warmup + reps; ++r) {
-        const double g = timed(ctx.comm(), 1, 0, garray_write)[0];
-        const double m = timed(ctx.comm(), 1, 0, [&] { mpiio(true, block); })[0];
-        const double h = timed(ctx.comm(), 1, 0, [&] { hdf5(true, block); })[0];
-        if (r >= warmup) {
-          tw[0].push_back(g);
-          tw[1].push_back(m);
-          tw[2].push_back(h);
-        }
-      }
-      for (int r = 0; r < warmup + reps; ++r) {
-        const double g = timed(ctx.comm(), 1, 0, garray_read)[0];
-        const double m = timed(ctx.comm(), 1, 0, [&] { mpiio(false, in); })[0];
-        const double h = timed(ctx.comm(), 1, 0, [&] { hdf5(false, in); })[0];
-        if (r >= warmup) {
-          tr[0].push_back(g);
-          tr[1].push_back(m);
-          tr[2].push_back(h);
-        }
-      }
+      auto one = [&](bool write, int k) {
+        if (k == 0) return timed(ctx.comm(), 1, 0, write ? std::function<void()>(garray_write) : garray_read)[0];
+        if (k == 1) return timed(ctx.comm(), 1, 0, [&] { mpiio(write, write ? block : in); })[0];
+        return timed(ctx.comm(), 1, 0, [&] { hdf5(write, write ? block : in); })[0];
+      };
+      for (bool write : {true, false})
+        for (int r = 0; r < warmup + reps; ++r)
+          for (int j = 0; j < 3; ++j) {
+            const int k = (r + j) % 3;
+            const double t = one(write, k);
+            if (r >= warmup) (write ? tw : tr)[k].push_back(t);
+          }
       const char* names[3] = {"garray", "mpiio", "hdf5"};
       for (int k = 0; k < 3; ++k) {
         rows.push_back({layout, names[k], "write", gb::median(tw[k])});
