@@ -9,8 +9,9 @@
 //            (what garray does, without garray)
 // Layouts: slab (row slabs, contiguous in the file) and grid (2-d blocks: the balanced grid,
 // or 1 x p column blocks when that is row slabs, so every rank's rows are strided).
-// Each rep opens (writes: creates or truncates), transfers and closes the file (so the data
-// is in the file system when the time is taken); its time is the slowest rank's. The
+// Each rep opens (writes: creates a new file, after an untimed removal of the old one and a
+// sync(2)), transfers and closes the file (so the data is in the file system when the time
+// is taken); its time is the slowest rank's. The
 // variants run side by side (each rep runs garray, mpiio, hdf5 in turn, in an order that
 // rotates from rep to rep); medians over
 // --reps after --warmup.
@@ -27,6 +28,7 @@
 #include <boost/program_options.hpp>
 
 #include <cstdio>
+#include <unistd.h>
 #include <functional>
 #include <iomanip>
 #include <iostream>
@@ -167,9 +169,6 @@ int main(int argc, char** argv) {
         check(MPI_File_open(ctx.comm(), mname.c_str(), write ? MPI_MODE_CREATE | MPI_MODE_WRONLY : MPI_MODE_RDONLY,
                             MPI_INFO_NULL, &fh),
               "MPI_File_open");
-        // A fresh file, as H5Fcreate(H5F_ACC_TRUNC) makes: otherwise the file system would
-        // overwrite the previous rep's blocks in place, which HDF5 never gets to do.
-        if (write) check(MPI_File_set_size(fh, 0), "MPI_File_set_size");
         MPI_Offset off = 0;
         if (contiguous) {
           off = static_cast<MPI_Offset>(r0 * n * 8);
@@ -230,7 +229,20 @@ int main(int argc, char** argv) {
       // machine hit all of them alike. Writes first (the reads need the files).
       // The order rotates from rep to rep, so no variant always follows the same one.
       std::vector<double> tw[3], tr[3];
+      // Before every write (untimed): the variant's old file is removed and dirty pages are
+      // flushed, so every write creates a new file on a clean page cache; otherwise the
+      // time would depend on which variant's file the kernel was still writing back.
+      const std::string* files[3] = {&gname, &mname, &hname};
+      auto fresh = [&](int k) {
+        MPI_Barrier(ctx.comm());
+        if (me == 0) {
+          std::remove(files[k]->c_str());
+          ::sync();
+        }
+        MPI_Barrier(ctx.comm());
+      };
       auto one = [&](bool write, int k) {
+        if (write) fresh(k);
         if (k == 0) return timed(ctx.comm(), 1, 0, write ? std::function<void()>(garray_write) : garray_read)[0];
         if (k == 1) return timed(ctx.comm(), 1, 0, [&] { mpiio(write, write ? block : in); })[0];
         return timed(ctx.comm(), 1, 0, [&] { hdf5(write, write ? block : in); })[0];
