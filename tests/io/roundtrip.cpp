@@ -41,7 +41,7 @@ void roundtrip(const garray::Context& ctx, test::Rng& g, io::File& f, int& count
                  << " ghost " << garray::detail::seq(ghost));
     GlobalArray<T, N> a(ctx, shape, dist, ghost);
     fill_bits(a, static_cast<std::uint64_t>(counter));
-    const std::string name = "a" + std::to_string(counter++);
+    const std::string name = std::string("a").append(std::to_string(counter++));
     const auto opts = random_options(g, N);
     io::write(f, name, a, opts);
     const auto want = all_of(a);
@@ -61,7 +61,7 @@ void roundtrip(const garray::Context& ctx, test::Rng& g, io::File& f, int& count
     // a view with random (negative) steps, written and read back through the same view
     const auto s = test::random_slice<N>(g, shape, false);
     auto v = a[s.slice];
-    const std::string vname = "v" + std::to_string(counter++);
+    const std::string vname = std::string("v").append(std::to_string(counter++));
     io::write(f, vname, v, random_options(g, N));
     const auto vwant = dense<T, N>(v.get());
     GlobalArray<T, N> e(ctx, shape, dist2);
@@ -86,7 +86,7 @@ void roundtrip(const garray::Context& ctx, test::Rng& g, io::File& f, int& count
     if constexpr (N >= 2) {
       const garray::index row = test::uniform(g, 0, shape[0] - 1);
       auto r = a[garray::idx[row]];
-      const std::string rname = "r" + std::to_string(counter++);
+      const std::string rname = std::string("r").append(std::to_string(counter++));
       io::write(f, rname, r);
       GlobalArray<T, N - 1> rr(ctx, r.shape());
       io::read(f, rname, rr);

@@ -696,11 +696,11 @@ class Group {
   MPI_Comm comm() const noexcept { return file_->ctx.comm(); }
   /// "file 'x.h5', dataset '/g/u'" for messages.
   std::string where(const std::string& name) const {
-    std::string full = name == "." ? path_ : (path_ == "/" ? "/" + name : path_ + "/" + name);
-    return "file '" + file_->path + "', " + (name == "." ? "group '" : "object '") + full + "'";
+    return name == "." ? detail::cat("file '", file_->path, "', group '", path_, "'")
+                       : detail::cat("file '", file_->path, "', object '", child_path(name), "'");
   }
   std::string dataset_where(const std::string& name) const {
-    return "file '" + file_->path + "', dataset '" + (path_ == "/" ? "/" + name : path_ + "/" + name) + "'";
+    return detail::cat("file '", file_->path, "', dataset '", child_path(name), "'");
   }
   /// The handshake every call starts with: local checks, then one agreement on the
   /// signature (which includes the file and group), throwing on every rank.
@@ -732,7 +732,9 @@ class Group {
     if (!o.valid()) gd::raise<FileError>(what, ": cannot open ", where(object), ": ", detail::hdf5_message());
     return o;
   }
-  std::string child_path(const std::string& name) const { return path_ == "/" ? "/" + name : path_ + "/" + name; }
+  std::string child_path(const std::string& name) const {
+    return detail::cat(path_ == "/" ? "" : path_, "/", name);
+  }
 
  protected:
   Group() = default;
@@ -871,7 +873,7 @@ inline void check_target(const Group& loc, const Context& ctx, const std::string
 
 template <Element T, std::size_t N>
 std::string call_name(std::string_view fn) {
-  return "garray::io::" + std::string(fn) + "<" + std::string(type_name<T>()) + "," + std::to_string(N) + ">";
+  return cat("garray::io::", fn, "<", type_name<T>(), ",", N, ">");
 }
 
 /// Records the layout attributes of an array on dataset `dset`. Returns false on an HDF5
