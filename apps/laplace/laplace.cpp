@@ -210,6 +210,10 @@ class Impl {
   virtual void reset() = 0;
   virtual double step() = 0;
   virtual const Array& current() const = 0;
+  virtual Array& current_mut() = 0;
+  /// Every array holding the field (both buffers of the swapping variants: the boundary
+  /// lives in both), current one first.
+  virtual void restore(const std::function<void(Array&)>& load) = 0;
 
   Context ctx_;
   Problem p_;
@@ -246,6 +250,13 @@ class KernelImpl final : public Impl {
     nxt_ = &b_;
   }
   const Array& current() const override { return *cur_; }
+  Array& current_mut() override { return *cur_; }
+  void restore(const std::function<void(Array&)>& load) override {
+    load(a_);
+    load(b_);
+    cur_ = &a_;
+    nxt_ = &b_;
+  }
 
   double step() override {
     Array& u = *cur_;
@@ -342,6 +353,13 @@ class FusedImpl final : public Impl {
     nxt_ = &b_;
   }
   const Array& current() const override { return *cur_; }
+  Array& current_mut() override { return *cur_; }
+  void restore(const std::function<void(Array&)>& load) override {
+    load(a_);
+    load(b_);
+    cur_ = &a_;
+    nxt_ = &b_;
+  }
   double step() override {
     const Stencil s(*cur_), t(*nxt_);
     const Coefficients& c = c_;
@@ -382,6 +400,11 @@ class NumpyImpl final : public Impl {
     init(u_);
   }
   const Array& current() const override { return u_; }
+  Array& current_mut() override { return u_; }
+  void restore(const std::function<void(Array&)>& load) override {
+    old_.reset();
+    load(u_);
+  }
   double step() override {
     const Stencil s(u_);
     const Coefficients& c = c_;
@@ -445,7 +468,10 @@ Solver& Solver::operator=(Solver&&) noexcept = default;
 void Solver::reset() { impl_->reset(); }
 double Solver::step() { return impl_->step(); }
 
-SolveResult Solver::solve(int n_iter, double eps, bool record_errors) {
+GlobalArray<double, 2>& Solver::current_array() noexcept { return impl_->current_mut(); }
+void Solver::restore(const std::function<void(GlobalArray<double, 2>&)>& load) { impl_->restore(load); }
+
+SolveResult Solver::solve(int n_iter, double eps, bool record_errors, const std::function<void(int, double)>& after_step) {
   SolveResult r;
   impl_->ctx_.barrier();
   const double t0 = MPI_Wtime();
@@ -454,6 +480,7 @@ SolveResult Solver::solve(int n_iter, double eps, bool record_errors) {
     ++r.iterations;
     r.error = err;
     if (record_errors) r.errors.push_back(err);
+    if (after_step) after_step(r.iterations, err);
     if (err <= eps) break;  // err is identical on every rank: all stop together
   }
   double dt = MPI_Wtime() - t0;

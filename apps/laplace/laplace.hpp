@@ -43,6 +43,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -132,8 +133,19 @@ class Solver {
   /// **Collective.** One Jacobi step. Returns err, identical on every rank. On return every
   /// rank's part of the new field is complete and visible to everyone.
   double step();
-  /// **Collective.** Steps until err <= eps or n_iter steps were taken.
-  SolveResult solve(int n_iter, double eps, bool record_errors = false);
+  /// **Collective.** Steps until err <= eps or n_iter steps were taken. `after_step(k, err)`,
+  /// if given, runs on every rank after step k (1-based within this call) with its error,
+  /// e.g. to write a checkpoint; its time counts in the solve time.
+  SolveResult solve(int n_iter, double eps, bool record_errors = false,
+                    const std::function<void(int, double)>& after_step = {});
+
+  /// **Local.** The array holding the current field (for collective I/O on it: the array
+  /// must not be modified through this reference).
+  GlobalArray<double, 2>& current_array() noexcept;
+  /// **Collective.** Replaces the field: calls `load(a)` (a collective that fills every
+  /// element of `a`, e.g. a read from a checkpoint) for every array of the solver that holds
+  /// the field, so the next step continues from it exactly as if it had been computed.
+  void restore(const std::function<void(GlobalArray<double, 2>&)>& load);
 
   /// **One-sided** (call on any ranks, between steps). The current field, whole.
   boost::multi_array<double, 2> field() const;

@@ -4,16 +4,30 @@
 //   mpiexec -n 2 build/apps/laplace/laplace                       # 1000x1000, 100 iterations
 //   mpiexec -n 4 build/apps/laplace/laplace --nx 4000 --ny 4000 --variant fused --grid 2x2
 //   mpiexec -n 3 build/apps/laplace/laplace --nx 33 --ny 17 --init hash --check
+//   mpiexec -n 4 build/apps/laplace/laplace --iters 400 --checkpoint ck.h5 --checkpoint-every 50
+//   mpiexec -n 2 build/apps/laplace/laplace --iters 400 --restart ck.h5     # resumes at step 350
 #include "laplace.hpp"
 
 #include <garray/garray.hpp>
 
 #include <boost/program_options.hpp>
 
+#ifdef GARRAY_HAVE_IO
+#include <garray/array/io.hpp>
+
+#include <fcntl.h>
+#include <unistd.h>
+#endif
+
+#include <csignal>
+#include <cstdlib>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <exception>
+#include <functional>
+#include <tuple>
 #include <iostream>
 #include <optional>
 #include <sstream>
@@ -49,6 +63,9 @@ struct Options {
   std::string init = "zero";
   bool quiet = false;
   bool check = false;
+  std::string checkpoint;
+  int checkpoint_every = 0;
+  std::string restart;
 };
 
 // Returns false after --help.
@@ -70,11 +87,20 @@ bool parse(int argc, char** argv, Options& o, bool root) {
      "array cache depth per key (-1: library default / GARRAY_CACHE_DEPTH; 0: off)")
     ("grid", po::value(&o.grid)->default_value(o.grid), "process grid PxQ (e.g. 2x1), or auto (balanced)")
     ("repeat", po::value(&o.repeat)->default_value(o.repeat), "solve this many times; report medians")
-    ("output", po::value(&o.output), "write the final field to FILE (.npy, or text otherwise)")
+    ("output", po::value(&o.output),
+     "write the final field to FILE: .h5/.hdf5 as HDF5 dataset \"u\" written collectively (no gather; "
+     "needs parallel HDF5), .npy, or text otherwise (both gathered on rank 0)")
     ("init", po::value(&o.init)->default_value(o.init), "initial interior: zero (laplace.py) or hash (of the global index)")
     ("quiet,q", po::bool_switch(&o.quiet), "print only the results, no configuration or statistics")
     ("check", po::bool_switch(&o.check),
-     "compare with a serial in-process reference (small grids); exit 1 on mismatch");
+     "compare with a serial in-process reference (small grids); exit 1 on mismatch")
+    ("checkpoint", po::value(&o.checkpoint),
+     "write checkpoints (HDF5) to FILE: every --checkpoint-every steps and at the end; written to "
+     "FILE.tmp and renamed into place when complete")
+    ("checkpoint-every", po::value(&o.checkpoint_every)->default_value(o.checkpoint_every),
+     "steps between checkpoints (0: only at the end)")
+    ("restart", po::value(&o.restart),
+     "resume from checkpoint FILE (any rank count and grid); --iters counts the whole run's steps");
   // clang-format on
   po::variables_map vm;
   po::store(po::parse_command_line(argc, argv, desc), vm);
@@ -86,7 +112,95 @@ bool parse(int argc, char** argv, Options& o, bool root) {
   if (o.repeat < 1) throw po::error("--repeat must be >= 1");
   if (o.iters < 0) throw po::error("--iters must be >= 0");
   if (o.init != "zero" && o.init != "hash") throw po::error("--init must be zero or hash");
+  if (o.checkpoint_every < 0) throw po::error("--checkpoint-every must be >= 0");
+#ifndef GARRAY_HAVE_IO
+  if (!o.checkpoint.empty() || !o.restart.empty())
+    throw po::error("--checkpoint and --restart need garray built with parallel HDF5");
+#endif
+  if ((!o.checkpoint.empty() || !o.restart.empty()) && o.repeat != 1)
+    throw po::error("--checkpoint and --restart need --repeat 1");
   return true;
+}
+
+/// Test hook (GARRAY_LAPLACE_KILL=phase:step:rank, phase "step" or "checkpoint"): the given
+/// rank SIGKILLs itself after that step, or in the middle of writing that step's checkpoint
+/// (the data written, the file not yet closed or renamed). For the checkpoint/restart tests.
+void kill_point(const char* phase, long step, int rank) {
+  static const char* spec = std::getenv("GARRAY_LAPLACE_KILL");
+  if (!spec) return;
+  const std::string s(spec), p(phase);
+  if (s.rfind(p + ":", 0) != 0) return;
+  long want_step = -1;
+  int want_rank = -1;
+  if (std::sscanf(s.c_str() + p.size() + 1, "%ld:%d", &want_step, &want_rank) != 2) return;
+  if (want_step == step && want_rank == rank) {
+    std::fflush(nullptr);
+    std::raise(SIGKILL);
+  }
+}
+
+#ifdef GARRAY_HAVE_IO
+namespace io = garray::io;
+
+/// Writes the field as dataset "u" of `f` with the run's parameters as attributes.
+void write_state(io::File& f, lp::Solver& s, const Options& o, long step, double err) {
+  io::write(f, "u", s.current_array());
+  f.set_attribute("nx", std::int64_t{o.nx});
+  f.set_attribute("ny", std::int64_t{o.ny});
+  f.set_attribute("init", o.init);
+  f.set_attribute("eps", o.eps);
+  f.set_attribute("step", std::int64_t{step});
+  f.set_attribute("error", err);
+}
+
+/// A checkpoint: written to path.tmp, closed (collective: every rank's data is in the file),
+/// then renamed over `path` by rank 0 (after an fsync) and agreed. A kill at any point leaves
+/// the previous checkpoint intact.
+void write_checkpoint(const garray::Context& ctx, const std::string& path, lp::Solver& s, const Options& o, long step,
+                      double err) {
+  const std::string tmp = path + ".tmp";
+  {
+    io::File f(ctx, tmp, io::Mode::create);
+    write_state(f, s, o, step, err);
+    kill_point("checkpoint", step, ctx.rank());
+    f.close();
+  }
+  std::string why;
+  if (ctx.rank() == 0) {
+    const int fd = ::open(tmp.c_str(), O_RDONLY);
+    if (fd < 0 || ::fsync(fd) != 0) why = "cannot fsync " + tmp;
+    if (fd >= 0) ::close(fd);
+    if (why.empty() && std::rename(tmp.c_str(), path.c_str()) != 0) why = "cannot rename " + tmp + " to " + path;
+  }
+  garray::detail::run_concluded(ctx.comm(), "laplace: checkpoint", [&] {
+    if (!why.empty()) garray::detail::raise<garray::InvalidArgument>("laplace: checkpoint: ", why);
+  });
+}
+
+/// Reads a checkpoint into the solver after checking it belongs to this problem. Returns the
+/// step and the error it was written at.
+std::pair<long, double> read_checkpoint(const garray::Context& ctx, const std::string& path, lp::Solver& s,
+                                        const Options& o) {
+  io::File f(ctx, path, io::Mode::read_only);
+  const auto nx = f.attribute<std::int64_t>("nx"), ny = f.attribute<std::int64_t>("ny");
+  const auto init = f.attribute<std::string>("init");
+  const double eps = f.attribute<double>("eps");
+  const long step = static_cast<long>(f.attribute<std::int64_t>("step"));
+  const double err = f.attribute<double>("error");
+  std::ostringstream bad;
+  if (nx != o.nx || ny != o.ny) bad << " grid " << nx << "x" << ny << " (this run: " << o.nx << "x" << o.ny << ")";
+  if (init != o.init) bad << " init " << init << " (this run: " << o.init << ")";
+  if (eps != o.eps) bad << " eps " << g17(eps) << " (this run: " << g17(o.eps) << ")";
+  if (!bad.str().empty())
+    garray::detail::raise<garray::InvalidArgument>("laplace: --restart ", path, ": the checkpoint is for", bad.str());
+  s.restore([&](garray::GlobalArray<double, 2>& a) { io::read(f, "u", a); });
+  return {step, err};
+}
+#endif
+
+bool is_hdf5_name(const std::string& name) {
+  auto ends = [&](std::string_view e) { return name.size() >= e.size() && name.compare(name.size() - e.size(), e.size(), e) == 0; };
+  return ends(".h5") || ends(".hdf5");
 }
 
 int run(int argc, char** argv) {
@@ -120,14 +234,46 @@ int run(int argc, char** argv) {
     std::cout << text << std::flush;
   }
 
+  // Restart: the field and the step count from the checkpoint; --iters counts every step.
+  long start_step = 0;
+  double start_err = 0;
+#ifdef GARRAY_HAVE_IO
+  if (!o.restart.empty()) {
+    std::tie(start_step, start_err) = read_checkpoint(ctx, o.restart, solver, o);
+    if (root && !o.quiet) std::cout << "restart=" << o.restart << "\nrestart_step=" << start_step << '\n' << std::flush;
+  }
+#endif
+  const bool converged = start_step > 0 && start_err <= o.eps;  // the checkpointed run had stopped
+  const int todo = converged ? 0 : static_cast<int>(std::max<long>(0, o.iters - start_step));
+  if (o.check && start_step > 0) throw garray::InvalidArgument("laplace: --check cannot be combined with --restart");
+
+  std::function<void(int, double)> after_step;
+  after_step = [&](int k, double err) {
+    const long step = start_step + k;
+    kill_point("step", step, ctx.rank());
+#ifdef GARRAY_HAVE_IO
+    if (!o.checkpoint.empty() && o.checkpoint_every > 0 && step % o.checkpoint_every == 0)
+      write_checkpoint(ctx, o.checkpoint, solver, o, step, err);
+#else
+    (void)err;
+#endif
+  };
+
   std::vector<double> per_iter, total;
   lp::SolveResult res;
   for (int r = 0; r < o.repeat; ++r) {
     if (r > 0) solver.reset();
-    res = solver.solve(o.iters, o.eps, o.check);
+    res = solver.solve(todo, o.eps, o.check, after_step);
     total.push_back(res.seconds);
     per_iter.push_back(res.iterations > 0 ? res.seconds / res.iterations : 0.0);
   }
+  const long final_step = start_step + res.iterations;
+  if (res.iterations == 0) res.error = start_err;  // nothing left to do: the checkpoint's error
+#ifdef GARRAY_HAVE_IO
+  // The final state, unless the last step just wrote it.
+  if (!o.checkpoint.empty() && (o.checkpoint_every == 0 || final_step % o.checkpoint_every != 0 || res.iterations == 0))
+    write_checkpoint(ctx, o.checkpoint, solver, o, final_step, res.error);
+#endif
 
   int status = 0;
   std::string check_msg;
@@ -165,11 +311,19 @@ int run(int argc, char** argv) {
     check_msg = ok ? "pass" : "FAIL " + m.str();
   }
 
-  if (!o.output.empty() && root) lp::write_field(o.output, solver.field());
+#ifdef GARRAY_HAVE_IO
+  if (!o.output.empty() && is_hdf5_name(o.output)) {  // collective: each rank writes its block
+    io::File f(ctx, o.output, io::Mode::create);
+    write_state(f, solver, o, final_step, res.error);
+  } else
+#endif
+  if (!o.output.empty() && root) {
+    lp::write_field(o.output, solver.field());
+  }
 
   if (root) {
     std::ostringstream r;
-    r << "iterations=" << res.iterations << "\ntime_per_iter_ms=" << median(per_iter) * 1e3
+    r << "iterations=" << res.iterations << "\nsteps=" << final_step << "\ntime_per_iter_ms=" << median(per_iter) * 1e3
       << "\nsolve_time_s=" << median(total) << "\nerror=" << g17(res.error) << '\n';
     if (o.check) r << "check=" << check_msg << '\n';
     if (!o.output.empty()) r << "output=" << o.output << '\n';

@@ -6,6 +6,9 @@
 #include <garray/array/distribution.hpp>
 #include <garray/array/global_array.hpp>
 #include <garray/array/halo.hpp>
+#ifdef GARRAY_HAVE_IO  // parallel HDF5 found (target garray_io)
+#include <garray/array/io.hpp>
+#endif
 #include <garray/array/local_block.hpp>
 #include <garray/array/movement.hpp>
 #include <garray/array/mutex.hpp>

@@ -1,0 +1,186 @@
+// garray::io bad input and the failure rule: missing files and datasets, files that are not
+// HDF5, unwritable paths, shape and type mismatches, ranks disagreeing, and a rank failing
+// in the middle of every collective (fault injection): an exception naming the file and the
+// dataset on every rank, no hang, no HDF5 error stack, the array unchanged, and the context
+// usable afterwards.
+#include "io/io_support.hpp"
+
+#include <fstream>
+
+using namespace iotest;
+using garray::Distribution;
+using garray::GlobalArray;
+
+namespace {
+
+/// A file with one 6x5 double dataset "u" (values bits_value(i, 1)) and an int32 one.
+std::string make_file(const garray::Context& ctx) {
+  const std::string name = tmp_name(ctx, "bad");
+  io::File f(ctx, name, io::Mode::create);
+  GlobalArray<double, 2> u(ctx, {6, 5});
+  fill_bits(u, 1);
+  io::write(f, "u", u);
+  GlobalArray<std::int32_t, 1> k(ctx, {4});
+  io::write(f, "k", k);
+  return name;
+}
+
+/// The context still works: a collective on a new array and a fresh file round trip.
+bool context_works(const garray::Context& ctx) {
+  GlobalArray<double, 1> a(ctx, {5});
+  fill_bits(a, 3);
+  const std::string name = tmp_name(ctx, "after");
+  {
+    io::File f(ctx, name, io::Mode::create);
+    io::write(f, "a", a);
+    GlobalArray<double, 1> b(ctx, {5});
+    io::read(f, "a", b);
+    if (!bitwise_equal(all_of(a), all_of(b))) return false;
+  }
+  remove_file(ctx, name);
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("io bad input: files") {
+  garray::Context ctx;
+  std::string m = message_of<io::FileError>([&] { io::File f(ctx, "no_such_file_np.h5"); });
+  CHECK(has(m, "no_such_file_np.h5"));
+  CHECK(has(m, "cannot open"));
+  CHECK(has(m, "HDF5"));
+  m = message_of<io::FileError>([&] { io::File f(ctx, "no_such_dir/x.h5", io::Mode::create); });
+  CHECK(has(m, "no_such_dir/x.h5"));
+  m = message_of<io::FileError>([&] { io::File f(ctx, "/etc/hostname/x.h5", io::Mode::create); });  // root too
+  CHECK(has(m, "/etc/hostname/x.h5"));
+  CHECK(has(m, "cannot create"));
+  // a file that is not HDF5
+  const std::string text = tmp_name(ctx, "text");
+  if (ctx.rank() == 0) std::ofstream(text) << "this is not an HDF5 file\n";
+  ctx.barrier();
+  m = message_of<io::FileError>([&] { io::File f(ctx, text); });
+  CHECK(has(m, text));
+  remove_file(ctx, text);
+  // ranks disagreeing on the name
+  m = message_of<garray::CollectiveMismatch>(
+      [&] { io::File f(ctx, ctx.rank() == 0 ? "x0.h5" : "x1.h5", io::Mode::create); });
+  if (ctx.size() > 1) CHECK(has(m, "garray::io::File"));
+  else CHECK(m == "NO THROW");
+  ctx.barrier();
+  if (ctx.rank() == 0) std::remove("x0.h5");
+  CHECK(context_works(ctx));
+}
+
+TEST_CASE("io bad input: datasets, shapes, types; the array is unchanged") {
+  garray::Context ctx;
+  const std::string name = make_file(ctx);
+  {
+    io::File f(ctx, name);
+    GlobalArray<double, 2> a(ctx, {6, 5});
+    fill_bits(a, 42);
+    const auto before = all_of(a);
+    std::string m = message_of<io::FileError>([&] { io::read(f, "nope", a); });
+    CHECK(has(m, name));
+    CHECK(has(m, "'/nope'"));
+    CHECK(has(m, "does not exist"));
+    GlobalArray<double, 2> wrong_shape(ctx, {5, 6});
+    fill_bits(wrong_shape, 43);
+    const auto ws_before = all_of(wrong_shape);
+    m = message_of<garray::SizeMismatch>([&] { io::read(f, "u", wrong_shape); });
+    CHECK(has(m, name));
+    CHECK(has(m, "'/u'"));
+    CHECK(has(m, "[6, 5]"));
+    CHECK(has(m, "[5, 6]"));
+    CHECK(bitwise_equal(all_of(wrong_shape), ws_before));
+    GlobalArray<float, 2> wrong_type(ctx, {6, 5});
+    m = message_of<garray::TypeMismatch>([&] { io::read(f, "u", wrong_type); });
+    CHECK(has(m, "float64"));
+    CHECK(has(m, "float32"));
+    CHECK(has(m, "'/u'"));
+    GlobalArray<double, 1> wrong_rank(ctx, {4});
+    m = message_of<garray::TypeMismatch>([&] { io::read(f, "k", wrong_rank); });
+    CHECK(has(m, "int32"));
+    m = message_of<io::FileError>([&] { io::write(f, "v", a); });  // read-only
+    CHECK(has(m, "read-only"));
+    // a view of the wrong shape, a file selection of the wrong shape
+    m = message_of<garray::SizeMismatch>([&] { io::read(f, "u", a[garray::idx[garray::range(0, 3)]]); });
+    CHECK(has(m, "'/u'"));
+    m = message_of<garray::SizeMismatch>(
+        [&] { io::read(f, "u", garray::idx[garray::range(0, 2)][garray::all], a.view()); });
+    CHECK(has(m, "'/u'"));
+    CHECK(bitwise_equal(all_of(a), before));
+    // missing attributes and groups
+    m = message_of<io::FileError>([&] { (void)f.attribute<double>("nothing"); });
+    CHECK(has(m, "nothing"));
+    m = message_of<io::FileError>([&] { (void)f.group("g"); });
+    CHECK(has(m, "'/g'"));
+    m = message_of<garray::TypeMismatch>([&] { (void)f.attribute<std::string>("garray_shape", "u"); });
+    CHECK(has(m, "garray_shape"));
+    // ranks disagreeing on the dataset name
+    if (ctx.size() > 1) {
+      m = message_of<garray::CollectiveMismatch>([&] { io::read(f, ctx.rank() == 0 ? "u" : "w", a); });
+      CHECK(has(m, "garray::io::read"));
+    }
+    CHECK(bitwise_equal(all_of(a), before));
+  }
+  {
+    io::File f(ctx, name, io::Mode::read_write);
+    GlobalArray<double, 2> a(ctx, {6, 5});
+    std::string m = message_of<io::FileError>([&] { io::write(f, "u", a); });
+    CHECK(has(m, "already exists"));
+    io::WriteOptions bad;
+    bad.chunk = {2};
+    m = message_of<garray::InvalidArgument>([&] { io::write(f, "c", a, bad); });
+    CHECK(has(m, "chunk"));
+    // groups still open: close() refuses, the file closes with the last handle
+    auto g = f.create_group("g");
+    m = message_of<garray::InvalidArgument>([&] { f.close(); });
+    CHECK(has(m, "open group"));
+  }
+  remove_file(ctx, name);
+  CHECK(context_works(ctx));
+}
+
+TEST_CASE("io failure rule: a rank failing inside every collective") {
+  garray::Context ctx;
+  const std::string name = make_file(ctx);
+  const int victim = ctx.size() - 1;
+  const char* points[] = {"io.open",  "io.write.prepare", "io.write", "io.read.prepare",
+                          "io.read",  "io.attribute",     "io.flush", "io.close"};
+  for (const char* point : points) {
+    INFO("fault point " << point);
+    if (std::getenv("IO_DEBUG")) std::fprintf(stderr, "[%d] point %s\n", ctx.rank(), point);
+    GlobalArray<double, 2> a(ctx, {6, 5});
+    fill_bits(a, 5);
+    const auto before = all_of(a);
+    bool threw = false, own = false;
+    if (ctx.rank() == victim) garray::testing::arm_fault(point);
+    try {
+      io::File f(ctx, name, io::Mode::read_write);
+      io::WriteOptions over;
+      over.overwrite = true;
+      io::write(f, "w", a, over);
+      io::read(f, "u", a);
+      f.set_attribute("x", 1.0);
+      f.flush();
+      f.close();
+    } catch (const garray::testing::InjectedFault&) {
+      threw = true;
+      own = true;
+    } catch (const garray::CollectiveFailure& e) {
+      threw = true;
+      CHECK(e.failed_rank() == victim);
+    }
+    garray::testing::disarm_fault();
+    CHECK(threw);
+    CHECK(own == (ctx.rank() == victim));
+    if (std::string(point) == "io.read.prepare") CHECK(bitwise_equal(all_of(a), before));  // unchanged
+    CHECK(context_works(ctx));
+  }
+  // every fault point named above was passed
+  for (const char* point : points) {
+    const auto& seen = garray::testing::fault_points_seen();
+    CHECK(std::find(seen.begin(), seen.end(), point) != seen.end());
+  }
+  remove_file(ctx, name);
+}

@@ -1,0 +1,108 @@
+#pragma once
+// Helpers of the I/O tests: per-run file names, bitwise values from an index, comparisons.
+#include "array/movement_support.hpp"
+
+#include <garray/array/io.hpp>
+
+#include <complex>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace iotest {
+
+using garray::index;
+using garray::Shape;
+namespace io = garray::io;
+
+/// A file name private to this test process group: tests at different rank counts run in
+/// parallel in one directory.
+inline std::string tmp_name(const garray::Context& ctx, const std::string& stem) {
+  return "io_" + stem + "_np" + std::to_string(ctx.size()) + ".h5";
+}
+
+inline std::uint64_t mix(std::uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ULL;
+  return x ^ (x >> 33);
+}
+
+/// A value with all mantissa bits in use (bitwise comparisons mean something), from a
+/// linear index and a salt. The Python side of the interop test computes the same formula
+/// for the int64 and float64 cases (value_formula).
+template <class T>
+T bits_value(std::uint64_t lin, std::uint64_t salt = 0) {
+  const std::uint64_t h = mix(lin * 0x9e3779b97f4a7c15ULL + salt + 1);
+  auto real = [](std::uint64_t x) { return static_cast<double>(x >> 11) * 0x1p-53 * 2000.0 - 1000.0; };
+  if constexpr (std::is_same_v<T, float>) return static_cast<float>(real(h));
+  else if constexpr (std::is_same_v<T, double>) return real(h);
+  else if constexpr (std::is_same_v<T, std::int32_t>) return static_cast<std::int32_t>(h >> 32);
+  else if constexpr (std::is_same_v<T, std::int64_t>) return static_cast<std::int64_t>(h);
+  else {
+    using R = typename T::value_type;
+    return T(static_cast<R>(real(h)), static_cast<R>(real(mix(h))));
+  }
+}
+
+template <std::size_t N>
+index linear(const Shape<N>& shape, const Shape<N>& i) {
+  index lin = 0;
+  for (std::size_t d = 0; d < N; ++d) lin = lin * shape[d] + i[d];
+  return lin;
+}
+
+/// Sets every owned element of `a` to bits_value(linear index, salt). Collective (sync).
+template <class T, std::size_t N>
+void fill_bits(garray::GlobalArray<T, N>& a, std::uint64_t salt = 0) {
+  {
+    auto blk = a.access();
+    if (!blk.empty()) {
+      std::array<std::vector<index>, N> ids;
+      for (std::size_t d = 0; d < N; ++d)
+        for (index i = blk.lo(d); i < blk.hi(d); ++i) ids[d].push_back(i);
+      test::for_each_selected<N>(ids, [&](const Shape<N>& i, index) {
+        blk.view()(i) = bits_value<T>(static_cast<std::uint64_t>(linear(a.shape(), i)), salt);
+      });
+    }
+  }
+  a.sync();
+}
+
+/// The whole array (one-sided get on every rank).
+template <class T, std::size_t N>
+std::vector<T> all_of(const garray::GlobalArray<T, N>& a) {
+  std::vector<T> v(static_cast<std::size_t>(a.size()));
+  a.get_section(garray::Section<N>::full(a.shape()), std::span<T>(v));
+  return v;
+}
+
+template <class T>
+bool bitwise_equal(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
+}
+
+template <class E, class F>
+std::string message_of(F&& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    return std::string("WRONG TYPE: ") + e.what();
+  }
+  return "NO THROW";
+}
+inline bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+/// Removes a file on rank 0 after everybody is done with it.
+inline void remove_file(const garray::Context& ctx, const std::string& name) {
+  ctx.barrier();
+  if (ctx.rank() == 0) std::remove(name.c_str());
+  ctx.barrier();
+}
+
+}  // namespace iotest

@@ -1,0 +1,187 @@
+// garray::io round trips: every element type, 1-4 dimensions, every distribution kind
+// (ghost widths, empty blocks), read back into other distributions and the recorded layout,
+// views with negative steps written and read, dataset selections read into views: all
+// bitwise equal.
+#include "io/io_support.hpp"
+
+using namespace iotest;
+using garray::Distribution;
+using garray::GlobalArray;
+
+namespace {
+
+template <std::size_t N>
+Shape<N> random_ghost(test::Rng& g) {
+  Shape<N> gh{};
+  if (test::uniform(g, 0, 1) == 0)
+    for (auto& x : gh) x = test::uniform(g, 0, 2);
+  return gh;
+}
+
+template <class T, std::size_t N>
+std::vector<T> dense(const boost::multi_array<T, N>& m) {
+  return std::vector<T>(m.data(), m.data() + m.num_elements());
+}
+
+io::WriteOptions random_options(test::Rng& g, std::size_t dims) {
+  io::WriteOptions o;
+  if (test::uniform(g, 0, 2) == 0)
+    for (std::size_t d = 0; d < dims; ++d) o.chunk.push_back(test::uniform(g, 1, 4));
+  if (test::uniform(g, 0, 3) == 0) o.transfer = io::Transfer::independent;
+  return o;
+}
+
+template <class T, std::size_t N>
+void roundtrip(const garray::Context& ctx, test::Rng& g, io::File& f, int& counter) {
+  const auto shape = test::random_shape<N>(g, N <= 2 ? 9 : 4);
+  const auto dists = test::every_distribution<N>(g, shape, ctx.size());
+  for (const auto& dist : dists) {
+    const auto ghost = random_ghost<N>(g);
+    INFO("type " << garray::type_name<T>() << " shape " << garray::detail::seq(shape) << " " << dist.describe()
+                 << " ghost " << garray::detail::seq(ghost));
+    GlobalArray<T, N> a(ctx, shape, dist, ghost);
+    fill_bits(a, static_cast<std::uint64_t>(counter));
+    const std::string name = std::string("a").append(std::to_string(counter++));
+    const auto opts = random_options(g, N);
+    io::write(f, name, a, opts);
+    const auto want = all_of(a);
+
+    // into another distribution
+    const auto& dist2 = dists[static_cast<std::size_t>(test::uniform(g, 0, static_cast<garray::index>(dists.size()) - 1))];
+    GlobalArray<T, N> b(ctx, shape, dist2, random_ghost<N>(g));
+    io::read(f, name, b);
+    CHECK(bitwise_equal(all_of(b), want));
+
+    // in the recorded layout: the same blocks and ghosts
+    auto c = io::read_array<T, N>(f, name);
+    CHECK(c.ghost() == a.ghost());
+    for (int r = 0; r < ctx.size(); ++r) CHECK(c.box_of(r) == a.box_of(r));
+    CHECK(bitwise_equal(all_of(c), want));
+
+    // a view with random (negative) steps, written and read back through the same view
+    const auto s = test::random_slice<N>(g, shape, false);
+    auto v = a[s.slice];
+    const std::string vname = std::string("v").append(std::to_string(counter++));
+    io::write(f, vname, v, random_options(g, N));
+    const auto vwant = dense<T, N>(v.get());
+    GlobalArray<T, N> e(ctx, shape, dist2);
+    auto w = e[s.slice];
+    io::read(f, vname, w);
+    CHECK(bitwise_equal(dense<T, N>(w.get()), vwant));
+    const auto info = io::info(f, vname);
+    CHECK(info.distribution.empty());  // views record type and shape only
+    CHECK(info.type == std::string(io::detail::numpy_name<T>()));
+
+    // a selection of the dataset (numpy slicing, negative steps) into a whole array
+    const auto t = test::random_slice<N>(g, shape, false);
+    const auto sel = a.section(t.slice);
+    const auto kept = sel.template kept_shape<N>();
+    if (garray::volume(kept) > 0) {
+      GlobalArray<T, N> h(ctx, kept, test::uniform(g, 0, 1) ? Distribution<N>::blocked() : Distribution<N>::slab(N - 1));
+      io::read(f, name, t.slice, h.view());
+      CHECK(bitwise_equal(all_of(h), dense<T, N>(a.get(t.slice))));
+    }
+
+    // a view that drops a dimension (an N-1-d dataset)
+    if constexpr (N >= 2) {
+      const garray::index row = test::uniform(g, 0, shape[0] - 1);
+      auto r = a[garray::idx[row]];
+      const std::string rname = std::string("r").append(std::to_string(counter++));
+      io::write(f, rname, r);
+      GlobalArray<T, N - 1> rr(ctx, r.shape());
+      io::read(f, rname, rr);
+      CHECK(bitwise_equal(all_of(rr), dense<T, N - 1>(r.get())));
+    }
+  }
+}
+
+template <class T>
+void every_rank_count_of_dims(const garray::Context& ctx, test::Rng& g) {
+  const std::string fname = tmp_name(ctx, std::string("roundtrip_") + std::string(io::detail::numpy_name<T>()));
+  {
+    io::File f(ctx, fname, io::Mode::create);
+    int counter = 0;
+    roundtrip<T, 1>(ctx, g, f, counter);
+    roundtrip<T, 2>(ctx, g, f, counter);
+    roundtrip<T, 3>(ctx, g, f, counter);
+    roundtrip<T, 4>(ctx, g, f, counter);
+  }
+  remove_file(ctx, fname);
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("io round trips: every type, 1-4 dims, every distribution, views, selections", T, float, double,
+                   std::int32_t, std::int64_t, std::complex<float>, std::complex<double>) {
+  garray::Context ctx;
+  const auto seed = test::shared_seed();
+  INFO("GARRAY_TEST_SEED=" << seed);
+  test::Rng g(seed);
+  every_rank_count_of_dims<T>(ctx, g);
+}
+
+TEST_CASE("io: empty blocks (more ranks than rows), replicated arrays, several arrays and groups in one file") {
+  garray::Context ctx;
+  const std::string fname = tmp_name(ctx, "empty");
+  {
+    io::File f(ctx, fname, io::Mode::create);
+    GlobalArray<double, 2> a(ctx, {2, 5}, Distribution<2>::slab(0), {1, 1});  // ranks 2, 3 own nothing
+    fill_bits(a, 7);
+    io::write(f, "fields/a", a);  // an intermediate group is created
+    GlobalArray<double, 2> r(ctx, {3, 2}, Distribution<2>::replicated());
+    fill_bits(r, 8);
+    io::write(f, "fields/r", r);
+    auto grp = f.group("fields");
+    CHECK(grp.path() == "/fields");
+    CHECK(grp.contains("a"));
+    CHECK(!grp.contains("b"));
+    GlobalArray<double, 2> a2(ctx, {2, 5}, Distribution<2>::slab(1));
+    io::read(grp, "a", a2);
+    CHECK(bitwise_equal(all_of(a2), all_of(a)));
+    GlobalArray<double, 2> r2(ctx, {3, 2}, Distribution<2>::replicated());
+    io::read(grp, "r", r2);
+    {  // every copy read the file
+      auto blk = r2.access();
+      std::vector<double> mine(blk.data(), blk.data() + 6);
+      CHECK(bitwise_equal(mine, all_of(r)));
+    }
+    auto r3 = io::read_array<double, 2>(f, "fields/r");
+    CHECK(r3.distribution().is_replicated());
+    // an empty dataset
+    GlobalArray<std::int32_t, 1> z(ctx, {0});
+    io::write(f, "z", z);
+    GlobalArray<std::int32_t, 1> z2(ctx, {0});
+    io::read(f, "z", z2);
+    CHECK(io::info(f, "z").shape == std::vector<garray::index>{0});
+    // overwrite replaces a dataset
+    GlobalArray<double, 2> a3(ctx, {2, 5});
+    fill_bits(a3, 9);
+    io::WriteOptions over;
+    over.overwrite = true;
+    io::write(f, "fields/a", a3, over);
+    io::read(grp, "a", a2);
+    CHECK(bitwise_equal(all_of(a2), all_of(a3)));
+    // user attributes: scalars of every type, strings, on groups and datasets
+    f.set_attribute("title", std::string("test file"));
+    grp.set_attribute("step", std::int64_t{250});
+    f.set_attribute("dt", 0.25, "fields/a");
+    f.set_attribute("z", std::complex<float>(1.5f, -2.f));
+    f.set_attribute("i", std::int32_t{-3});
+    CHECK(f.attribute<std::string>("title") == "test file");
+    CHECK(grp.attribute<std::int64_t>("step") == 250);
+    CHECK(f.attribute<double>("dt", "fields/a") == 0.25);
+    CHECK(grp.attribute<double>("dt", "a") == 0.25);
+    CHECK(f.attribute<std::complex<float>>("z") == std::complex<float>(1.5f, -2.f));
+    CHECK(f.attribute<std::int32_t>("i") == -3);
+    CHECK(f.attribute<double>("i") == -3.0);  // numeric conversion within HDF5
+    f.set_attribute("title", std::string("renamed"));  // replaces
+    CHECK(f.attribute<std::string>("title") == "renamed");
+  }
+  {  // read-only reopen
+    io::File f(ctx, fname);
+    CHECK(f.attribute<std::string>("title") == "renamed");
+    CHECK(f.contains("fields/r"));
+    CHECK(f.mode() == io::Mode::read_only);
+  }
+  remove_file(ctx, fname);
+}
