@@ -236,6 +236,7 @@ class GlobalArray {
       id_ = o.id_;
       slot_ = o.slot_;
       alive_ = std::move(token);
+      last_ = LastBlock{};
       o.retire();
     }
     return *this;
@@ -570,8 +571,8 @@ class GlobalArray {
     if (box.empty()) return 0;
     index elems = 1;
     for (std::size_t d = 0; d < N; ++d) {
-      index ext = 0;
-      if (__builtin_add_overflow(box.extent(d), 2 * ghost[d], &ext) || ghost[d] > (std::numeric_limits<index>::max() / 4) ||
+      index g2 = 0, ext = 0;
+      if (__builtin_mul_overflow(ghost[d], index{2}, &g2) || __builtin_add_overflow(box.extent(d), g2, &ext) ||
           __builtin_mul_overflow(elems, ext, &elems))
         detail::raise<InvalidArgument>(name(detail::Call::create), ": a block of extents ", detail::seq(box.extents()),
                                        " with ghost width ", detail::seq(ghost), " has more elements than int64 holds");
@@ -601,7 +602,15 @@ class GlobalArray {
   template <std::size_t K, std::size_t M>
   Section<N> select(const Slice<K, M>& s, detail::Call c) const {
     static_assert(K <= N, "garray: too many indices for the array's number of dimensions");
-    return normalize(shape(), s, name(c));
+    // The call's name is needed only in an error message: prefixed on the (cold) error
+    // path, so the hot path builds no name.
+    try {
+      return normalize(shape(), s, std::string_view{});
+    } catch (const InvalidSlice& e) {
+      throw InvalidSlice(std::string(name(c)) + e.what());
+    } catch (const BoundsError& e) {
+      throw BoundsError(std::string(name(c)) + e.what());
+    }
   }
 
   void check_size(const Section<N>& sec, std::size_t n, detail::Call c) const {
@@ -747,33 +756,51 @@ class GlobalArray {
   /// If the non-empty section `sec` lies inside one block: that owner's piece, as
   /// for_each_piece would give it, and true.
   bool single_owner_piece(const Section<N>& sec, detail::Piece<N>& p) const noexcept {
-    std::array<int, N> c{};
-    int r = 0;
-    Box<N> blk;
+    Box<N> bb;
     for (std::size_t d = 0; d < N; ++d) {
       if (sec.count[d] == 0) return false;
       const index last = sec.start[d] + (sec.count[d] - 1) * sec.step[d];
-      const index lo = std::min(sec.start[d], last), hi = std::max(sec.start[d], last) + 1;
-      c[d] = dist_.coord_of(d, lo);
-      const auto& b = dist_.bounds(d);
-      blk.lo[d] = b[static_cast<std::size_t>(c[d])];
-      blk.hi[d] = b[static_cast<std::size_t>(c[d]) + 1];
-      if (hi > blk.hi[d]) return false;
-      r += c[d] * dist_.grid_stride(d);
+      bb.lo[d] = std::min(sec.start[d], last);
+      bb.hi[d] = std::max(sec.start[d], last) + 1;
     }
-    const detail::BlockLayout<N> lay = r == ctx_.rank() ? my_layout_ : detail::block_layout(blk, ghost_);
+    // The block of the previous single-owner transfer is the likeliest owner (a loop over
+    // one remote block); else find the block holding bb's low corner.
+    LastBlock& lb = last_;
+    bool inside = lb.rank >= 0;
+    for (std::size_t d = 0; d < N && inside; ++d) inside = bb.lo[d] >= lb.box.lo[d] && bb.hi[d] <= lb.box.hi[d];
+    if (!inside) {
+      int r = 0;
+      Box<N> blk;
+      for (std::size_t d = 0; d < N; ++d) {
+        const int c = dist_.coord_of(d, bb.lo[d]);
+        const auto& b = dist_.bounds(d);
+        blk.lo[d] = b[static_cast<std::size_t>(c)];
+        blk.hi[d] = b[static_cast<std::size_t>(c) + 1];
+        if (bb.hi[d] > blk.hi[d]) return false;
+        r += c * dist_.grid_stride(d);
+      }
+      lb.rank = r;
+      lb.box = blk;
+      lb.layout = r == ctx_.rank() ? my_layout_ : detail::block_layout(blk, ghost_);
+    }
+    const detail::BlockLayout<N>& lay = lb.layout;
     const Shape<N> buf_str = row_major_strides(sec.count);
-    p.rank = r;
+    p.rank = lb.rank;
     p.block_off = lay.origin;
     p.buf_off = 0;
     for (std::size_t d = 0; d < N; ++d) {
       p.count[d] = sec.count[d];
-      p.block_off += (sec.start[d] - blk.lo[d]) * lay.strides[d];
+      p.block_off += (sec.start[d] - lb.box.lo[d]) * lay.strides[d];
       p.block_str[d] = sec.step[d] * lay.strides[d];
       p.buf_str[d] = buf_str[d];
     }
     return true;
   }
+  struct LastBlock {  // single_owner_piece's memo: a block and its layout
+    int rank = -1;
+    Box<N> box{};
+    detail::BlockLayout<N> layout{};
+  };
 
   /// Datatype limits of the MPI path, checked for the whole section before anything moves
   /// (only sections of more than INT_MAX elements can exceed them).
@@ -862,6 +889,7 @@ class GlobalArray {
   std::uint64_t id_ = 0;
   WindowCache::Slot slot_{};  // how the window is known to ctx_'s cache
   std::shared_ptr<bool> alive_;  // liveness(): false once this object no longer holds the array
+  mutable LastBlock last_{};     // single_owner_piece's memo (the distribution never changes)
 };
 
 }  // namespace garray

@@ -54,6 +54,17 @@ class ShmTransport {
   template <Dir D, std::size_t N>
   void move(const Piece<N>& p, T* buf) {
     T* blk = block(p.rank) + p.block_off;
+    bool one = true;
+    for (std::size_t d = 0; d < N; ++d) one = one && p.count[d] == 1;
+    if (one && D != Dir::acc) {  // one element: the smallest get/put, no copy machinery
+      if constexpr (D == Dir::get) {
+        std::atomic_thread_fence(std::memory_order_acquire);
+        buf[p.buf_off] = *blk;
+      } else {
+        *blk = buf[p.buf_off];
+      }
+      return;
+    }
     if constexpr (D == Dir::get) {
       // Acquire side of visibility rule 2: loads below see stores another rank ordered
       // before a synchronisation (its fence()'s MPI_Win_sync + a barrier). Free on x86.
