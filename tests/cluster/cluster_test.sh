@@ -8,8 +8,7 @@
 # SUITE:
 #   ompi      test binaries under Open MPI (`--mca osc ^ucx`) at np=2 (1 rank per host),
 #             np=4 block (ranks 0,1 on host 1) and np=4 round robin (--map-by node)
-#   mpich     the same binaries from the MPICH build tree (MPICH_BUILD_DIR), np=2 and np=4
-#             round robin (-ppn 1)
+#   mpich     the same binaries from the MPICH build tree (MPICH_BUILD_DIR), np=2
 #   laplace   apps/laplace --variant kernel|fused|numpy across hosts (Open MPI np=2 and np=4
 #             block) against a one-host run: the `error=` lines must be bitwise equal
 #   defaults  Open MPI with Debian's defaults (no osc option), np=4 block: window creation
@@ -132,7 +131,8 @@ case $suite in
     ;;
   mpich)
     suite_bins mpich "$mpich_build" 2 block
-    suite_bins mpich "$mpich_build" 4 rr
+    # np=4 (2 ranks per 1-core host) is left out: MPICH busy-polls without yielding, and each
+    # of the three subsets ran past 120 s there (measured); see tests/cluster/README.md
     ;;
   laplace)
     lap=$build/apps/laplace/laplace
