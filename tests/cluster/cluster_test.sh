@@ -1,0 +1,174 @@
+#!/bin/bash
+# cluster_test.sh SUITE BUILD_DIR [MPICH_BUILD_DIR]
+#
+# One ctest test of label `cluster` (tests/cluster/CMakeLists.txt): brings 2 simulated hosts
+# up (sim_cluster.sh, network namespaces joined by TCP), runs MPI test binaries across them,
+# and always tears the hosts down (trap, also on failure, timeout or signal).
+#
+# SUITE:
+#   ompi      test binaries under Open MPI (`--mca osc ^ucx`) at np=2 (1 rank per host),
+#             np=4 block (ranks 0,1 on host 1) and np=4 round robin (--map-by node)
+#   mpich     the same binaries from the MPICH build tree (MPICH_BUILD_DIR), np=2
+#   laplace   apps/laplace --variant kernel|fused|numpy across hosts (Open MPI np=2 and np=4
+#             block) against a one-host run: the `error=` lines must be bitwise equal
+#   defaults  Open MPI with Debian's defaults (no osc option), np=4 block: window creation
+#             fails; expect a non-zero exit naming `--mca osc pt2pt` within the timeout
+#
+# Exit: 0 pass, 1 fail, 77 skipped (not root / no network namespaces / missing tree).
+# Knobs: CLUSTER_RUN_TIMEOUT (s, per MPI launch, default 120), SIM_* (see sim_cluster.sh).
+set -uo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+SIM=$HERE/sim_cluster.sh
+suite=${1:?usage: cluster_test.sh SUITE BUILD_DIR [MPICH_BUILD_DIR]}
+build=${2:?usage: cluster_test.sh SUITE BUILD_DIR [MPICH_BUILD_DIR]}
+mpich_build=${3:-}
+export SIM_PREFIX=${SIM_PREFIX:-gasim} SIM_QUIET=${SIM_QUIET:-1}
+export SIM_TIMEOUT=${CLUSTER_RUN_TIMEOUT:-120}
+logs=$build/cluster-logs/$suite
+skip() { echo "cluster_test: SKIPPED ($suite): $*"; exit 77; }
+
+# ---- can we build hosts at all?
+[ "$(id -u)" = 0 ] || skip "needs root to create network namespaces"
+command -v ip >/dev/null || skip "'ip' not found (apt-get install iproute2)"
+command -v unshare >/dev/null || skip "'unshare' not found (apt-get install util-linux)"
+probe=${SIM_PREFIX}-probe$$
+if ! ip netns add "$probe" 2>/dev/null; then skip "cannot create network namespaces (ip netns add failed)"; fi
+ip netns del "$probe" 2>/dev/null || true
+
+case $suite in
+  ompi | laplace | defaults)
+    command -v mpirun.openmpi >/dev/null || skip "mpirun.openmpi not found" ;;
+  mpich)
+    command -v mpiexec.mpich >/dev/null || skip "mpiexec.mpich not found"
+    [ -n "$mpich_build" ] && [ -x "$mpich_build/tests/test_array" ] ||
+      skip "no MPICH build tree with test binaries at '${mpich_build:-<none>}' (built by the test mpich.build_and_test)" ;;
+  *) echo "cluster_test: unknown suite '$suite'" >&2; exit 2 ;;
+esac
+
+rm -rf "$logs"; mkdir -p "$logs"
+down() { "$SIM" down >/dev/null 2>&1 || "$SIM" down; }
+trap 'down' EXIT
+trap 'exit 130' INT TERM
+down  # leftovers of an earlier, killed run
+"$SIM" up 2 || { echo "cluster_test: FAIL: could not bring the simulated hosts up"; exit 1; }
+
+fails=0 runs=0
+t_start=$(date +%s)
+# run LABEL KIND(ompi|mpich) NP PLACEMENT(block|rr) CMD... -> log in $logs/LABEL.log
+run() {
+  local label=$1 kind=$2 np=$3 place=$4; shift 4
+  local log=$logs/$label.log rc=0 t0 t1
+  t0=$(date +%s.%N)
+  local env_args sub
+  if [ "$kind" = ompi ]; then
+    local a="--mca osc ^ucx"
+    [ "$place" = rr ] && a+=" --map-by node"
+    env_args="SIM_OMPI_ARGS=$a ${CLUSTER_OMPI_ARGS:-}" sub=run-ompi
+  else
+    local a=""
+    [ "$place" = rr ] && a="-ppn 1"
+    env_args="SIM_MPICH_ARGS=$a" sub=run-mpich
+  fi
+  # MPICH/UCX over TCP may hang in MPI_Finalize (openucx/ucx#8738): once the job has
+  # printed its result (RUN_DONE_MARK), give it FINALIZE_GRACE s to exit, then end it
+  env "$env_args" "$SIM" "$sub" "$np" "$@" >"$log" 2>&1 &
+  local pid=$! seen=""
+  while kill -0 "$pid" 2>/dev/null; do
+    if [ -n "${RUN_DONE_MARK:-}" ] && grep -q -- "$RUN_DONE_MARK" "$log" 2>/dev/null; then
+      seen=${seen:-$(date +%s)}
+      if [ $(($(date +%s) - seen)) -ge "${FINALIZE_GRACE:-10}" ]; then
+        echo "cluster_test: the job printed its result but did not exit within ${FINALIZE_GRACE:-10} s; ending it" >>"$log"
+        "$SIM" kill >>"$log" 2>&1
+        wait "$pid"; rc=124; break
+      fi
+    fi
+    sleep 0.5
+  done
+  [ "$rc" = 124 ] || { wait "$pid" || rc=$?; }
+  t1=$(date +%s.%N)
+  RUN_RC=$rc RUN_LOG=$log
+  RUN_SECS=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}')
+}
+verdict() { # LABEL OK(0/1) NOTE
+  runs=$((runs + 1))
+  if [ "$2" = 1 ]; then echo "cluster_test: PASS $1 (${RUN_SECS}s) $3"
+  else
+    fails=$((fails + 1)); echo "cluster_test: FAIL $1 (rc=$RUN_RC, ${RUN_SECS}s) $3"
+    echo "---- last lines of $RUN_LOG"; tail -25 "$RUN_LOG"; echo "----"
+  fi
+}
+# a doctest binary: pass iff exit 0; under MPICH also if it printed SUCCESS and then hung in
+# MPI_Finalize (openucx/ucx#8738, see README.md) until the timeout
+doctest_run() { # LABEL KIND NP PLACE BIN ARGS...
+  local label=$1 kind=$2
+  RUN_DONE_MARK="ranks: all passed" run "$@" -ni
+  if [ "$RUN_RC" = 0 ] && grep -q "Status: SUCCESS" "$RUN_LOG"; then verdict "$label" 1 ""
+  elif [ "$RUN_RC" = 124 ] && grep -q "Status: SUCCESS" "$RUN_LOG"; then
+    verdict "$label" 1 "(tests passed; the job then hung in MPI_Finalize$([ "$kind" = mpich ] && echo ': openucx/ucx#8738'))"
+  else verdict "$label" 0 ""; fi
+}
+
+# The subset run across hosts (each binary once per placement). It covers every transfer
+# path: RMA across hosts, shared windows on a sub-communicator within one host (groups.cpp,
+# np=4 block), strided and negative-step slices, index lists, read_inc and accumulate
+# (transfers, lists_atomics), the cache, movement, halo and numeric.
+ARRAY_FILTER='-sf=*transfers.cpp,*lists_atomics.cpp,*movement.cpp,*halo.cpp,*groups.cpp'
+CACHE_FILTER='-tc=*1000 create/destroy*,*from the cache behaves exactly*,*byte cap*,*injected failure in acquire*'
+NUMERIC_FILTER='-sf=*expressions.cpp,*reductions.cpp'
+suite_bins() { # KIND DIR NP PLACE
+  local kind=$1 dir=$2 np=$3 place=$4 tag="$1.np$3.$4"
+  doctest_run "$tag.test_array" "$kind" "$np" "$place" "$dir/tests/test_array" "$ARRAY_FILTER"
+  doctest_run "$tag.test_cache" "$kind" "$np" "$place" "$dir/tests/test_cache" "$CACHE_FILTER"
+  doctest_run "$tag.test_numeric" "$kind" "$np" "$place" "$dir/tests/test_numeric" "$NUMERIC_FILTER"
+}
+
+case $suite in
+  ompi)
+    suite_bins ompi "$build" 2 block
+    suite_bins ompi "$build" 4 block
+    suite_bins ompi "$build" 4 rr
+    ;;
+  mpich)
+    suite_bins mpich "$mpich_build" 2 block
+    # np=4 (2 ranks per 1-core host) is left out: MPICH busy-polls without yielding, and each
+    # of the three subsets ran past 120 s there (measured); see tests/cluster/README.md
+    ;;
+  laplace)
+    lap=$build/apps/laplace/laplace
+    [ -x "$lap" ] || { echo "cluster_test: FAIL: $lap not built"; exit 1; }
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    for np in 2 4; do
+      for v in kernel fused numpy; do
+        args=(--nx 200 --ny 200 --iters 50 --init hash --variant "$v" --quiet)
+        ref=$(timeout -k 5 "$SIM_TIMEOUT" mpirun.openmpi --oversubscribe -np $np "$lap" "${args[@]}" 2>&1 | grep '^error=')
+        for place in block rr; do
+          [ $np = 2 ] && [ $place = rr ] && continue
+          run "ompi.np$np.$place.laplace.$v" ompi $np $place "$lap" "${args[@]}"
+          got=$(grep '^error=' "$RUN_LOG")
+          if [ "$RUN_RC" = 0 ] && [ -n "$ref" ] && [ "$got" = "$ref" ]; then
+            verdict "ompi.np$np.$place.laplace.$v" 1 "$got (1 host: same)"
+          else
+            verdict "ompi.np$np.$place.laplace.$v" 0 "2 hosts: '${got}' 1 host: '${ref}'"
+          fi
+        done
+      done
+    done
+    ;;
+  defaults)
+    # Debian's Open MPI defaults cannot create a window spanning hosts over TCP (osc/rdma
+    # needs an RDMA BTL): garray must exit with an actionable message, on every rank, not hang.
+    lap=$build/apps/laplace/laplace
+    SIM_OMPI_ARGS="${CLUSTER_OMPI_ARGS:-}" "$SIM" run-ompi 4 "$lap" --nx 64 --ny 64 --iters 5 --quiet \
+      >"$logs/defaults.np4.log" 2>&1
+    RUN_RC=$? RUN_LOG=$logs/defaults.np4.log RUN_SECS=-
+    if [ "$RUN_RC" != 0 ] && [ "$RUN_RC" != 124 ] && [ "$RUN_RC" != 137 ] && grep -q -- "--mca osc pt2pt" "$RUN_LOG"; then
+      verdict "ompi.np4.block.defaults" 1 "(exit $RUN_RC: $(grep -m1 -o 'MPI_Win_allocate[^.]*' "$RUN_LOG"))"
+    else
+      verdict "ompi.np4.block.defaults" 0 "(expected a non-zero exit naming --mca osc pt2pt, not a hang)"
+    fi
+    ;;
+esac
+
+echo "cluster_test: $suite: $((runs - fails))/$runs passed in $(($(date +%s) - t_start)) s (logs: $logs)"
+[ "$fails" = 0 ]
