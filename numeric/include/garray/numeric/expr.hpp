@@ -250,7 +250,8 @@ template <class U>
 struct Cast {
   template <class A>
   constexpr U operator()(const A& a) const {
-    return static_cast<U>(a);
+    if constexpr (detail::is_complex<A>::value && !detail::is_complex<U>::value) return static_cast<U>(a.real());
+    else return static_cast<U>(a);
   }
 };
 }  // namespace ops
