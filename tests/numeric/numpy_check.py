@@ -71,6 +71,17 @@ def expected(c):
         r = x.copy()
         r[...] = r[::-1]
         return r
+    with np.errstate(all="ignore"):
+        if op == "add": return x + y
+        if op == "sub": return x - y
+        if op == "mul": return x * y
+        if op == "div": return x / y
+        s = a.get("s")
+        if isinstance(s, list):
+            s = complex(s[0], s[1])
+        if op == "mul_scalar": return x * s
+        if op == "add_scalar": return x + s
+        if op == "scalar_div": return s / (x * x + 1)
     if op == "sum": return np.sum(x)
     if op == "prod": return np.prod(x)
     if op == "mean": return np.mean(x)
