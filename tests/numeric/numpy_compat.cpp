@@ -108,6 +108,10 @@ void creation_of(Cases& cs, const garray::Context& ctx, test::Rng& rng) {
 template <class T>
 void ranges_of(Cases& cs, const garray::Context& ctx, test::Rng& rng) {
   const std::string dt = std::string("\"dtype\": \"") + dtype_name<T>() + "\"";
+  if constexpr (std::is_floating_point_v<T>) {  // a start not exact in T (NumPy stores start + step itself)
+    cs.add("\"op\": \"arange\", \"exact\": true, \"args\": {" + dt + ", \"start\": " + js(-4.0 / 3) +
+           ", \"stop\": 8, \"step\": 1}, \"got\": " + dump(garray::arange<T>(ctx, -4.0 / 3, 8.0, 1.0)));
+  }
   for (int k = 0; k < 3; ++k) {
     const index start = test::uniform(rng, -20, 20), stop = test::uniform(rng, -20, 40);
     index step = test::uniform(rng, -4, 4);

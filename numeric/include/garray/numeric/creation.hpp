@@ -17,8 +17,8 @@
 // different scalars throw CollectiveMismatch on every rank. A bad argument (arange with
 // step 0, negative counts) throws InvalidArgument on every rank before anything is created.
 // The distribution defaults to blocked; *_like copy the model's distribution.
-// Values: arange and linspace compute every element as NumPy does (arange: start + i *
-// delta with delta = (start + step) - start in the element type; linspace: i * step + start
+// Values: arange and linspace compute every element as NumPy does (arange: start, start +
+// step, then start + i * delta with delta = (start + step) - start in the element type; linspace: i * step + start
 // with step = (stop - start) / div in double, the last element exactly `stop`, floored for
 // integer types), so the results are bitwise equal to NumPy's for the same element type.
 
@@ -107,8 +107,8 @@ auto ones_like(const GlobalArray<T, N>& a) {
 }
 
 /// np.arange(start, stop, step, dtype=T): a 1-d array of ceil((stop - start) / step)
-/// elements (0 when that is negative), element i = start + i * delta with delta =
-/// T(start + step) - T(start) (NumPy's fill rule). Throws InvalidArgument for step 0.
+/// elements (0 when that is negative): T(start), T(start + step), then element i = T(start)
+/// + i * delta with delta = T(start + step) - T(start) (NumPy's fill rule). Throws InvalidArgument for step 0.
 /// **Collective over ctx.**
 template <Element T, class S>
 GlobalArray<T, 1> arange(const Context& ctx, S start, S stop, S step = S{1}) {
@@ -117,11 +117,13 @@ GlobalArray<T, 1> arange(const Context& ctx, S start, S stop, S step = S{1}) {
   const index n = len > 0 ? static_cast<index>(len) : 0;
   GlobalArray<T, 1> a(ctx, Shape<1>{n}, Distribution<1>::blocked(), Shape<1>{}, uninitialized);
   const T t0 = static_cast<T>(start);
-  const T delta = static_cast<T>(static_cast<T>(start + step) - t0);
+  const T t1 = static_cast<T>(start + step);
+  const T delta = static_cast<T>(t1 - t0);
   const std::uint64_t salt =
       detail::value_hash(detail::value_hash(detail::value_hash(detail::hash_string("arange"), start), stop), step);
-  detail::generate_salted(a, [t0, delta](const Shape<1>& i) {
+  detail::generate_salted(a, [t0, t1, delta](const Shape<1>& i) {
     if (i[0] == 0) return t0;
+    if (i[0] == 1) return t1;  // NumPy stores start + step itself, then fills from 2 on
     return static_cast<T>(t0 + static_cast<T>(i[0]) * delta);
   }, salt);
   return a;
