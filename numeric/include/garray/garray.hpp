@@ -15,6 +15,7 @@
 #include <garray/array/request.hpp>
 #include <garray/array/slice.hpp>
 #include <garray/array/view.hpp>
+#include <garray/numeric/creation.hpp>
 #include <garray/numeric/elementwise.hpp>
 #include <garray/numeric/expr.hpp>
 #include <garray/numeric/matmul.hpp>

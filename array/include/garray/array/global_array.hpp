@@ -241,6 +241,29 @@ class GlobalArray {
     }
     return *this;
   }
+  /// **Collective** (numeric layer, <garray/garray.hpp>): `a = expr`, `a = view`, `a = b`
+  /// (another array, any element type) or `a = scalar` evaluates into the whole array,
+  /// owner-computes, as `a.view() = ...` (garray::assign; numpy's `a[...] = ...`, aliasing
+  /// as numpy). Shapes must match (else SizeMismatch on every rank, nothing written). It
+  /// never rebinds: only the move assignment above (from an rvalue array, e.g. the result
+  /// of garray::eval or zeros) replaces the array.
+  template <class E>
+    requires(!std::is_same_v<std::remove_cvref_t<E>, GlobalArray>)
+  GlobalArray& operator=(const E& e) {
+    assign(*this, e);  // found by ADL in numeric/elementwise.hpp
+    return *this;
+  }
+  /// **Collective** (numeric layer): a new array of element type U holding this array's
+  /// elements converted (numpy's a.astype(U)), with this array's distribution.
+  template <Element U>
+  GlobalArray<U, N> astype() const {
+    return eval<U>(cast<U>(const_cast<GlobalArray&>(*this)));  // ADL: numeric/creation.hpp
+  }
+  /// **Collective**: copies `o`'s elements into this array (shapes must match), as above.
+  GlobalArray& operator=(const GlobalArray& o) {
+    assign(*this, o);
+    return *this;
+  }
   /// Returns the window to the context's cache: **Local** (flush of pending writes, no
   /// communication), whatever the cache depth; the window is freed later at a collective
   /// point every rank reaches (failure rule). Never throws.

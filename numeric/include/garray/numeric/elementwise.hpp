@@ -26,7 +26,8 @@
 // Bitwise reproducibility: each element is computed by exactly the operations the
 // expression spells, in that order, with no reassociation, so the result is bitwise equal
 // to a serial loop evaluating the same expression (for + - * /; the math functions are the
-// C library's).
+// C library's) with each binary operation's operands first converted to NumPy's promoted
+// type (expr.hpp: int32 + float32 in double, float array * 2.0 in float).
 
 #include <garray/numeric/detail/engine.hpp>
 #include <garray/numeric/expr.hpp>

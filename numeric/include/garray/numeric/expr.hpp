@@ -11,7 +11,11 @@
 // Building an expression moves no data and is Local; it holds views (pointers to arrays),
 // so it must not outlive its arrays.
 //
-//   a + b, a - b, a * b, a / b, -a                      arithmetic (C++ promotion rules)
+//   a + b, a - b, a * b, a / b, -a                      arithmetic (NumPy's type promotion:
+//                                                         int32 + float32 -> double, int +
+//                                                         complex<float> -> complex<double>,
+//                                                         scalars weak: float array * 2.0 ->
+//                                                         float; int / int -> double)
 //   abs sqrt exp log sin cos (a)      pow min max (a, b)    elementwise functions
 //   a < b, <=, >, >=, ==, !=                              comparisons -> bool expression
 //   where(cond, a, b)                                     cond ? a : b per element
@@ -250,7 +254,78 @@ template <class U>
 struct Cast {
   template <class A>
   constexpr U operator()(const A& a) const {
-    return static_cast<U>(a);
+    if constexpr (detail::is_complex<A>::value && !detail::is_complex<U>::value) return static_cast<U>(a.real());
+    else return static_cast<U>(a);
+  }
+};
+}  // namespace ops
+
+// ---- type promotion as NumPy ---------------------------------------------------------------
+namespace detail {
+/// NumPy's kinds: 0 bool, 1 integer, 2 floating, 3 complex (-1: another type, C++ rules).
+template <class T>
+constexpr int kind_of() {
+  if constexpr (std::is_same_v<T, bool>) return 0;
+  else if constexpr (std::is_integral_v<T>) return 1;
+  else if constexpr (std::is_floating_point_v<T>) return 2;
+  else if constexpr (is_complex<T>::value) return 3;
+  else return -1;
+}
+/// np.result_type of two arrays (int32 + float32 -> float64, int + complex64 -> complex128,
+/// float32 + complex64 -> complex64, ...).
+template <class A, class B>
+constexpr auto strong_promote() {
+  constexpr int ka = kind_of<A>(), kb = kind_of<B>();
+  if constexpr (std::is_same_v<A, B>) return std::type_identity<A>{};
+  else if constexpr (ka < 0 || kb < 0) return std::type_identity<std::common_type_t<A, B>>{};
+  else if constexpr (ka > kb) return strong_promote<B, A>();
+  else if constexpr (ka == 0) return std::type_identity<B>{};
+  else if constexpr (ka == 1 && kb == 1) return std::type_identity<std::common_type_t<A, B>>{};
+  else if constexpr (ka == 1 && kb == 2)
+    return std::type_identity<std::conditional_t<(sizeof(B) < 8 && sizeof(A) >= 4), double, B>>{};
+  else if constexpr (ka == 2 && kb == 2) return std::type_identity<std::common_type_t<A, B>>{};
+  else if constexpr (kb == 3 && ka < 3)
+    return std::type_identity<std::complex<typename decltype(strong_promote<A, typename B::value_type>())::type>>{};
+  else return std::type_identity<std::complex<std::common_type_t<typename A::value_type, typename B::value_type>>>{};
+}
+/// The smallest type of a scalar's kind (NumPy treats a scalar as "weak": it does not widen
+/// an array of its kind or a higher one).
+template <class S, class A>
+using weak_type = std::conditional_t<
+    kind_of<A>() == 0, std::conditional_t<kind_of<S>() == 1, std::int64_t, std::conditional_t<kind_of<S>() == 2, double, S>>,
+    std::conditional_t<kind_of<S>() == 2, float, std::conditional_t<kind_of<S>() == 3, std::complex<float>, S>>>;
+/// The type both operands of a binary operation are converted to. `AW`/`BW`: the operand is
+/// a scalar (weak), as NumPy's value-based casting for Python scalars.
+template <class A, class B, bool AW, bool BW>
+constexpr auto promote() {
+  if constexpr (AW && !BW) {
+    if constexpr (kind_of<A>() >= 0 && kind_of<B>() >= 0 && kind_of<A>() <= kind_of<B>()) return std::type_identity<B>{};
+    else if constexpr (kind_of<A>() >= 0 && kind_of<B>() >= 0) return strong_promote<B, weak_type<A, B>>();
+    else return strong_promote<A, B>();
+  } else if constexpr (BW && !AW) {
+    return promote<B, A, true, false>();
+  } else {
+    return strong_promote<A, B>();
+  }
+}
+template <class A, class B, bool AW, bool BW>
+using promote_t = typename decltype(promote<A, B, AW, BW>())::type;
+}  // namespace detail
+
+namespace ops {
+/// Op applied to both operands converted to P (NumPy's promotion); integer powers stay
+/// integers, integer division is true division (double), as NumPy.
+template <class Op, class P>
+struct Promoted {
+  template <class A, class B>
+  constexpr auto operator()(const A& a, const B& b) const {
+    if constexpr (std::is_same_v<Op, Div> && std::is_integral_v<P>)
+      return static_cast<double>(a) / static_cast<double>(b);
+    else if constexpr (std::is_same_v<Op, Pow> && std::is_integral_v<P>)
+      return static_cast<P>(std::pow(static_cast<double>(a), static_cast<double>(b)));
+    else if constexpr (std::is_same_v<Op, Add> || std::is_same_v<Op, Sub> || std::is_same_v<Op, Mul>)
+      return static_cast<P>(Op{}(static_cast<P>(a), static_cast<P>(b)));
+    else return Op{}(static_cast<P>(a), static_cast<P>(b));
   }
 };
 }  // namespace ops
@@ -356,7 +431,8 @@ struct BinaryExpr : detail::ExprTag {
 
 template <class C, class A, class B>
 struct WhereExpr : detail::ExprTag {
-  using value_type = std::common_type_t<typename A::value_type, typename B::value_type>;
+  using value_type = detail::promote_t<typename A::value_type, typename B::value_type, A::rank == detail::scalar_rank,
+                                       B::rank == detail::scalar_rank>;
   static constexpr int rank = detail::join_rank<C::rank, detail::join_rank<A::rank, B::rank>()>();
   static constexpr bool needs_coords = C::needs_coords || A::needs_coords || B::needs_coords;
   C c;
@@ -405,6 +481,12 @@ auto as_expr(const X& x) {
 }
 template <class X>
 using expr_t = decltype(as_expr(std::declval<const X&>()));
+namespace detail {
+/// The node operation of `a op b`: op on both operands promoted as NumPy does.
+template <class Op, class A, class B>
+using promoted_op = ops::Promoted<Op, promote_t<typename expr_t<A>::value_type, typename expr_t<B>::value_type,
+                                               expr_t<A>::rank == scalar_rank, expr_t<B>::rank == scalar_rank>>;
+}  // namespace detail
 
 /// Wraps a boost::multi_array (or _ref) replicated on every rank as an expression operand.
 /// Local. The array must outlive the expression; it must use ascending storage.
@@ -433,7 +515,7 @@ IndexLeaf<M, F> index_expr(F f) {
   template <Operand A, Operand B>                                                    \
     requires(ArrayOperand<A> || ArrayOperand<B>)                                     \
   auto operator sym(const A& a, const B& b) {                                        \
-    return BinaryExpr<ops::Op, expr_t<A>, expr_t<B>>(as_expr(a), as_expr(b));        \
+    return BinaryExpr<detail::promoted_op<ops::Op, A, B>, expr_t<A>, expr_t<B>>(as_expr(a), as_expr(b)); \
   }
 GARRAY_DETAIL_BINARY_OPERATOR(+, Add)
 GARRAY_DETAIL_BINARY_OPERATOR(-, Sub)
@@ -472,7 +554,7 @@ GARRAY_DETAIL_UNARY_FUNCTION(cos, Cos)
   template <Operand A, Operand B>                                                    \
     requires(ArrayOperand<A> || ArrayOperand<B>)                                     \
   auto name(const A& a, const B& b) {                                                \
-    return BinaryExpr<ops::Op, expr_t<A>, expr_t<B>>(as_expr(a), as_expr(b));        \
+    return BinaryExpr<detail::promoted_op<ops::Op, A, B>, expr_t<A>, expr_t<B>>(as_expr(a), as_expr(b)); \
   }
 GARRAY_DETAIL_BINARY_FUNCTION(pow, Pow)
 GARRAY_DETAIL_BINARY_FUNCTION(min, Min)

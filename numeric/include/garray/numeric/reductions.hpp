@@ -24,6 +24,7 @@
 #include <complex>
 #include <cstddef>
 #include <type_traits>
+#include <cstdint>
 #include <vector>
 
 namespace garray {
@@ -35,8 +36,24 @@ struct Axis {
 
 namespace detail {
 
+/// The accumulator of sum and prod, as NumPy: bool and signed integers in int64, unsigned
+/// integers in uint64, floating point and complex in their own type.
 template <class V>
-using sum_t = std::conditional_t<std::is_same_v<V, bool>, index, V>;
+using sum_t = std::conditional_t<
+    std::is_same_v<V, bool>, index,
+    std::conditional_t<std::is_integral_v<V>,
+                       std::conditional_t<std::is_signed_v<V>, std::int64_t, std::uint64_t>, V>>;
+/// The type of mean (NumPy): double for bool and integers, the element type otherwise.
+template <class V>
+using mean_t = std::conditional_t<std::is_integral_v<V>, double, V>;
+template <class V>
+struct real_of {
+  using type = V;
+};
+template <class X>
+struct real_of<std::complex<X>> {
+  using type = X;
+};
 
 /// The per-rank partial of red(map(x)) over the driver's owned elements.
 template <class Acc, class E, class Red, class Map>
@@ -60,12 +77,13 @@ Acc local_reduce(Plan<static_cast<std::size_t>(E::rank)>& p, const E& e, Red red
 
 /// A full reduction of an expression: red over map(x), identical on every rank.
 template <class Acc, ArrayOperand X, class Red, class Map>
-Acc reduce_all(const X& x, Red red, Map map, std::string_view what) {
+Acc reduce_all(const X& x, Red red, Map map, std::string_view what, std::uint64_t salt = 0) {
   const auto e = as_expr(x);
   using E = decltype(e);
   static_assert(E::rank >= 0, "garray: a reduction needs a view or array operand");
   constexpr std::size_t M = static_cast<std::size_t>(E::rank);
   Plan<M> p;
+  p.salt = salt;
   prepare_free(p, e, what);
   const Acc mine = local_reduce<Acc>(p, e, red, map);
   return combine_partials(*p.ctx, mine, red, Red::template identity<Acc>());
@@ -315,6 +333,163 @@ template <ArrayOperand X>
 auto max(const X& x, Axis axis) {
   using Acc = detail::value_t<X>;
   return detail::reduce_axis<Acc>(x, axis, max_reducer{}, detail::Identity{}, "garray::max(axis)");
+}
+
+
+// ---- NumPy-style statistics and arg reductions -------------------------------------------
+
+namespace detail {
+/// Number of elements of an expression (the driver's view; identical on every rank once
+/// the reduction's handshake passed).
+template <class E>
+index expr_size(const E& e) {
+  index n = 0;
+  with_first_view(e, [&](const auto& v) { n = v.size(); });
+  return n;
+}
+
+/// NumPy's ordering for argmax/argmin: NaN beats everything (the first NaN wins), complex
+/// numbers compare lexicographically (real, then imaginary part).
+template <bool Max, class V>
+bool arg_better(const V& x, const V& y) {
+  if constexpr (is_complex<V>::value) {
+    if (x.real() != y.real()) return Max ? y.real() < x.real() : x.real() < y.real();
+    return Max ? y.imag() < x.imag() : x.imag() < y.imag();
+  } else if constexpr (std::is_floating_point_v<V>) {
+    if (x != x) return y == y;
+    if (y != y) return false;
+    return Max ? y < x : x < y;
+  } else {
+    return Max ? y < x : x < y;
+  }
+}
+
+template <class V>
+struct ArgAcc {
+  V v{};
+  index i = -1;  // -1: no element yet
+};
+template <bool Max>
+struct arg_reducer {
+  template <class A>
+  static constexpr A identity() { return A{}; }
+  template <class A>
+  A operator()(const A& a, const A& b) const {
+    if (a.i < 0) return b;
+    if (b.i < 0) return a;
+    if (arg_better<Max>(b.v, a.v)) return b;
+    if (arg_better<Max>(a.v, b.v)) return a;
+    return b.i < a.i ? b : a;  // ties (and NaN vs NaN): the first, as NumPy
+  }
+};
+
+/// argmax / argmin: the row-major position (in the expression's index space) of the first
+/// extreme element. One ordered owner-computes pass, then the rank-order combination.
+template <bool Max, ArrayOperand X>
+index arg_extreme(const X& x, std::string_view what) {
+  const auto e = as_expr(x);
+  using E = decltype(e);
+  static_assert(E::rank >= 1, "garray: argmax/argmin need a view or array operand with at least one dimension");
+  constexpr std::size_t M = static_cast<std::size_t>(E::rank);
+  using V = typename E::value_type;
+  using Acc = ArgAcc<V>;
+  Plan<M> p;
+  prepare_free(p, e, what);
+  if (volume(p.shape) == 0) raise<InvalidArgument>(what, ": attempt to get the arg extreme of an empty sequence");
+  const Shape<M> rs = row_major_strides(p.shape);
+  Acc acc;
+  run_plan(p, e, [&] {
+    execute(p, e, true, true, [&](auto& bt, const RowPos& pos, index n) {
+      index base = 0;
+      for (std::size_t d = 0; d < M; ++d) base += pos.abs[d] * rs[d];
+      const auto run = [&](auto unit) {
+        constexpr bool U = decltype(unit)::value;
+        const auto bb = bt;
+        Acc a = acc;
+        for (index i = 0; i < n; ++i) {
+          const V v = bb.template at<U>(i);
+          if (a.i < 0 || arg_better<Max>(v, a.v)) {
+            a.v = v;
+            a.i = base + i;
+          }
+        }
+        acc = a;
+      };
+      if (p.unit) run(std::true_type{});
+      else run(std::false_type{});
+    });
+  });
+  return combine_partials(*p.ctx, acc, arg_reducer<Max>{}, Acc{}).i;
+}
+}  // namespace detail
+
+/// np.argmax(x): the flat (row-major) index of the first largest element; NaN counts as the
+/// largest (the first NaN), complex numbers compare lexicographically. **Collective**;
+/// identical on every rank. Throws InvalidArgument (every rank) for an empty selection.
+template <ArrayOperand X>
+index argmax(const X& x) {
+  return detail::arg_extreme<true>(x, "garray::argmax");
+}
+/// np.argmin(x), as argmax. **Collective.**
+template <ArrayOperand X>
+index argmin(const X& x) {
+  return detail::arg_extreme<false>(x, "garray::argmin");
+}
+/// np.unravel_index(flat, shape). Local.
+template <std::size_t M>
+Shape<M> unravel_index(index flat, const Shape<M>& shape) {
+  Shape<M> r{};
+  for (std::size_t d = M; d-- > 0;) {
+    r[d] = shape[d] > 0 ? flat % shape[d] : 0;
+    flat = shape[d] > 0 ? flat / shape[d] : 0;
+  }
+  return r;
+}
+
+/// np.mean(x): the sum (accumulated in double for integers, in the element type otherwise)
+/// divided by the number of elements; NaN for an empty selection. **Collective.**
+template <ArrayOperand X>
+auto mean(const X& x) {
+  using Acc = detail::mean_t<detail::value_t<X>>;
+  const index n = detail::expr_size(as_expr(x));
+  const Acc s = detail::reduce_all<Acc>(x, sum_reducer{}, detail::To<Acc>{}, "garray::mean");
+  return static_cast<Acc>(s / static_cast<typename detail::real_of<Acc>::type>(n));
+}
+
+/// np.var(x, ddof=ddof): mean(|x - mean(x)|^2) with n - ddof in the denominator (two passes;
+/// the squares accumulated in double). Real for complex input. **Collective** (ddof is part
+/// of the handshake).
+template <ArrayOperand X>
+auto var(const X& x, index ddof = 0) {
+  using Acc = detail::mean_t<detail::value_t<X>>;
+  using R = typename detail::real_of<Acc>::type;
+  const Acc m = mean(x);
+  const index n = detail::expr_size(as_expr(x));
+  const double ss = detail::reduce_all<double>(x - m, sum_reducer{}, detail::AbsSquare{}, "garray::var",
+                                               detail::value_hash(detail::hash_string("ddof"), ddof));
+  return static_cast<R>(ss / static_cast<double>(n - ddof));
+}
+/// np.std(x, ddof=ddof) = sqrt(var). **Collective.**
+template <ArrayOperand X>
+auto std_dev(const X& x, index ddof = 0) {
+  using R = decltype(var(x, ddof));
+  return static_cast<R>(std::sqrt(static_cast<double>(var(x, ddof))));
+}
+/// np.all(x) (same as all_of). **Collective.**
+template <ArrayOperand X>
+bool all_nonzero(const X& x) {
+  return all_of(x);
+}
+
+/// np.mean(x, axis=k): a new (M-1)-d array (blocked). **Collective.**
+template <ArrayOperand X>
+auto mean(const X& x, Axis axis) {
+  using Acc = detail::mean_t<detail::value_t<X>>;
+  auto r = detail::reduce_axis<Acc>(x, axis, sum_reducer{}, detail::To<Acc>{}, "garray::mean(axis)");
+  index n = 0;
+  detail::with_first_view(as_expr(x), [&](const auto& v) { n = v.shape()[axis.value]; });
+  assign(r, r / static_cast<typename detail::real_of<Acc>::type>(n));
+  return r;
 }
 
 }  // namespace garray

@@ -1,0 +1,183 @@
+#pragma once
+// Array creation as in NumPy: zeros, ones, full, empty, *_like, arange, linspace, eye, astype.
+//
+//   auto a = garray::zeros<double>(ctx, {4, 5});            // np.zeros((4, 5))
+//   auto b = garray::full<int>(ctx, {3}, 7);                // np.full(3, 7)
+//   auto c = garray::empty<float>(ctx, {8, 8});             // np.empty: unspecified contents
+//   auto d = garray::zeros_like(a);  ones_like  full_like(a, v)  empty_like
+//   auto r = garray::arange<std::int64_t>(ctx, 0, 10, 3);   // np.arange(0, 10, 3)
+//   auto l = garray::linspace<double>(ctx, 0.0, 1.0, 11);   // np.linspace(0, 1, 11)
+//   auto e = garray::eye<double>(ctx, 3, 4, 1);             // np.eye(3, 4, k=1)
+//   auto f = garray::astype<float>(a);  a.astype<float>()   // a.astype(np.float32)
+//
+// Every function is **Collective over ctx** (or the model array's context): it creates a
+// GlobalArray (the create handshake compares shape, distribution and element type), then
+// fills it with one collective (GlobalArray::fill, which handshakes the value, or an
+// owner-computes generate whose salt carries every scalar argument), so ranks that pass
+// different scalars throw CollectiveMismatch on every rank. A bad argument (arange with
+// step 0, negative counts) throws InvalidArgument on every rank before anything is created.
+// The distribution defaults to blocked; *_like copy the model's distribution.
+// Values: arange and linspace compute every element as NumPy does (arange: start, start +
+// step, then start + i * delta with delta = (start + step) - start in the element type; linspace: i * step + start
+// with step = (stop - start) / div in double, the last element exactly `stop`, floored for
+// integer types), so the results are bitwise equal to NumPy's for the same element type.
+
+#include <garray/numeric/elementwise.hpp>
+#include <garray/numeric/expr.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+namespace garray {
+
+namespace detail {
+/// Throws InvalidArgument on every rank of ctx when `bad` holds on any (arguments of a
+/// creation that are checked before the create handshake; the values themselves are then
+/// compared by that handshake and the fill).
+template <class... Args>
+void check_creation(const Context& ctx, bool bad, std::string_view what, const Args&... msg) {
+  std::exception_ptr err;
+  if (bad) {
+    try {
+      raise<InvalidArgument>(what, msg...);
+    } catch (const Error&) {
+      err = std::current_exception();
+    }
+  }
+  conclude(ctx.comm(), err, what);
+}
+}  // namespace detail
+
+/// np.zeros(shape, dtype=T). **Collective over ctx.**
+template <Element T, std::size_t N>
+GlobalArray<T, N> zeros(const Context& ctx, const Shape<N>& shape, const Distribution<N>& dist = Distribution<N>::blocked()) {
+  return GlobalArray<T, N>(ctx, shape, dist);
+}
+/// np.empty(shape, dtype=T): unspecified contents (garray::uninitialized). **Collective.**
+template <Element T, std::size_t N>
+GlobalArray<T, N> empty(const Context& ctx, const Shape<N>& shape, const Distribution<N>& dist = Distribution<N>::blocked()) {
+  return GlobalArray<T, N>(ctx, shape, dist, Shape<N>{}, uninitialized);
+}
+/// np.full(shape, value, dtype=T). **Collective** (the value is handshaked by the fill).
+template <Element T, std::size_t N, ScalarOperand S>
+GlobalArray<T, N> full(const Context& ctx, const Shape<N>& shape, const S& value,
+                       const Distribution<N>& dist = Distribution<N>::blocked()) {
+  GlobalArray<T, N> a(ctx, shape, dist, Shape<N>{}, uninitialized);
+  a.fill(static_cast<T>(value));
+  return a;
+}
+/// np.ones(shape, dtype=T). **Collective.**
+template <Element T, std::size_t N>
+GlobalArray<T, N> ones(const Context& ctx, const Shape<N>& shape, const Distribution<N>& dist = Distribution<N>::blocked()) {
+  return full<T>(ctx, shape, T{1}, dist);
+}
+
+namespace detail {
+template <class T, std::size_t N>
+Distribution<N> like_distribution(GlobalArray<T, N>& a) {
+  return derived_distribution(a.view());
+}
+}  // namespace detail
+
+/// np.zeros_like(a) (element type U, default a's): a's context, shape and distribution.
+/// **Collective over a's context.**
+template <class U = void, class T, std::size_t N>
+auto zeros_like(const GlobalArray<T, N>& a) {
+  using R = std::conditional_t<std::is_void_v<U>, T, U>;
+  auto& m = const_cast<GlobalArray<T, N>&>(a);
+  return zeros<R>(m.context(), m.shape(), detail::like_distribution(m));
+}
+template <class U = void, class T, std::size_t N>
+auto empty_like(const GlobalArray<T, N>& a) {
+  using R = std::conditional_t<std::is_void_v<U>, T, U>;
+  auto& m = const_cast<GlobalArray<T, N>&>(a);
+  return empty<R>(m.context(), m.shape(), detail::like_distribution(m));
+}
+template <class U = void, class T, std::size_t N, ScalarOperand S>
+auto full_like(const GlobalArray<T, N>& a, const S& value) {
+  using R = std::conditional_t<std::is_void_v<U>, T, U>;
+  auto& m = const_cast<GlobalArray<T, N>&>(a);
+  return full<R>(m.context(), m.shape(), value, detail::like_distribution(m));
+}
+template <class U = void, class T, std::size_t N>
+auto ones_like(const GlobalArray<T, N>& a) {
+  using R = std::conditional_t<std::is_void_v<U>, T, U>;
+  return full_like<R>(a, R{1});
+}
+
+/// np.arange(start, stop, step, dtype=T): a 1-d array of ceil((stop - start) / step)
+/// elements (0 when that is negative): T(start), T(start + step), then element i = T(start)
+/// + i * delta with delta = T(start + step) - T(start) (NumPy's fill rule). Throws InvalidArgument for step 0.
+/// **Collective over ctx.**
+template <Element T, class S>
+GlobalArray<T, 1> arange(const Context& ctx, S start, S stop, S step = S{1}) {
+  detail::check_creation(ctx, step == S{0}, "garray::arange", ": step 0");
+  const double len = std::ceil((static_cast<double>(stop) - static_cast<double>(start)) / static_cast<double>(step));
+  const index n = len > 0 ? static_cast<index>(len) : 0;
+  GlobalArray<T, 1> a(ctx, Shape<1>{n}, Distribution<1>::blocked(), Shape<1>{}, uninitialized);
+  const T t0 = static_cast<T>(start);
+  const T t1 = static_cast<T>(start + step);
+  const T delta = static_cast<T>(t1 - t0);
+  const std::uint64_t salt =
+      detail::value_hash(detail::value_hash(detail::value_hash(detail::hash_string("arange"), start), stop), step);
+  detail::generate_salted(a, [t0, t1, delta](const Shape<1>& i) {
+    if (i[0] == 0) return t0;
+    if (i[0] == 1) return t1;  // NumPy stores start + step itself, then fills from 2 on
+    return static_cast<T>(t0 + static_cast<T>(i[0]) * delta);
+  }, salt);
+  return a;
+}
+/// np.arange(stop, dtype=T). **Collective.**
+template <Element T, class S>
+GlobalArray<T, 1> arange(const Context& ctx, S stop) {
+  return arange<T>(ctx, S{0}, stop, S{1});
+}
+
+/// np.linspace(start, stop, num, endpoint, dtype=T): element i = i * step + start (double),
+/// step = (stop - start) / (endpoint ? num - 1 : num), the last one exactly `stop` when
+/// endpoint; floored for integer T (NumPy >= 1.20). Throws InvalidArgument for num < 0.
+/// **Collective over ctx.**
+template <Element T = double>
+GlobalArray<T, 1> linspace(const Context& ctx, double start, double stop, index num, bool endpoint = true) {
+  detail::check_creation(ctx, num < 0, "garray::linspace", ": negative number of samples ", num);
+  GlobalArray<T, 1> a(ctx, Shape<1>{num}, Distribution<1>::blocked(), Shape<1>{}, uninitialized);
+  const double div = endpoint ? static_cast<double>(num - 1) : static_cast<double>(num);
+  const double delta = stop - start;
+  const double step = div > 0 ? delta / div : std::nan("");
+  const bool step_zero = step == 0;
+  const std::uint64_t salt = detail::value_hash(
+      detail::value_hash(detail::value_hash(detail::value_hash(detail::hash_string("linspace"), start), stop), num),
+      endpoint);
+  detail::generate_salted(a, [=](const Shape<1>& i) {
+    double y;
+    if (endpoint && num > 1 && i[0] == num - 1) y = stop;
+    else if (div > 0) y = (step_zero ? static_cast<double>(i[0]) / div * delta : static_cast<double>(i[0]) * step) + start;
+    else y = static_cast<double>(i[0]) * delta + start;  // num == 1 (or div == 0): start
+    if constexpr (std::is_integral_v<T>) y = std::floor(y);
+    return static_cast<T>(y);
+  }, salt);
+  return a;
+}
+
+/// np.eye(n, m, k, dtype=T): ones on the k-th diagonal (element (i, j) is 1 where j - i ==
+/// k). Throws InvalidArgument for negative n or m. **Collective over ctx.**
+template <Element T = double>
+GlobalArray<T, 2> eye(const Context& ctx, index n, index m = -1, index k = 0,
+                      const Distribution<2>& dist = Distribution<2>::blocked()) {
+  if (m == -1) m = n;
+  detail::check_creation(ctx, n < 0 || m < 0, "garray::eye", ": negative extent ", n, " x ", m);
+  GlobalArray<T, 2> a(ctx, Shape<2>{n, m}, dist, Shape<2>{}, uninitialized);
+  const std::uint64_t salt = detail::value_hash(detail::hash_string("eye"), k);
+  detail::generate_salted(a, [k](const Shape<2>& i) { return i[1] - i[0] == k ? T{1} : T{0}; }, salt);
+  return a;
+}
+
+/// a.astype(U): a new array of element type U with a's distribution (element conversion as
+/// static_cast; complex -> real keeps the real part, as NumPy). **Collective.**
+template <Element U, ArrayOperand X>
+auto astype(const X& x) {
+  return eval<U>(cast<U>(x));
+}
+
+}  // namespace garray

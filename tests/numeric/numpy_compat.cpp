@@ -1,0 +1,191 @@
+// "Coming from NumPy" (issue 15): creation, assignment to whole arrays, astype and the
+// NumPy-style reductions, checked against NumPy itself. Rank 0 writes every case (inputs,
+// arguments, garray's result) as a JSON line; tests/numeric/numpy_check.py (run with
+// /usr/bin/python3, which has NumPy) recomputes each with NumPy and compares dtype, shape
+// and values (integers and creation routines exactly, floating point within 1e-10, float32
+// within 1e-4). Random shapes, distributions, dtypes and axes; the same on every rank.
+#include "numeric/numpy_cases.hpp"
+
+namespace {
+using namespace nptest;
+using garray::index;
+template <class T, std::size_t N>
+void reductions_of(Cases& cs, const garray::Context& ctx, test::Rng& rng) {
+  const auto sh = test::random_shape<N>(rng, 7);
+  garray::GlobalArray<T, N> x(ctx, sh, test::random_distribution<N>(rng, sh, ctx.size()));
+  randomize(x, rng(), test::uniform(rng, 0, 1) == 1);
+  const std::string xs = "\"x\": " + dump(x);
+  using S = decltype(garray::sum(x));
+  cs.add("\"op\": \"sum\", " + xs + ", \"got\": " + js(garray::sum(x)) + ", \"got_dtype\": \"" + dtype_name<S>() + "\"");
+  if constexpr (!garray::detail::is_complex<T>::value) {
+    // Products of small values only (no overflow / inf differences).
+    garray::GlobalArray<T, N> y(ctx, sh);
+    y = garray::where(x > T{0}, T{1}, T{-1});
+    cs.add("\"op\": \"prod\", \"x\": " + dump(y) + ", \"got\": " + js(garray::prod(y)) + ", \"got_dtype\": \"" +
+           dtype_name<S>() + "\"");
+    cs.add("\"op\": \"min\", " + xs + ", \"got\": " + js(garray::min(x)) + ", \"got_dtype\": \"" + dtype_name<T>() + "\"");
+    cs.add("\"op\": \"max\", " + xs + ", \"got\": " + js(garray::max(x)) + ", \"got_dtype\": \"" + dtype_name<T>() + "\"");
+  }
+  using Mn = decltype(garray::mean(x));
+  cs.add("\"op\": \"mean\", " + xs + ", \"got\": " + js(garray::mean(x)) + ", \"got_dtype\": \"" + dtype_name<Mn>() + "\"");
+  for (index ddof = 0; ddof < 2; ++ddof) {
+    using Vr = decltype(garray::var(x, ddof));
+    if (garray::volume(sh) <= ddof) continue;
+    cs.add("\"op\": \"var\", \"args\": {\"ddof\": " + std::to_string(ddof) + "}, " + xs + ", \"got\": " +
+           js(garray::var(x, ddof)) + ", \"got_dtype\": \"" + dtype_name<Vr>() + "\"");
+    cs.add("\"op\": \"std\", \"args\": {\"ddof\": " + std::to_string(ddof) + "}, " + xs + ", \"got\": " +
+           js(garray::std_dev(x, ddof)) + ", \"got_dtype\": \"" + dtype_name<Vr>() + "\"");
+  }
+  cs.add("\"op\": \"argmax\", " + xs + ", \"got\": " + js(garray::argmax(x)));
+  cs.add("\"op\": \"argmin\", " + xs + ", \"got\": " + js(garray::argmin(x)));
+  cs.add("\"op\": \"any\", " + xs + ", \"got\": " + js(garray::any(x)));
+  cs.add("\"op\": \"all\", " + xs + ", \"got\": " + js(garray::all_of(x)));
+  cs.add("\"op\": \"count_nonzero\", " + xs + ", \"got\": " + js(garray::count_nonzero(x)));
+  if constexpr (N >= 2) {
+    const auto ax = static_cast<std::size_t>(test::uniform(rng, 0, N - 1));
+    const std::string as = "\"args\": {\"axis\": " + std::to_string(ax) + "}, ";
+    cs.add("\"op\": \"sum_axis\", " + as + xs + ", \"got\": " + dump(garray::sum(x, garray::Axis{ax})));
+    cs.add("\"op\": \"mean_axis\", " + as + xs + ", \"got\": " + dump(garray::mean(x, garray::Axis{ax})));
+  }
+}
+
+template <class T, std::size_t N>
+void creation_of(Cases& cs, const garray::Context& ctx, test::Rng& rng) {
+  const auto sh = test::random_shape<N>(rng, 6);
+  const auto dist = test::random_distribution<N>(rng, sh, ctx.size());
+  const std::string a = std::string("\"args\": {\"dtype\": \"") + dtype_name<T>() + "\", \"shape\": " + shape_js<T>(sh);
+  cs.add("\"op\": \"zeros\", " + a + "}, \"got\": " + dump(garray::zeros<T>(ctx, sh, dist)));
+  cs.add("\"op\": \"ones\", " + a + "}, \"got\": " + dump(garray::ones<T>(ctx, sh, dist)));
+  cs.add("\"op\": \"full\", " + a + ", \"value\": 3}, \"got\": " + dump(garray::full<T>(ctx, sh, 3, dist)));
+  cs.add("\"op\": \"empty\", " + a + "}, \"got\": " + dump(garray::empty<T>(ctx, sh, dist)));
+  garray::GlobalArray<T, N> x(ctx, sh, dist);
+  randomize(x, rng(), false);
+  const std::string xs = "\"x\": " + dump(x);
+  auto zl = garray::zeros_like(x);
+  CHECK(zl.distribution().signature() == x.distribution().signature());
+  cs.add("\"op\": \"zeros_like\", " + xs + ", \"got\": " + dump(zl));
+  cs.add("\"op\": \"ones_like\", " + xs + ", \"got\": " + dump(garray::ones_like(x)));
+  cs.add("\"op\": \"full_like\", \"args\": {\"value\": 2}, " + xs + ", \"got\": " + dump(garray::full_like(x, 2)));
+  cs.add("\"op\": \"empty_like\", " + xs + ", \"got\": " + dump(garray::empty_like(x)));
+  // astype to every other type
+  const auto to = [&]<class U>(U*) {
+    if constexpr (!(garray::detail::is_complex<T>::value && std::is_integral_v<U>)) {
+      cs.add(std::string("\"op\": \"astype\", \"args\": {\"dtype\": \"") + dtype_name<U>() + "\"}, " + xs +
+             ", \"got\": " + dump(x.template astype<U>()));
+    }
+  };
+  to(static_cast<float*>(nullptr));
+  to(static_cast<double*>(nullptr));
+  to(static_cast<std::int32_t*>(nullptr));
+  to(static_cast<std::int64_t*>(nullptr));
+  to(static_cast<c64*>(nullptr));
+  to(static_cast<c128*>(nullptr));
+  // Whole-array assignment: expression, view, copy (another array), aliasing (reversed self).
+  garray::GlobalArray<T, N> y(ctx, sh, test::random_distribution<N>(rng, sh, ctx.size()));
+  randomize(y, rng(), false);
+  const std::string ys = "\"y\": " + dump(y);
+  const std::string da = std::string("\"args\": {\"dtype\": \"") + dtype_name<T>() + "\"}, ";
+  garray::GlobalArray<T, N> r(ctx, sh, test::random_distribution<N>(rng, sh, ctx.size()));
+  r = x * T{2} + y;
+  cs.add("\"op\": \"assign_expr\", " + da + xs + ", " + ys + ", \"got\": " + dump(r));
+  garray::Section<N> rev;
+  for (std::size_t d = 0; d < N; ++d) {
+    rev.start[d] = sh[d] - 1;
+    rev.step[d] = -1;
+    rev.count[d] = sh[d];
+  }
+  r = garray::View<T, N, N>(x, rev);
+  cs.add("\"op\": \"assign_view\", " + da + xs + ", \"got\": " + dump(r));
+  r = y;
+  cs.add("\"op\": \"assign_copy\", " + da + ys + ", \"got\": " + dump(r));
+  if constexpr (N == 1) {
+    const std::string before = dump(r);
+    r = garray::View<T, N, N>(r, rev);
+    cs.add("\"op\": \"assign_alias\", " + da + "\"x\": " + before + ", \"got\": " + dump(r));
+  }
+}
+
+template <class T>
+void ranges_of(Cases& cs, const garray::Context& ctx, test::Rng& rng) {
+  const std::string dt = std::string("\"dtype\": \"") + dtype_name<T>() + "\"";
+  if constexpr (std::is_floating_point_v<T>) {  // a start not exact in T (NumPy stores start + step itself)
+    cs.add("\"op\": \"arange\", \"exact\": true, \"args\": {" + dt + ", \"start\": " + js(-4.0 / 3) +
+           ", \"stop\": 8, \"step\": 1}, \"got\": " + dump(garray::arange<T>(ctx, -4.0 / 3, 8.0, 1.0)));
+  }
+  for (int k = 0; k < 3; ++k) {
+    const index start = test::uniform(rng, -20, 20), stop = test::uniform(rng, -20, 40);
+    index step = test::uniform(rng, -4, 4);
+    if (step == 0) step = 3;
+    cs.add("\"op\": \"arange\", \"exact\": true, \"args\": {" + dt + ", \"start\": " + std::to_string(start) +
+           ", \"stop\": " + std::to_string(stop) + ", \"step\": " + std::to_string(step) +
+           "}, \"got\": " + dump(garray::arange<T>(ctx, start, stop, step)));
+    const double fs = static_cast<double>(start) / 3, fe = static_cast<double>(stop) / 7;
+    const index num = test::uniform(rng, 0, 30);
+    const bool ep = test::uniform(rng, 0, 1) == 1;
+    cs.add("\"op\": \"linspace\", \"exact\": true, \"args\": {" + dt + ", \"start\": " + js(fs) + ", \"stop\": " + js(fe) +
+           ", \"num\": " + std::to_string(num) + ", \"endpoint\": " + (ep ? "true" : "false") +
+           "}, \"got\": " + dump(garray::linspace<T>(ctx, fs, fe, num, ep)));
+    if constexpr (std::is_floating_point_v<T>) {
+      const double fstep = static_cast<double>(step) / 3.0;
+      cs.add("\"op\": \"arange\", \"exact\": true, \"args\": {" + dt + ", \"start\": " + js(fs) + ", \"stop\": " +
+             js(static_cast<double>(stop)) + ", \"step\": " + js(fstep) +
+             "}, \"got\": " + dump(garray::arange<T>(ctx, fs, static_cast<double>(stop), fstep)));
+    }
+    const index n = test::uniform(rng, 1, 8), m = test::uniform(rng, 1, 8), kk = test::uniform(rng, -3, 3);
+    cs.add("\"op\": \"eye\", \"args\": {" + dt + ", \"n\": " + std::to_string(n) + ", \"m\": " + std::to_string(m) +
+           ", \"k\": " + std::to_string(kk) + "}, \"got\": " + dump(garray::eye<T>(ctx, n, m, kk)));
+  }
+}
+
+template <class T>
+void all_dims(Cases& cs, const garray::Context& ctx, test::Rng& rng) {
+  creation_of<T, 1>(cs, ctx, rng);
+  creation_of<T, 2>(cs, ctx, rng);
+  creation_of<T, 3>(cs, ctx, rng);
+  for (int k = 0; k < 2; ++k) {
+    reductions_of<T, 1>(cs, ctx, rng);
+    reductions_of<T, 2>(cs, ctx, rng);
+    reductions_of<T, 3>(cs, ctx, rng);
+  }
+}
+}  // namespace
+
+TEST_CASE("creation, whole-array assignment, astype and reductions agree with NumPy") {
+  garray::Context ctx;
+  auto rng = test::Rng(test::shared_seed());
+  Cases cs(ctx, "compat");
+  all_dims<float>(cs, ctx, rng);
+  all_dims<double>(cs, ctx, rng);
+  all_dims<std::int32_t>(cs, ctx, rng);
+  all_dims<std::int64_t>(cs, ctx, rng);
+  all_dims<c64>(cs, ctx, rng);
+  all_dims<c128>(cs, ctx, rng);
+  ranges_of<float>(cs, ctx, rng);
+  ranges_of<double>(cs, ctx, rng);
+  ranges_of<std::int32_t>(cs, ctx, rng);
+  ranges_of<std::int64_t>(cs, ctx, rng);
+  CHECK(cs.check(ctx));
+}
+
+TEST_CASE("bad input to the NumPy-style functions throws on every rank, nothing changed") {
+  garray::Context ctx;
+  CHECK_THROWS_AS(garray::arange<int>(ctx, 0, 10, 0), garray::InvalidArgument);
+  CHECK_THROWS_AS(garray::linspace<double>(ctx, 0.0, 1.0, -1), garray::InvalidArgument);
+  CHECK_THROWS_AS(garray::eye<double>(ctx, -1), garray::InvalidArgument);
+  auto e = garray::zeros<double>(ctx, garray::Shape<2>{0, 3});
+  CHECK_THROWS_AS(garray::argmax(e), garray::InvalidArgument);
+  auto a = garray::arange<double>(ctx, 0, 6);
+  auto b = garray::zeros<double>(ctx, garray::Shape<1>{5});
+  CHECK_THROWS_AS(b = a, garray::SizeMismatch);
+  CHECK_THROWS_AS(garray::mean(garray::eye<double>(ctx, 3), garray::Axis{2}), garray::InvalidArgument);
+  CHECK(garray::sum(b) == 0.0);
+  // Scalars are arguments: ranks passing different values fail everywhere.
+  if (ctx.size() > 1) {
+    CHECK_THROWS_AS(garray::full<double>(ctx, garray::Shape<1>{4}, ctx.rank()), garray::CollectiveMismatch);
+    CHECK_THROWS_AS(garray::var(a, ctx.rank() == 0 ? 0 : 1), garray::CollectiveMismatch);
+  }
+  // Moving a new array in still rebinds (move assignment untouched).
+  b = garray::ones<double>(ctx, garray::Shape<1>{7});
+  CHECK(b.shape()[0] == 7);
+  CHECK(garray::sum(b) == 7.0);
+}
