@@ -10,18 +10,8 @@ using garray::Shape;
 
 namespace {
 
-template <class E, class F>
-std::string message_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return std::string("WRONG TYPE: ") + e.what();
-  }
-  return "NO THROW";
-}
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using test::message_of;
+using test::contains;
 
 template <std::size_t N>
 Shape<N> random_ghost(test::Rng& g) {

@@ -13,18 +13,8 @@ using garray::range;
 using gidx = garray::index;
 
 namespace {
-template <class E, class F>
-std::string message_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return std::string("WRONG TYPE: ") + e.what();
-  }
-  return "NO THROW";
-}
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using test::message_of;
+using test::contains;
 
 // The critical section: read a 3-element patch, add 1 to each, write it back.
 std::int64_t bump(garray::GlobalArray<std::int64_t, 1>& a) {

@@ -9,18 +9,8 @@ using ntest::A2;
 using gidx = garray::index;
 
 namespace {
-template <class E, class F>
-std::string message_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return std::string("WRONG TYPE: ") + e.what();
-  }
-  return "NO THROW";
-}
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using test::message_of;
+using test::contains;
 }  // namespace
 
 TEST_CASE("shape mismatches throw SizeMismatch on every rank and change nothing") {

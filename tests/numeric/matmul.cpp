@@ -259,17 +259,7 @@ TEST_CASE("gemm: beta == 0 does not read C (NaN in C does not propagate)") {
 }
 
 namespace {
-template <class E, class F>
-std::string message_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return std::string("WRONG TYPE: ") + e.what();
-  }
-  return "NO THROW";
-}
+using test::message_of;
 }  // namespace
 
 TEST_CASE("gemm/matmul bad input: every rank throws, nothing written") {

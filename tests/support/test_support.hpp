@@ -44,6 +44,22 @@ inline bool all_ranks(bool ok, MPI_Comm comm = MPI_COMM_WORLD) {
   return out != 0;
 }
 
+/// The message of the `E` that f() throws; "WRONG TYPE: ..." for another exception,
+/// "NO THROW" if none.
+template <class E, class F>
+std::string message_of(F&& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    return std::string("WRONG TYPE: ") + e.what();
+  }
+  return "NO THROW";
+}
+/// True if `s` contains `part`.
+inline bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
 /// Stops the current test on every rank if `ok` is false on any rank.
 #define GARRAY_TEST_REQUIRE_ALL(cond) REQUIRE(::test::all_ranks(static_cast<bool>(cond)))
 
