@@ -59,7 +59,7 @@ std::uint64_t mix(std::uint64_t z) noexcept {
 
 }  // namespace
 
-double initial_value(const Problem& p, index i, index j) noexcept {
+double initial_value(const Problem& p, Index i, Index j) noexcept {
   const Coefficients c = Coefficients::of(p);
   // laplace.py assigns rows 0 and -1 first, then columns 0 and -1: columns win at corners.
   // x and y are numpy.arange(0, 1 + d/2, d), i.e. i*dx, except the explicit xmin/xmax args.
@@ -72,14 +72,14 @@ double initial_value(const Problem& p, index i, index j) noexcept {
   return static_cast<double>(h >> 11) * 0x1.0p-52 - 1.0;  // [-1, 1)
 }
 
-double sweep(const double* u, double* v, index stride, index rows, index cols, const Coefficients& c) noexcept {
+double sweep(const double* u, double* v, Index stride, Index rows, Index cols, const Coefficients& c) noexcept {
   double s = 0.0;  // never address-taken: stays in a register (stores to v cannot alias it)
-  for (index i = 0; i < rows; ++i) {
+  for (Index i = 0; i < rows; ++i) {
     const double* __restrict mid = u + i * stride;
     const double* __restrict up = mid - stride;
     const double* __restrict dn = mid + stride;
     double* __restrict out = v + i * stride;
-    for (index k = 0; k < cols; ++k) {
+    for (Index k = 0; k < cols; ++k) {
       const double nv = jacobi(up[k], dn[k], mid[k - 1], mid[k + 1], c);
       const double d = nv - mid[k];
       s += d * d;
@@ -144,7 +144,7 @@ void write_field(const std::string& path, const boost::multi_array<double, 2>& u
     char buf[32];
     for (std::size_t i = 0; i < nx; ++i) {
       for (std::size_t j = 0; j < ny; ++j) {
-        std::snprintf(buf, sizeof buf, "%.17g", u[static_cast<index>(i)][static_cast<index>(j)]);
+        std::snprintf(buf, sizeof buf, "%.17g", u[static_cast<Index>(i)][static_cast<Index>(j)]);
         out << (j ? " " : "") << buf;
       }
       out << '\n';
@@ -166,21 +166,21 @@ Reference reference_solve(const Problem& p, const Distribution<2>& dist, int n_i
   const Coefficients c = Coefficients::of(p);
   Reference ref;
   ref.u.resize(boost::extents[p.nx][p.ny]);
-  for (index i = 0; i < p.nx; ++i)
-    for (index j = 0; j < p.ny; ++j) ref.u[i][j] = initial_value(p, i, j);
+  for (Index i = 0; i < p.nx; ++i)
+    for (Index j = 0; j < p.ny; ++j) ref.u[i][j] = initial_value(p, i, j);
   auto old = ref.u;
   std::vector<double> partials(static_cast<std::size_t>(dist.nranks()));
   for (int it = 0; it < n_iter; ++it) {
     old = ref.u;  // old_u = u.copy()
-    for (index i = 1; i < p.nx - 1; ++i)
-      for (index j = 1; j < p.ny - 1; ++j)
+    for (Index i = 1; i < p.nx - 1; ++i)
+      for (Index j = 1; j < p.ny - 1; ++j)
         ref.u[i][j] = jacobi(old[i - 1][j], old[i + 1][j], old[i][j - 1], old[i][j + 1], c);
     // Per-rank partials over each rank's block, row-major, then combined in rank order.
     for (int r = 0; r < dist.nranks(); ++r) {
       const Box<2> b = dist.block(r);
       double s = 0.0;
-      for (index i = b.lo[0]; i < b.hi[0]; ++i)
-        for (index j = b.lo[1]; j < b.hi[1]; ++j) {
+      for (Index i = b.lo[0]; i < b.hi[0]; ++i)
+        for (Index j = b.lo[1]; j < b.hi[1]; ++j) {
           const double d = ref.u[i][j] - old[i][j];
           s += d * d;
         }
@@ -226,8 +226,8 @@ class Impl {
     {
       auto blk = a.access();
       auto& v = blk.view();
-      for (index i = blk.lo(0); i < blk.hi(0); ++i)
-        for (index j = blk.lo(1); j < blk.hi(1); ++j) v[i][j] = initial_value(p_, i, j);
+      for (Index i = blk.lo(0); i < blk.hi(0); ++i)
+        for (Index j = blk.lo(1); j < blk.hi(1); ++j) v[i][j] = initial_value(p_, i, j);
     }
     a.sync();
   }
@@ -264,8 +264,8 @@ class KernelImpl final : public Impl {
     fetch_ghosts(u);
     double s = 0.0;
     const Box<2> box = u.local_box();
-    const index i0 = std::max<index>(box.lo[0], 1), i1 = std::min<index>(box.hi[0], p_.nx - 1);
-    const index j0 = std::max<index>(box.lo[1], 1), j1 = std::min<index>(box.hi[1], p_.ny - 1);
+    const Index i0 = std::max<Index>(box.lo[0], 1), i1 = std::min<Index>(box.hi[0], p_.nx - 1);
+    const Index j0 = std::max<Index>(box.lo[1], 1), j1 = std::min<Index>(box.hi[1], p_.ny - 1);
     if (!box.empty() && i0 < i1 && j0 < j1) {
       auto bu = u.access();
       auto bv = v.access();
@@ -288,23 +288,23 @@ class KernelImpl final : public Impl {
     const auto lay = u.layout_of(ctx_.rank());
     auto blk = u.access();  // ghost cells are my window memory: written between access syncs
     double* mem = blk.data();
-    auto rows = [&](index row) {
+    auto rows = [&](Index row) {
       Section<2> s;
       s.start = {row, b.lo[1]};
       s.step = {1, 1};
       s.count = {1, b.extent(1)};
       u.get_section(s, std::span<double>(mem + lay.offset({row, b.lo[1]}), static_cast<std::size_t>(b.extent(1))));
     };
-    auto cols = [&](index col) {
+    auto cols = [&](Index col) {
       Section<2> s;
       s.start = {b.lo[0], col};
       s.step = {1, 1};
       s.count = {b.extent(0), 1};
       colbuf_.resize(static_cast<std::size_t>(b.extent(0)));
       u.get_section(s, std::span<double>(colbuf_));
-      const index st = lay.strides[0];
+      const Index st = lay.strides[0];
       double* dst = mem + lay.offset({b.lo[0], col});
-      for (std::size_t k = 0; k < colbuf_.size(); ++k) dst[static_cast<index>(k) * st] = colbuf_[k];
+      for (std::size_t k = 0; k < colbuf_.size(); ++k) dst[static_cast<Index>(k) * st] = colbuf_[k];
     };
     if (b.lo[0] > 0) rows(b.lo[0] - 1);
     if (b.hi[0] < p_.nx) rows(b.hi[0]);
@@ -496,7 +496,7 @@ boost::multi_array<double, 2> Solver::field() const {
   return u;
 }
 
-void Solver::field_rows(index row0, index nrows, std::span<double> out) const {
+void Solver::field_rows(Index row0, Index nrows, std::span<double> out) const {
   Section<2> s;
   s.start = {row0, 0};
   s.step = {1, 1};

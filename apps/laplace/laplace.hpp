@@ -67,8 +67,8 @@ enum class Init { zero, hash };
 
 /// The grid. nx, ny >= 2.
 struct Problem {
-  index nx = 1000;
-  index ny = 1000;
+  Index nx = 1000;
+  Index ny = 1000;
   Init init = Init::zero;
 };
 
@@ -80,7 +80,7 @@ struct Coefficients {
 
 /// Local. The initial value of element (i, j): the boundary condition on the boundary (with
 /// laplace.py's assignment order deciding the corners), else the initial interior.
-double initial_value(const Problem& p, index i, index j) noexcept;
+double initial_value(const Problem& p, Index i, Index j) noexcept;
 
 /// Local. One Jacobi update of the interior element (i, j) from its four neighbours, in the
 /// exact operation order of laplace.py. Every variant and the reference evaluate this.
@@ -95,7 +95,7 @@ inline double jacobi(double up, double down, double left, double right, const Co
 /// patch and its columns left and right of it are read. The kernel variant, the benchmark's
 /// serial loop and its hand-written MPI code all run this one function, so their ratios
 /// measure communication and library overhead, not code generation.
-double sweep(const double* u, double* v, index stride, index rows, index cols, const Coefficients& c) noexcept;
+double sweep(const double* u, double* v, Index stride, Index rows, Index cols, const Coefficients& c) noexcept;
 
 /// Collective over `comm`. Combines one partial sum per rank into the global sum, identical
 /// on every rank. This is the combination rule every variant's error uses.
@@ -150,7 +150,7 @@ class Solver {
   /// **One-sided** (call on any ranks, between steps). The current field, whole.
   boost::multi_array<double, 2> field() const;
   /// **One-sided.** Rows [row0, row0 + nrows) of the current field into `out` (row-major).
-  void field_rows(index row0, index nrows, std::span<double> out) const;
+  void field_rows(Index row0, Index nrows, std::span<double> out) const;
 
   const Problem& problem() const noexcept;
   Variant variant() const noexcept;

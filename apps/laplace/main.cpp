@@ -52,7 +52,7 @@ std::string g17(double x) {
 }
 
 struct Options {
-  garray::index nx = 1000, ny = 1000;
+  garray::Index nx = 1000, ny = 1000;
   int iters = 100;
   double eps = 1e-16;
   std::string variant = "kernel";
@@ -216,7 +216,7 @@ int run(int argc, char** argv) {
   const lp::Variant variant = lp::parse_variant(o.variant);
   const lp::Problem prob{o.nx, o.ny, o.init == "hash" ? lp::Init::hash : lp::Init::zero};
   if (o.cache_depth >= 0) lp::set_cache_depth(ctx, o.cache_depth);
-  if (o.check && o.nx * o.ny > (garray::index{1} << 24))
+  if (o.check && o.nx * o.ny > (garray::Index{1} << 24))
     throw garray::InvalidArgument("laplace: --check needs a grid of at most 2^24 points (it runs a serial copy)");
 
   std::optional<lp::Solver> holder(std::in_place, ctx, prob, variant, lp::parse_grid(o.grid));
@@ -288,9 +288,9 @@ int run(int argc, char** argv) {
         first_bad = k;
       }
     const auto u = solver.field();
-    garray::index bad_i = -1, bad_j = -1;
-    for (garray::index i = 0; i < o.nx && bad_i < 0; ++i)
-      for (garray::index j = 0; j < o.ny; ++j)
+    garray::Index bad_i = -1, bad_j = -1;
+    for (garray::Index i = 0; i < o.nx && bad_i < 0; ++i)
+      for (garray::Index j = 0; j < o.ny; ++j)
         if (u[i][j] != ref.u[i][j]) {
           bad_i = i;
           bad_j = j;

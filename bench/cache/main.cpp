@@ -59,7 +59,8 @@
 namespace gb = garray::bench;
 namespace po = boost::program_options;
 using A = garray::GlobalArray<double, 2>;
-using Index = garray::index;
+
+using garray::Index;
 
 namespace {
 

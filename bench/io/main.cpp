@@ -39,7 +39,8 @@
 namespace gb = garray::bench;
 namespace po = boost::program_options;
 namespace io = garray::io;
-using Index = garray::index;
+
+using garray::Index;
 
 namespace {
 

@@ -36,7 +36,7 @@
 namespace gb = garray::bench;
 namespace lp = garray::laplace;
 namespace po = boost::program_options;
-using I = garray::index;
+using I = garray::Index;
 
 namespace {
 

@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
   int rc = 0;
   {
     po::options_description opts("bench_numeric options");
-    opts.add_options()("help,h", "show help")("n", po::value<garray::index>()->default_value(4000), "array extent (n x n)")(
+    opts.add_options()("help,h", "show help")("n", po::value<garray::Index>()->default_value(4000), "array extent (n x n)")(
         "reps", po::value<int>()->default_value(5), "timed repetitions")(
         "csv", po::value<std::string>()->default_value(""), "append results to this CSV file")(
         "no-serial", "skip the serial loop")("no-eager", "skip the eager operator-by-operator variant");
@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
     if (vm.count("help")) {
       if (ctx.rank() == 0) std::cout << opts << "\n";
     } else {
-      const garray::index n = vm["n"].as<garray::index>();
+      const garray::Index n = vm["n"].as<garray::Index>();
       const int reps = vm["reps"].as<int>();
       const bool root = ctx.rank() == 0;
       if (root) garray::bench::print_run_info(std::cout, "bench_numeric", ctx.size());

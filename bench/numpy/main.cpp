@@ -18,12 +18,12 @@ int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   {
     garray::Context ctx;
-    const garray::index n = argc > 1 ? std::atoll(argv[1]) : 3000;
+    const garray::Index n = argc > 1 ? std::atoll(argv[1]) : 3000;
     const int reps = argc > 2 ? std::atoi(argv[2]) : 7;
     const bool root = ctx.rank() == 0;
     if (root) garray::bench::print_run_info(std::cout, "bench_numpy", ctx.size());
     double t_serial_arg = 0, t_serial_mean = 0;
-    garray::index serial_arg = -1;
+    garray::Index serial_arg = -1;
     double serial_mean = 0;
     if (root) {
       const auto m = static_cast<std::size_t>(n * n);
@@ -37,7 +37,7 @@ int main(int argc, char** argv) {
             bv = a[i];
             best = i;
           }
-        serial_arg = static_cast<garray::index>(best);
+        serial_arg = static_cast<garray::Index>(best);
       }));
       t_serial_mean = median(time_reps(reps, 1, [&] {
         double s = 0;
@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
     ctx.barrier();
     auto a = garray::empty<double>(ctx, garray::Shape<2>{n, n});
     garray::generate(a, [n](const garray::Shape<2>& i) { return std::sin(static_cast<double>(i[0] * n + i[1])); });
-    garray::index arg = -1;
+    garray::Index arg = -1;
     double mean = 0;
     const double t_arg = median(time_reps(reps, 1, [&] { arg = garray::argmax(a); }));
     const double t_mean = median(time_reps(reps, 1, [&] { mean = garray::mean(a); }));

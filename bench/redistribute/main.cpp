@@ -24,7 +24,8 @@
 
 namespace gb = garray::bench;
 namespace po = boost::program_options;
-using Index = garray::index;
+
+using garray::Index;
 
 namespace {
 

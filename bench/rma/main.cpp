@@ -367,10 +367,10 @@ void register_shm_direct_variants(Registry& reg, const std::string& name, const 
 struct GarrayArrays {
   explicit GarrayArrays(const garray::Context& c)
       : ctx(c),
-        a(ctx, {static_cast<garray::index>(kBlockElems) * ctx.size()}, garray::Distribution<1>::blocked()),
-        b(ctx, {static_cast<garray::index>(kBlockDim), static_cast<garray::index>(kBlockDim) * ctx.size()},
+        a(ctx, {static_cast<garray::Index>(kBlockElems) * ctx.size()}, garray::Distribution<1>::blocked()),
+        b(ctx, {static_cast<garray::Index>(kBlockDim), static_cast<garray::Index>(kBlockDim) * ctx.size()},
           garray::Distribution<2>::grid({1, ctx.size()})),
-        n(ctx, {static_cast<garray::index>(8) * ctx.size()}) {}
+        n(ctx, {static_cast<garray::Index>(8) * ctx.size()}) {}
   garray::Context ctx;
   garray::GlobalArray<double, 1> a;
   garray::GlobalArray<double, 2> b;
@@ -389,8 +389,8 @@ void register_garray_variants(Registry& reg, Buffers& buf, std::vector<std::stri
   }
   const garray::Box<1> ba = g->a.box_of(kTarget);
   const garray::Box<2> bb = g->b.box_of(kTarget);
-  if (ba.volume() != static_cast<garray::index>(kBlockElems) ||
-      bb.extents() != garray::Shape<2>{static_cast<garray::index>(kBlockDim), static_cast<garray::index>(kBlockDim)}) {
+  if (ba.volume() != static_cast<garray::Index>(kBlockElems) ||
+      bb.extents() != garray::Shape<2>{static_cast<garray::Index>(kBlockDim), static_cast<garray::Index>(kBlockDim)}) {
     notes.emplace_back("garray: rank 1's blocks do not have the expected shape, garray skipped");
     return;
   }
@@ -407,13 +407,13 @@ void register_garray_variants(Registry& reg, Buffers& buf, std::vector<std::stri
 
   garray::GlobalArray<double, 1>* const a = &g->a;
   garray::GlobalArray<double, 2>* const b = &g->b;
-  const garray::index lo = ba.lo[0];
-  const garray::index r0 = bb.lo[0] + static_cast<garray::index>(kPatchRow0);
-  const garray::index c0 = bb.lo[1] + static_cast<garray::index>(kPatchCol0);
-  const auto pd = static_cast<garray::index>(kPatchDim);
+  const garray::Index lo = ba.lo[0];
+  const garray::Index r0 = bb.lo[0] + static_cast<garray::Index>(kPatchRow0);
+  const garray::Index c0 = bb.lo[1] + static_cast<garray::Index>(kPatchCol0);
+  const auto pd = static_cast<garray::Index>(kPatchDim);
   double* c = buf.contig.data();
   double* p = buf.patch.data();
-  const auto n_of = [](std::size_t bytes) { return static_cast<garray::index>(bytes / sizeof(double)); };
+  const auto n_of = [](std::size_t bytes) { return static_cast<garray::Index>(bytes / sizeof(double)); };
   auto settle_a = [a] { a->fence(); };
   auto settle_b = [b] { b->fence(); };
 
@@ -427,7 +427,7 @@ void register_garray_variants(Registry& reg, Buffers& buf, std::vector<std::stri
     a->accumulate(idx[range(lo, lo + n_of(bytes))], std::span<const double>(c, bytes / sizeof(double)), 1.0);
   }, settle_a);
   garray::GlobalArray<std::int64_t, 1>* const n = &g->n;
-  const garray::index nlo = n->box_of(kTarget).lo[0];
+  const garray::Index nlo = n->box_of(kTarget).lo[0];
   reg.add("read_inc", "garray", Kind::garray, [=](std::size_t) {
     std::int64_t old = n->read_inc({nlo});
     gb::do_not_optimize(&old);

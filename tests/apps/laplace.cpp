@@ -17,7 +17,7 @@
 
 namespace lp = garray::laplace;
 using Dist = garray::Distribution<2>;
-using I = garray::index;
+using I = garray::Index;
 
 namespace {
 

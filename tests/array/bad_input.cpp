@@ -13,8 +13,8 @@ namespace {
 // Fills with a known pattern (i*100+j) and returns the reference.
 test::Reference<double, 2> pattern(A2& a) {
   test::Reference<double, 2> ref(a.shape());
-  for (garray::index i = 0; i < a.shape()[0]; ++i)
-    for (garray::index j = 0; j < a.shape()[1]; ++j) ref.at({i, j}) = static_cast<double>(i * 100 + j);
+  for (garray::Index i = 0; i < a.shape()[0]; ++i)
+    for (garray::Index j = 0; j < a.shape()[1]; ++j) ref.at({i, j}) = static_cast<double>(i * 100 + j);
   {
     auto blk = a.access();
     for (auto i = blk.lo(0); i < blk.hi(0); ++i)

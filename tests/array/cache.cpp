@@ -30,9 +30,10 @@
 #include <string>
 #include <vector>
 
+using garray::Index;
+
 namespace {
 
-using Index = garray::index;
 using A2 = garray::GlobalArray<double, 2>;
 using I1 = garray::GlobalArray<std::int32_t, 1>;
 

@@ -12,8 +12,9 @@
 #include <limits>
 #include <sstream>
 
+using garray::Index;
+
 using garray::idx;
-using Index = garray::index;
 using A1 = garray::GlobalArray<double, 1>;
 using A2 = garray::GlobalArray<double, 2>;
 using garray::range;

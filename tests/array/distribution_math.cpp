@@ -19,12 +19,12 @@ void check_tiling(const Distribution<N>& d) {
     const Box<N> b = d.block(r);
     if (r >= d.nblocks()) blocks_ok = blocks_ok && b.empty();
     if (b.empty()) continue;
-    std::array<std::vector<test::index>, N> ids;
+    std::array<std::vector<test::Index>, N> ids;
     for (std::size_t k = 0; k < N; ++k)
-      for (test::index i = b.lo[k]; i < b.hi[k]; ++i) ids[k].push_back(i);
-    test::for_each_selected<N>(ids, [&](const Shape<N>& i, test::index) {
+      for (test::Index i = b.lo[k]; i < b.hi[k]; ++i) ids[k].push_back(i);
+    test::for_each_selected<N>(ids, [&](const Shape<N>& i, test::Index) {
       const auto st = garray::row_major_strides(shape);
-      test::index lin = 0;
+      test::Index lin = 0;
       for (std::size_t k = 0; k < N; ++k) lin += i[k] * st[k];
       ++owner_count[static_cast<std::size_t>(lin)];
       blocks_ok = blocks_ok && d.owner(i) == r;
@@ -58,8 +58,8 @@ TEST_CASE("blocked picks square-ish balanced grids") {
   CHECK(D2::balanced_grid({10, 1000}, 4) == std::array<int, 2>{1, 4});
   CHECK(D2::balanced_grid({1000, 1000}, 6) == std::array<int, 2>{3, 2});
   CHECK(Distribution<3>::balanced_grid({64, 64, 64}, 8) == std::array<int, 3>{2, 2, 2});
-  CHECK(D2::balanced_bounds(10, 4) == std::vector<test::index>{0, 3, 6, 8, 10});
-  CHECK(D2::balanced_bounds(2, 4) == std::vector<test::index>{0, 1, 2, 2, 2});  // empty blocks
+  CHECK(D2::balanced_bounds(10, 4) == std::vector<test::Index>{0, 3, 6, 8, 10});
+  CHECK(D2::balanced_bounds(2, 4) == std::vector<test::Index>{0, 1, 2, 2, 2});  // empty blocks
 }
 
 TEST_CASE("for_each_block visits exactly the blocks intersecting a box, with their boxes") {
@@ -94,23 +94,23 @@ TEST_CASE("transfer plans cover every selected element exactly once with correct
     const auto rs = test::random_slice<3>(g, shape);
     const auto sec = garray::compose(garray::Section<3>::full(shape), rs.slice);
     // Reference: buffer position -> (owner, offset in owner's block).
-    std::vector<std::pair<int, test::index>> want(static_cast<std::size_t>(test::selected_count<3>(rs.ref)));
-    test::for_each_selected<3>(rs.ref, [&](const Shape<3>& i, test::index pos) {
+    std::vector<std::pair<int, test::Index>> want(static_cast<std::size_t>(test::selected_count<3>(rs.ref)));
+    test::for_each_selected<3>(rs.ref, [&](const Shape<3>& i, test::Index pos) {
       const int r = d.owner(i);
       const auto b = d.block(r);
       const auto st = garray::row_major_strides(b.extents());
-      test::index off = 0;
+      test::Index off = 0;
       for (std::size_t k = 0; k < 3; ++k) off += (i[k] - b.lo[k]) * st[k];
       want[static_cast<std::size_t>(pos)] = {r, off};
     });
-    std::vector<std::pair<int, test::index>> got(want.size(), {-1, -1});
+    std::vector<std::pair<int, test::Index>> got(want.size(), {-1, -1});
     bool dup = false;
     garray::detail::for_each_piece(d, sec, garray::Shape<3>{}, [&](const garray::detail::Piece<3>& p) {
-      std::array<std::vector<test::index>, 3> ks;
+      std::array<std::vector<test::Index>, 3> ks;
       for (std::size_t k = 0; k < 3; ++k)
-        for (test::index j = 0; j < p.count[k]; ++j) ks[k].push_back(j);
-      test::for_each_selected<3>(ks, [&](const Shape<3>& k, test::index) {
-        test::index bo = p.block_off, uo = p.buf_off;
+        for (test::Index j = 0; j < p.count[k]; ++j) ks[k].push_back(j);
+      test::for_each_selected<3>(ks, [&](const Shape<3>& k, test::Index) {
+        test::Index bo = p.block_off, uo = p.buf_off;
         for (std::size_t q = 0; q < 3; ++q) {
           bo += k[q] * p.block_str[q];
           uo += k[q] * p.buf_str[q];
@@ -130,9 +130,9 @@ TEST_CASE("bad distributions are rejected with InvalidArgument") {
   CHECK_THROWS_AS(D2::grid({3, 3}).resolve({10, 10}, 4, "t"), garray::InvalidArgument);
   CHECK_THROWS_AS(D2::grid({0, 3}).resolve({10, 10}, 4, "t"), garray::InvalidArgument);
   CHECK_THROWS_AS(D2::slab(2).resolve({10, 10}, 4, "t"), garray::InvalidArgument);
-  CHECK_THROWS_AS(D2::irregular({std::vector<test::index>{1, 5}, {0}}).resolve({10, 10}, 4, "t"),
+  CHECK_THROWS_AS(D2::irregular({std::vector<test::Index>{1, 5}, {0}}).resolve({10, 10}, 4, "t"),
                   garray::InvalidArgument);
-  CHECK_THROWS_AS(D2::irregular({std::vector<test::index>{0, 5, 3}, {0}}).resolve({10, 10}, 4, "t"),
+  CHECK_THROWS_AS(D2::irregular({std::vector<test::Index>{0, 5, 3}, {0}}).resolve({10, 10}, 4, "t"),
                   garray::InvalidArgument);
   CHECK_THROWS_AS(D2::blocked().resolve({-1, 10}, 4, "t"), garray::InvalidArgument);
   CHECK_NOTHROW(D2::grid({1, 2}).resolve({10, 10}, 4, "t"));  // ranks 2, 3 own nothing

@@ -10,7 +10,7 @@ TEST_CASE("an array on a subgroup works while the other ranks do something else"
   const bool in_group = world.rank() % 2 == 1 || world.size() == 1;
   auto sub = world.split(in_group ? 0 : MPI_UNDEFINED);
   if (in_group) {
-    garray::GlobalArray<double, 1> a(sub, {5 * static_cast<garray::index>(sub.size()) + 1});
+    garray::GlobalArray<double, 1> a(sub, {5 * static_cast<garray::Index>(sub.size()) + 1});
     if (sub.rank() == 0) {
       std::vector<double> v(static_cast<std::size_t>(a.size()));
       for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(i) * 0.5;

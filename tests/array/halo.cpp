@@ -19,11 +19,11 @@ bool frame_ok(garray::GlobalArray<double, N>& a, test::Reference<double, N>& ref
   if (b.empty()) return true;
   const auto g = a.ghost();
   const auto shape = a.shape();
-  std::array<std::vector<garray::index>, N> ids;
+  std::array<std::vector<garray::Index>, N> ids;
   for (std::size_t d = 0; d < N; ++d)
-    for (garray::index i = b.lo[d] - g[d]; i < b.hi[d] + g[d]; ++i) ids[d].push_back(i);
+    for (garray::Index i = b.lo[d] - g[d]; i < b.hi[d] + g[d]; ++i) ids[d].push_back(i);
   bool ok = true;
-  test::for_each_selected<N>(ids, [&](const Shape<N>& i, garray::index) {
+  test::for_each_selected<N>(ids, [&](const Shape<N>& i, garray::Index) {
     Shape<N> src = i;
     bool outside = false;
     for (std::size_t d = 0; d < N; ++d) {
@@ -45,7 +45,7 @@ bool frame_ok(garray::GlobalArray<double, N>& a, test::Reference<double, N>& ref
 }
 
 template <std::size_t N>
-void ghost_case(const garray::Context& ctx, test::Rng& g, garray::index max_extent, garray::index width) {
+void ghost_case(const garray::Context& ctx, test::Rng& g, garray::Index max_extent, garray::Index width) {
   const auto shape = test::random_shape<N>(g, max_extent);
   for (const auto& dist : test::every_distribution<N>(g, shape, ctx.size())) {
     Shape<N> ghost{};
@@ -78,7 +78,7 @@ TEST_CASE("update_ghosts fills frames (faces, edges, corners) for every distribu
   const auto seed = test::shared_seed();
   INFO("seed " << seed << " (rerun with GARRAY_TEST_SEED=" << seed << ")");
   test::Rng g(seed);
-  for (garray::index w : {1, 2}) {
+  for (garray::Index w : {1, 2}) {
     for (int c = 0; c < 3; ++c) ghost_case<1>(ctx, g, 3 * ctx.size() + 4, w);
     for (int c = 0; c < 3; ++c) ghost_case<2>(ctx, g, ctx.size() + 6, w);
     for (int c = 0; c < 2; ++c) ghost_case<3>(ctx, g, 6, w);
@@ -100,8 +100,8 @@ TEST_CASE("update_ghosts: empty blocks, ghosts wider than neighbours and than th
     CHECK(a.access().view().num_elements() == (ctx.rank() == 0 ? 7u : 0u));
   }
   // blocks of 1 with ghost 2: each frame spans two neighbours on each side
-  const garray::index n = 2 * ctx.size() + 1;
-  std::vector<garray::index> starts{0};
+  const garray::Index n = 2 * ctx.size() + 1;
+  std::vector<garray::Index> starts{0};
   for (int r = 1; r < ctx.size(); ++r) starts.push_back(r);  // rank r owns [r, r+1), the last owns the rest
   garray::GlobalArray<double, 1> b(ctx, {n}, D1::irregular({starts}), {2});
   b.fill(sentinel);
@@ -148,8 +148,8 @@ TEST_CASE("update_ghosts misuse: different periodic flags throw on every rank, n
   {
     auto blk = a.access();
     const auto b = blk.box();
-    for (garray::index i = b.lo[0] - 1; i < b.hi[0] + 1 && !b.empty(); ++i)
-      for (garray::index j = b.lo[1] - 1; j < b.hi[1] + 1; ++j) {
+    for (garray::Index i = b.lo[0] - 1; i < b.hi[0] + 1 && !b.empty(); ++i)
+      for (garray::Index j = b.lo[1] - 1; j < b.hi[1] + 1; ++j) {
         const bool ghost_cell = i < b.lo[0] || i >= b.hi[0] || j < b.lo[1] || j >= b.hi[1];
         if (ghost_cell) untouched = untouched && blk.view()[i][j] == sentinel;
       }

@@ -92,8 +92,8 @@ TEST_CASE_TEMPLATE("accumulate is atomic: every rank adds into one overlapping r
     for (int k = 0; k < reps; ++k) want += test::make_value<T>(1) * test::make_value<T>(r + 1);
   auto all_vals = a.get(idx[all][all]);
   bool ok = true;
-  for (garray::index i = 0; i < 13; ++i)
-    for (garray::index j = 0; j < 11; ++j) {
+  for (garray::Index i = 0; i < 13; ++i)
+    for (garray::Index j = 0; j < 11; ++j) {
       const bool inside = i >= 2 && i < 11 && j >= 2 && j < 9;
       ok = ok && all_vals[i][j] == (inside ? want : T{});
     }
@@ -106,9 +106,9 @@ TEST_CASE_TEMPLATE("scatter_acc and accumulate are atomic with respect to each o
   garray::Context ctx;
   const int p = ctx.size();
   garray::GlobalArray<T, 1> a(ctx, {std::max(2 * p, 5)});
-  const garray::index n = a.shape()[0];
+  const garray::Index n = a.shape()[0];
   std::vector<garray::Shape<1>> list;
-  for (garray::index i = 0; i < n; ++i) list.push_back({i}), list.push_back({i});  // each twice
+  for (garray::Index i = 0; i < n; ++i) list.push_back({i}), list.push_back({i});  // each twice
   const std::vector<T> twos(list.size(), T(2));
   const std::vector<T> ones(static_cast<std::size_t>(n), T(1));
   const int reps = 200;
@@ -123,7 +123,7 @@ TEST_CASE_TEMPLATE("scatter_acc and accumulate are atomic with respect to each o
   for (int r = 0; r < p; ++r) want += T(reps / 2) * T(4 * (r + 1)) + T(reps / 2) * T(r + 1);
   const auto got = a.get(idx[all]);
   bool ok = true;
-  for (garray::index i = 0; i < n; ++i) ok = ok && got[i] == want;
+  for (garray::Index i = 0; i < n; ++i) ok = ok && got[i] == want;
   CHECK_MESSAGE(ok, "expected every element == ", want);
 }
 

@@ -26,15 +26,15 @@ template <class T, std::size_t N>
 bool local_copy_equals(garray::GlobalArray<T, N>& a, test::Reference<T, N>& ref) {
   auto blk = a.access();
   bool ok = blk.box() == garray::Box<N>{Shape<N>{}, a.shape()};
-  std::array<std::vector<garray::index>, N> ids;
+  std::array<std::vector<garray::Index>, N> ids;
   for (std::size_t d = 0; d < N; ++d)
-    for (garray::index i = 0; i < a.shape()[d]; ++i) ids[d].push_back(i);
-  test::for_each_selected<N>(ids, [&](const Shape<N>& i, garray::index) { ok = ok && blk.view()(i) == ref.at(i); });
+    for (garray::Index i = 0; i < a.shape()[d]; ++i) ids[d].push_back(i);
+  test::for_each_selected<N>(ids, [&](const Shape<N>& i, garray::Index) { ok = ok && blk.view()(i) == ref.at(i); });
   return ok;
 }
 
 template <class T, std::size_t N>
-void roundtrip_case(const garray::Context& ctx, test::Rng& g, garray::index max_extent) {
+void roundtrip_case(const garray::Context& ctx, test::Rng& g, garray::Index max_extent) {
   const auto shape = test::random_shape<N>(g, max_extent);
   auto ref = test::filled_reference<T, N>(shape);
   for (const auto& dist : test::every_distribution<N>(g, shape, ctx.size())) {
@@ -57,7 +57,7 @@ void roundtrip_case(const garray::Context& ctx, test::Rng& g, garray::index max_
 }
 
 template <class T, std::size_t N>
-void redistribute_case(const garray::Context& ctx, test::Rng& g, garray::index max_extent) {
+void redistribute_case(const garray::Context& ctx, test::Rng& g, garray::Index max_extent) {
   const auto shape = test::random_shape<N>(g, max_extent);
   auto ref = test::filled_reference<T, N>(shape);
   const auto dists = test::every_distribution<N>(g, shape, ctx.size());
@@ -94,7 +94,7 @@ void redistribute_case(const garray::Context& ctx, test::Rng& g, garray::index m
 }
 
 template <class T, std::size_t N>
-void transpose_case(const garray::Context& ctx, test::Rng& g, garray::index max_extent) {
+void transpose_case(const garray::Context& ctx, test::Rng& g, garray::Index max_extent) {
   const auto shape = test::random_shape<N>(g, max_extent);
   auto ref = test::filled_reference<T, N>(shape);
   const auto dists = test::every_distribution<N>(g, shape, ctx.size());
@@ -104,10 +104,10 @@ void transpose_case(const garray::Context& ctx, test::Rng& g, garray::index max_
   Shape<N> tshape{};
   for (std::size_t d = 0; d < N; ++d) tshape[d] = shape[perm[d]];
   test::Reference<T, N> tref(tshape);
-  std::array<std::vector<garray::index>, N> ids;
+  std::array<std::vector<garray::Index>, N> ids;
   for (std::size_t d = 0; d < N; ++d)
-    for (garray::index i = 0; i < tshape[d]; ++i) ids[d].push_back(i);
-  test::for_each_selected<N>(ids, [&](const Shape<N>& i, garray::index) {
+    for (garray::Index i = 0; i < tshape[d]; ++i) ids[d].push_back(i);
+  test::for_each_selected<N>(ids, [&](const Shape<N>& i, garray::Index) {
     Shape<N> j{};
     for (std::size_t d = 0; d < N; ++d) j[perm[d]] = i[d];
     tref.at(i) = ref.at(j);
@@ -116,7 +116,7 @@ void transpose_case(const garray::Context& ctx, test::Rng& g, garray::index max_
   const auto tdists = test::every_distribution<N>(g, tshape, ctx.size());
   for (const auto& from : dists) {
     auto src = garray::scatter_from(ctx, 0, ctx.rank() == 0 ? ref.a : none, shape, from, random_ghost<N>(g));
-    const auto& to = tdists[static_cast<std::size_t>(test::uniform(g, 0, static_cast<garray::index>(tdists.size()) - 1))];
+    const auto& to = tdists[static_cast<std::size_t>(test::uniform(g, 0, static_cast<garray::Index>(tdists.size()) - 1))];
     const auto ghost = random_ghost<N>(g);
     INFO("shape " << garray::detail::seq(shape) << " perm " << garray::detail::seq(perm) << " " << from.describe()
                   << " -> " << to.describe() << " ghost " << garray::detail::seq(ghost));
@@ -165,7 +165,7 @@ TEST_CASE_TEMPLATE("transpose permutes dimensions for every source distribution"
 TEST_CASE("redistribute of a 2-d row slab to a column slab moves only the off-diagonal blocks") {
   garray::Context ctx;
   using D = garray::Distribution<2>;
-  const garray::index n = 8 * ctx.size();
+  const garray::Index n = 8 * ctx.size();
   auto ref = test::filled_reference<double, 2>({n, n});
   boost::multi_array<double, 2> none;
   auto rows = garray::scatter_from(ctx, 0, ctx.rank() == 0 ? ref.a : none, {n, n}, D::slab(0));
@@ -189,22 +189,22 @@ TEST_CASE_TEMPLATE("from_local concatenates the ranks' arrays along an axis", T,
   for (int c = 0; c < 6; ++c) {
     const std::size_t axis = static_cast<std::size_t>(test::uniform(g, 0, 2));
     Shape<3> common = test::random_shape<3>(g, 4);
-    std::vector<garray::index> ext(static_cast<std::size_t>(p));
+    std::vector<garray::Index> ext(static_cast<std::size_t>(p));
     for (auto& e : ext) e = test::uniform(g, 0, 4);  // zero-length pieces too
     Shape<3> shape = common;
-    shape[axis] = std::accumulate(ext.begin(), ext.end(), garray::index{0});
-    garray::index start = std::accumulate(ext.begin(), ext.begin() + me, garray::index{0});
+    shape[axis] = std::accumulate(ext.begin(), ext.end(), garray::Index{0});
+    garray::Index start = std::accumulate(ext.begin(), ext.begin() + me, garray::Index{0});
     Shape<3> mine = common;
     mine[axis] = ext[static_cast<std::size_t>(me)];
     boost::multi_array<T, 3> local(mine);
-    for (garray::index i = 0; i < mine[0]; ++i)
-      for (garray::index j = 0; j < mine[1]; ++j)
-        for (garray::index k = 0; k < mine[2]; ++k) {
+    for (garray::Index i = 0; i < mine[0]; ++i)
+      for (garray::Index j = 0; j < mine[1]; ++j)
+        for (garray::Index k = 0; k < mine[2]; ++k) {
           Shape<3> gi{i, j, k};
           gi[axis] += start;
           local[i][j][k] = test::value_at<T, 3>(shape, gi);
         }
-    const Shape<3> ghost{static_cast<garray::index>(c % 2), 0, static_cast<garray::index>(c % 2)};
+    const Shape<3> ghost{static_cast<garray::Index>(c % 2), 0, static_cast<garray::Index>(c % 2)};
     auto a = garray::from_local(ctx, local, axis, ghost);
     INFO("axis " << axis << " shape " << garray::detail::seq(shape));
     CHECK(a.shape() == shape);
@@ -236,7 +236,7 @@ TEST_CASE_TEMPLATE("a replicated array keeps identical copies under put/acc/scat
       const auto sec = garray::compose(garray::Section<2>::full(shape), rs.slice);
       std::vector<T> vals(static_cast<std::size_t>(sec.size()));
       for (auto& v : vals) v = test::make_value<T>(test::uniform(g, -9, 9));
-      test::for_each_selected<2>(rs.ref, [&](const Shape<2>& i, garray::index pos) { ref.at(i) = vals[static_cast<std::size_t>(pos)]; });
+      test::for_each_selected<2>(rs.ref, [&](const Shape<2>& i, garray::Index pos) { ref.at(i) = vals[static_cast<std::size_t>(pos)]; });
       if (me == writer) a.put_section(sec, vals);
       a.sync();
       for (int r = 0; r < p; ++r) {  // accumulates from everyone
@@ -244,7 +244,7 @@ TEST_CASE_TEMPLATE("a replicated array keeps identical copies under put/acc/scat
         const auto asec = garray::compose(garray::Section<2>::full(shape), as.slice);
         std::vector<T> av(static_cast<std::size_t>(asec.size()));
         for (auto& v : av) v = test::make_value<T>(test::uniform(g, -9, 9));
-        test::for_each_selected<2>(as.ref, [&](const Shape<2>& i, garray::index pos) { ref.at(i) += T{2} * av[static_cast<std::size_t>(pos)]; });
+        test::for_each_selected<2>(as.ref, [&](const Shape<2>& i, garray::Index pos) { ref.at(i) += T{2} * av[static_cast<std::size_t>(pos)]; });
         if (me == r) a.acc_section(asec, av, T{2});
       }
       // index lists: one scatter by the writer, scatter_acc by everyone
@@ -294,18 +294,18 @@ TEST_CASE_TEMPLATE("a replicated array keeps identical copies under put/acc/scat
 TEST_CASE("enumerate, for_each_owned and owners describe this rank's block") {
   garray::Context ctx;
   using D = garray::Distribution<2>;
-  const std::vector<garray::index> row_starts =
-      ctx.size() >= 3 ? std::vector<garray::index>{0, 3, 3} : std::vector<garray::index>{0};
-  garray::GlobalArray<double, 2> a(ctx, {7, 5}, D::irregular({row_starts, std::vector<garray::index>{0}}), {1, 1});
+  const std::vector<garray::Index> row_starts =
+      ctx.size() >= 3 ? std::vector<garray::Index>{0, 3, 3} : std::vector<garray::Index>{0};
+  garray::GlobalArray<double, 2> a(ctx, {7, 5}, D::irregular({row_starts, std::vector<garray::Index>{0}}), {1, 1});
   const auto b = a.local_box();
   std::vector<garray::IndexPair> rows;
   for (auto pr : garray::enumerate(a, 0)) rows.push_back(pr);
-  CHECK(static_cast<garray::index>(rows.size()) == (b.empty() ? 0 : b.extent(0)));
+  CHECK(static_cast<garray::Index>(rows.size()) == (b.empty() ? 0 : b.extent(0)));
   bool ok = true;
   for (std::size_t k = 0; k < rows.size(); ++k)
-    ok = ok && rows[k].local == static_cast<garray::index>(k) && rows[k].global == b.lo[0] + static_cast<garray::index>(k);
+    ok = ok && rows[k].local == static_cast<garray::Index>(k) && rows[k].global == b.lo[0] + static_cast<garray::Index>(k);
   CHECK(ok);
-  garray::index visited = 0;
+  garray::Index visited = 0;
   garray::for_each_owned(a, [&](const Shape<2>& l, const Shape<2>& gi, double& v) {
     ok = ok && gi[0] == b.lo[0] + l[0] && gi[1] == b.lo[1] + l[1] && b.contains(gi);
     v = static_cast<double>(gi[0] * 10 + gi[1]);
@@ -368,7 +368,7 @@ TEST_CASE("bad input to movement collectives throws on every rank and changes no
     m = message_of<garray::CollectiveMismatch>([&] { (void)garray::redistribute(a, me == 0 ? D::slab(0) : D::slab(1)); });
     CHECK(contains(m, "create"));
   }
-  CHECK_THROWS_AS((void)garray::redistribute(a, D::irregular({std::vector<garray::index>{1}, std::vector<garray::index>{0}})),
+  CHECK_THROWS_AS((void)garray::redistribute(a, D::irregular({std::vector<garray::Index>{1}, std::vector<garray::Index>{0}})),
                   garray::InvalidArgument);
   CHECK(test::equal_on_all_ranks(a, ref));  // nothing changed
 

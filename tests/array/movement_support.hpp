@@ -34,20 +34,20 @@ std::vector<garray::Distribution<N>> every_distribution(Rng& g, const garray::Sh
 
 /// A distinct, exactly representable value for every global index.
 template <class T, std::size_t N>
-T value_at(const garray::Shape<N>& shape, const garray::Shape<N>& i, garray::index salt = 0) {
-  garray::index lin = 0;
+T value_at(const garray::Shape<N>& shape, const garray::Shape<N>& i, garray::Index salt = 0) {
+  garray::Index lin = 0;
   for (std::size_t d = 0; d < N; ++d) lin = lin * shape[d] + i[d];
   return make_value<T>(lin + 1 + salt);
 }
 
 /// A reference array filled with value_at.
 template <class T, std::size_t N>
-Reference<T, N> filled_reference(const garray::Shape<N>& shape, garray::index salt = 0) {
+Reference<T, N> filled_reference(const garray::Shape<N>& shape, garray::Index salt = 0) {
   Reference<T, N> ref(shape);
-  std::array<std::vector<garray::index>, N> ids;
+  std::array<std::vector<garray::Index>, N> ids;
   for (std::size_t d = 0; d < N; ++d)
-    for (garray::index i = 0; i < shape[d]; ++i) ids[d].push_back(i);
-  for_each_selected<N>(ids, [&](const garray::Shape<N>& i, garray::index) { ref.at(i) = value_at<T, N>(shape, i, salt); });
+    for (garray::Index i = 0; i < shape[d]; ++i) ids[d].push_back(i);
+  for_each_selected<N>(ids, [&](const garray::Shape<N>& i, garray::Index) { ref.at(i) = value_at<T, N>(shape, i, salt); });
   return ref;
 }
 

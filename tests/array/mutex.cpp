@@ -10,7 +10,7 @@
 
 using garray::idx;
 using garray::range;
-using gidx = garray::index;
+using gidx = garray::Index;
 
 namespace {
 using test::message_of;

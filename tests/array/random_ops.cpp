@@ -16,8 +16,9 @@
 
 #include <cstdlib>
 
+using garray::Index;
+
 using garray::Shape;
-using Index = garray::index;
 
 namespace {
 

@@ -14,10 +14,10 @@ namespace {
 
 // Expands a section back into per-dimension base index lists.
 template <std::size_t N>
-std::array<std::vector<test::index>, N> expand(const Section<N>& s) {
-  std::array<std::vector<test::index>, N> r;
+std::array<std::vector<test::Index>, N> expand(const Section<N>& s) {
+  std::array<std::vector<test::Index>, N> r;
   for (std::size_t d = 0; d < N; ++d)
-    for (test::index k = 0; k < s.count[d]; ++k) r[d].push_back(s.start[d] + k * s.step[d]);
+    for (test::Index k = 0; k < s.count[d]; ++k) r[d].push_back(s.start[d] + k * s.step[d]);
   return r;
 }
 
@@ -25,7 +25,7 @@ std::array<std::vector<test::index>, N> expand(const Section<N>& s) {
 
 TEST_CASE("normalize matches numpy on hand-picked cases") {
   const Shape<1> n10{10};
-  auto check = [&](auto slice, std::vector<test::index> want) {
+  auto check = [&](auto slice, std::vector<test::Index> want) {
     const auto s = garray::normalize(n10, slice);
     CHECK(expand(s)[0] == want);
   };
@@ -49,7 +49,7 @@ TEST_CASE("normalize matches numpy on hand-picked cases") {
 TEST_CASE("normalize matches the brute-force numpy reference on random cases") {
   test::Rng g(test::shared_seed());
   for (int iter = 0; iter < 20000; ++iter) {
-    const test::index len = test::uniform(g, 0, 12);
+    const test::Index len = test::uniform(g, 0, 12);
     const auto it = test::random_item(g, len, len > 0);
     INFO("len=" << len << " start=" << (it.start ? std::to_string(*it.start) : "_")
                 << " stop=" << (it.stop ? std::to_string(*it.stop) : "_") << " step=" << it.step
@@ -68,10 +68,10 @@ TEST_CASE("composition of random slice chains equals applying them in order") {
     const auto shape = test::random_shape<3>(g, 9);
     Section<3> sec = Section<3>::full(shape);
     // Reference: the explicit base-index list of every kept dimension.
-    std::array<std::vector<test::index>, 3> ref;
+    std::array<std::vector<test::Index>, 3> ref;
     std::array<bool, 3> dropped{};
     for (std::size_t d = 0; d < 3; ++d)
-      for (test::index i = 0; i < shape[d]; ++i) ref[d].push_back(i);
+      for (test::Index i = 0; i < shape[d]; ++i) ref[d].push_back(i);
     const int chain = static_cast<int>(test::uniform(g, 1, 4));
     for (int c = 0; c < chain; ++c) {
       garray::Slice<3, 3> sl;  // runtime items; only the first `kept` are used
@@ -81,10 +81,10 @@ TEST_CASE("composition of random slice chains equals applying them in order") {
       std::size_t j = 0;
       for (std::size_t d = 0; d < 3; ++d) {
         if (dropped[d]) continue;
-        const auto len = static_cast<test::index>(ref[d].size());
+        const auto len = static_cast<test::Index>(ref[d].size());
         const auto it = test::random_item(g, len, len > 0);
         sl.items[j++] = test::to_item(it);
-        std::vector<test::index> next;
+        std::vector<test::Index> next;
         for (auto pos : test::ref_indices(it, len)) next.push_back(ref[d][static_cast<std::size_t>(pos)]);
         ref[d] = next;
         if (it.is_index) dropped[d] = true;
@@ -143,15 +143,15 @@ TEST_CASE("bad slices throw the documented errors") {
 TEST_CASE("k_range selects exactly the section elements inside a block") {
   test::Rng g(test::shared_seed() + 2);
   for (int iter = 0; iter < 20000; ++iter) {
-    const test::index len = test::uniform(g, 1, 30);
+    const test::Index len = test::uniform(g, 1, 30);
     const auto it = test::random_item(g, len, false);
     garray::Slice<1, 1> sl;
     sl.items[0] = test::to_item(it);
     const auto s = garray::normalize(Shape<1>{len}, sl);
-    const test::index lo = test::uniform(g, 0, len), hi = test::uniform(g, lo, len);
+    const test::Index lo = test::uniform(g, 0, len), hi = test::uniform(g, lo, len);
     const auto [k0, k1] = garray::detail::k_range(s.start[0], s.step[0], s.count[0], lo, hi);
-    std::vector<test::index> want, got;
-    for (test::index k = 0; k < s.count[0]; ++k) {
+    std::vector<test::Index> want, got;
+    for (test::Index k = 0; k < s.count[0]; ++k) {
       const auto i = s.start[0] + k * s.step[0];
       if (i >= lo && i < hi) want.push_back(k);
     }
@@ -180,7 +180,7 @@ TEST_CASE("ellipsis stands for the dimensions the other items leave, as in numpy
   for (int iter = 0; iter < 2000; ++iter) {
     const auto shape = test::random_shape<3>(g, 6);
     const auto k = static_cast<std::size_t>(test::uniform(g, 0, 3));  // items given explicitly
-    const auto at = static_cast<std::size_t>(test::uniform(g, 0, static_cast<test::index>(k)));
+    const auto at = static_cast<std::size_t>(test::uniform(g, 0, static_cast<test::Index>(k)));
     std::array<garray::SliceItem, 3> its{};
     for (std::size_t q = 0; q < k; ++q) its[q] = test::to_item(test::random_item(g, shape[q < at ? q : 3 - k + q], true));
     garray::Slice<3, 3> padded;  // items with `all` filling the ellipsis' place

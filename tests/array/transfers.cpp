@@ -17,14 +17,14 @@ using garray::range;
 namespace {
 
 template <class T, std::size_t N>
-std::vector<T> random_values(test::Rng& g, garray::index n) {
+std::vector<T> random_values(test::Rng& g, garray::Index n) {
   std::vector<T> v(static_cast<std::size_t>(n));
   for (auto& x : v) x = test::make_value<T>(test::uniform(g, -40, 40));
   return v;
 }
 
 template <class T, std::size_t N>
-void differential_case(const garray::Context& ctx, test::Rng& g, garray::index max_extent, int rounds) {
+void differential_case(const garray::Context& ctx, test::Rng& g, garray::Index max_extent, int rounds) {
   const int p = ctx.size(), me = ctx.rank();
   const auto shape = test::random_shape<N>(g, max_extent);
   const auto dist = test::random_distribution<N>(g, shape, p);
@@ -41,7 +41,7 @@ void differential_case(const garray::Context& ctx, test::Rng& g, garray::index m
       const auto sec = garray::compose(garray::Section<N>::full(shape), rs.slice);
       const auto vals = random_values<T, N>(g, sec.size());
       const bool nb = test::uniform(g, 0, 1) == 1;
-      test::for_each_selected<N>(rs.ref, [&](const garray::Shape<N>& i, garray::index pos) {
+      test::for_each_selected<N>(rs.ref, [&](const garray::Shape<N>& i, garray::Index pos) {
         ref.at(i) = vals[static_cast<std::size_t>(pos)];
       });
       if (me == writer) {
@@ -65,7 +65,7 @@ void differential_case(const garray::Context& ctx, test::Rng& g, garray::index m
       const auto vals = random_values<T, N>(g, sec.size());
       const T alpha = test::make_value<T>(test::uniform(g, -2, 3));
       const bool nb = test::uniform(g, 0, 1) == 1;
-      test::for_each_selected<N>(rs.ref, [&](const garray::Shape<N>& i, garray::index pos) {
+      test::for_each_selected<N>(rs.ref, [&](const garray::Shape<N>& i, garray::Index pos) {
         ref.at(i) += alpha * vals[static_cast<std::size_t>(pos)];
       });
       if (me == r) {
@@ -91,7 +91,7 @@ void differential_case(const garray::Context& ctx, test::Rng& g, garray::index m
       } else {
         a.get_section(sec, got);
       }
-      test::for_each_selected<N>(rs.ref, [&](const garray::Shape<N>& i, garray::index pos) {
+      test::for_each_selected<N>(rs.ref, [&](const garray::Shape<N>& i, garray::Index pos) {
         ok = ok && got[static_cast<std::size_t>(pos)] == ref.at(i);
       });
     }
@@ -108,7 +108,7 @@ TEST_CASE_TEMPLATE("random put/get/acc on random slices match the serial referen
   const auto seed = test::shared_seed();
   INFO("seed " << seed << " (rerun with GARRAY_TEST_SEED=" << seed << ")");
   test::Rng g(seed);
-  const garray::index big = ctx.size() + 6;
+  const garray::Index big = ctx.size() + 6;
   for (int c = 0; c < 6; ++c) differential_case<T, 1>(ctx, g, 3 * big, 6);
   for (int c = 0; c < 6; ++c) differential_case<T, 2>(ctx, g, big, 6);
   for (int c = 0; c < 5; ++c) differential_case<T, 3>(ctx, g, 7, 5);
@@ -126,12 +126,12 @@ TEST_CASE("typed slice API: numpy spellings, multi_array buffers, scalar get") {
       for (auto j = blk.lo(1); j < blk.hi(1); ++j) v[i][j] = 100.0 * static_cast<double>(i) + static_cast<double>(j);
   }
   a.sync();
-  auto val = [](garray::index i, garray::index j) { return 100.0 * static_cast<double>(i) + static_cast<double>(j); };
+  auto val = [](garray::Index i, garray::Index j) { return 100.0 * static_cast<double>(i) + static_cast<double>(j); };
   CHECK(a.get(idx[3][4]) == val(3, 4));
   CHECK(a.get(idx[-1][-1]) == val(6, 8));
   auto row = a.get(idx[2]);  // trailing dims whole: a[2] -> shape {9}
   REQUIRE(row.shape()[0] == 9);
-  for (garray::index j = 0; j < 9; ++j) CHECK(row[j] == val(2, j));
+  for (garray::Index j = 0; j < 9; ++j) CHECK(row[j] == val(2, j));
   auto rev = a.get(idx[range(_, _, -2)][range(1, -1)]);  // a[::-2, 1:-1] -> {4, 7}
   CHECK(rev.shape()[0] == 4);
   CHECK(rev.shape()[1] == 7);
@@ -166,10 +166,10 @@ TEST_CASE("typed slice API: numpy spellings, multi_array buffers, scalar get") {
 
 TEST_CASE("get_nb/put_nb/acc_nb complete at wait() and test()") {
   garray::Context ctx;
-  garray::GlobalArray<std::int64_t, 1> a(ctx, {static_cast<garray::index>(ctx.size()) * 50});
+  garray::GlobalArray<std::int64_t, 1> a(ctx, {static_cast<garray::Index>(ctx.size()) * 50});
   const auto n = a.size();
   std::vector<std::int64_t> v(static_cast<std::size_t>(n));
-  for (garray::index i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = i;
+  for (garray::Index i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = i;
   if (ctx.rank() == 0) {
     auto r1 = a.put_nb(idx[range(_, _, -1)], v);  // reversed: a[i] = n-1-i
     r1.wait();
@@ -181,7 +181,7 @@ TEST_CASE("get_nb/put_nb/acc_nb complete at wait() and test()") {
   while (!r2.test()) {
   }
   bool ok = true;
-  for (garray::index i = 0; i < n; ++i) ok = ok && got[static_cast<std::size_t>(i)] == n - 1 - i;
+  for (garray::Index i = 0; i < n; ++i) ok = ok && got[static_cast<std::size_t>(i)] == n - 1 - i;
   CHECK(ok);
   a.sync();
   {
@@ -190,7 +190,7 @@ TEST_CASE("get_nb/put_nb/acc_nb complete at wait() and test()") {
   a.sync();
   a.get(idx[all], got);
   ok = true;
-  for (garray::index i = 0; i < n; ++i) ok = ok && got[static_cast<std::size_t>(i)] == n - 1 - i + 2 * i * ctx.size();
+  for (garray::Index i = 0; i < n; ++i) ok = ok && got[static_cast<std::size_t>(i)] == n - 1 - i + 2 * i * ctx.size();
   CHECK(ok);
 }
 

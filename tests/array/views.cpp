@@ -12,10 +12,11 @@
 #include <complex>
 #include <set>
 
+using garray::Index;
+
 using garray::_;
 using garray::all;
 using garray::idx;
-using Index = garray::index;
 using garray::range;
 using garray::Shape;
 using garray::View;

@@ -23,7 +23,7 @@ using garray::idx;
 using garray::range;
 using D2 = garray::Distribution<2>;
 using A2 = garray::GlobalArray<double, 2>;
-using gidx = garray::index;
+using gidx = garray::Index;
 
 namespace {
 

@@ -43,8 +43,8 @@ TEST_CASE("user guide files: write, read into another distribution, restart") {
     CHECK(iotest::bitwise_equal(iotest::all_of(corner), std::vector<double>(m.data(), m.data() + m.num_elements())));
     CHECK(step == 250);
     CHECK(info.distribution == "slab");
-    CHECK(info.process_grid == std::vector<garray::index>{ctx.size(), 1});
-    CHECK(info.ghost == std::vector<garray::index>{1, 1});
+    CHECK(info.process_grid == std::vector<garray::Index>{ctx.size(), 1});
+    CHECK(info.ghost == std::vector<garray::Index>{1, 1});
     if (ctx.size() == 1 || ctx.size() >= 1) {
       // --- guide: recorded ---
       auto same = io::read_array<double, 2>(f, "u");  // the writer's blocks and ghosts

@@ -14,7 +14,7 @@ using garray::GlobalArray;
 
 namespace {
 
-using index = garray::index;  // not ::index of <strings.h>
+
 
 std::string stage() {
   const char* s = std::getenv("GARRAY_IO_STAGE");
@@ -27,7 +27,7 @@ std::string dir() {
 
 /// The formula interop.py uses: exactly representable in every type.
 template <class T>
-T formula(index lin) {
+T formula(Index lin) {
   if constexpr (std::is_floating_point_v<T>) return static_cast<T>(static_cast<double>(lin) * 0.5 - 3.0);
   else if constexpr (std::is_integral_v<T>) return static_cast<T>(lin * 3 - 7);
   else {
@@ -41,10 +41,10 @@ void fill_formula(GlobalArray<T, N>& a) {
   {
     auto blk = a.access();
     if (!blk.empty()) {
-      std::array<std::vector<index>, N> ids;
+      std::array<std::vector<Index>, N> ids;
       for (std::size_t d = 0; d < N; ++d)
-        for (index i = blk.lo(d); i < blk.hi(d); ++i) ids[d].push_back(i);
-      test::for_each_selected<N>(ids, [&](const Shape<N>& i, index) { blk.view()(i) = formula<T>(linear(a.shape(), i)); });
+        for (Index i = blk.lo(d); i < blk.hi(d); ++i) ids[d].push_back(i);
+      test::for_each_selected<N>(ids, [&](const Shape<N>& i, Index) { blk.view()(i) = formula<T>(linear(a.shape(), i)); });
     }
   }
   a.sync();
@@ -53,7 +53,7 @@ void fill_formula(GlobalArray<T, N>& a) {
 template <class T, std::size_t N>
 std::vector<T> expected(const Shape<N>& shape) {
   std::vector<T> v(static_cast<std::size_t>(garray::volume(shape)));
-  for (std::size_t k = 0; k < v.size(); ++k) v[k] = formula<T>(static_cast<index>(k));
+  for (std::size_t k = 0; k < v.size(); ++k) v[k] = formula<T>(static_cast<Index>(k));
   return v;
 }
 
@@ -61,7 +61,7 @@ std::vector<T> expected(const Shape<N>& shape) {
 template <std::size_t N>
 Shape<N> cross_shape() {
   Shape<N> s{};
-  for (std::size_t d = 0; d < N; ++d) s[d] = static_cast<index>(7 - d);
+  for (std::size_t d = 0; d < N; ++d) s[d] = static_cast<Index>(7 - d);
   return s;
 }
 
@@ -69,7 +69,7 @@ template <std::size_t N>
 std::vector<std::pair<std::string, Distribution<N>>> writer_distributions() {
   using D = Distribution<N>;
   std::vector<std::pair<std::string, D>> v{{"blocked", D::blocked()}, {"slab", D::slab(N - 1)}};
-  std::array<std::vector<index>, N> starts;
+  std::array<std::vector<Index>, N> starts;
   for (std::size_t d = 0; d < N; ++d) starts[d] = {0};
   starts[0] = {0, 1, 1};  // an empty block
   v.emplace_back("irregular", D::irregular(starts));

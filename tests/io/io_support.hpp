@@ -13,7 +13,7 @@
 
 namespace iotest {
 
-using garray::index;
+using garray::Index;
 using garray::Shape;
 namespace io = garray::io;
 
@@ -49,8 +49,8 @@ T bits_value(std::uint64_t lin, std::uint64_t salt = 0) {
 }
 
 template <std::size_t N>
-index linear(const Shape<N>& shape, const Shape<N>& i) {
-  index lin = 0;
+Index linear(const Shape<N>& shape, const Shape<N>& i) {
+  Index lin = 0;
   for (std::size_t d = 0; d < N; ++d) lin = lin * shape[d] + i[d];
   return lin;
 }
@@ -61,10 +61,10 @@ void fill_bits(garray::GlobalArray<T, N>& a, std::uint64_t salt = 0) {
   {
     auto blk = a.access();
     if (!blk.empty()) {
-      std::array<std::vector<index>, N> ids;
+      std::array<std::vector<Index>, N> ids;
       for (std::size_t d = 0; d < N; ++d)
-        for (index i = blk.lo(d); i < blk.hi(d); ++i) ids[d].push_back(i);
-      test::for_each_selected<N>(ids, [&](const Shape<N>& i, index) {
+        for (Index i = blk.lo(d); i < blk.hi(d); ++i) ids[d].push_back(i);
+      test::for_each_selected<N>(ids, [&](const Shape<N>& i, Index) {
         blk.view()(i) = bits_value<T>(static_cast<std::uint64_t>(linear(a.shape(), i)), salt);
       });
     }

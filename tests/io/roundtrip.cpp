@@ -47,7 +47,7 @@ void roundtrip(const garray::Context& ctx, test::Rng& g, io::File& f, int& count
     const auto want = all_of(a);
 
     // into another distribution
-    const auto& dist2 = dists[static_cast<std::size_t>(test::uniform(g, 0, static_cast<garray::index>(dists.size()) - 1))];
+    const auto& dist2 = dists[static_cast<std::size_t>(test::uniform(g, 0, static_cast<garray::Index>(dists.size()) - 1))];
     GlobalArray<T, N> b(ctx, shape, dist2, random_ghost<N>(g));
     io::read(f, name, b);
     CHECK(bitwise_equal(all_of(b), want));
@@ -84,7 +84,7 @@ void roundtrip(const garray::Context& ctx, test::Rng& g, io::File& f, int& count
 
     // a view that drops a dimension (an N-1-d dataset)
     if constexpr (N >= 2) {
-      const garray::index row = test::uniform(g, 0, shape[0] - 1);
+      const garray::Index row = test::uniform(g, 0, shape[0] - 1);
       auto r = a[garray::idx[row]];
       const std::string rname = std::string("r").append(std::to_string(counter++));
       io::write(f, rname, r);
@@ -152,7 +152,7 @@ TEST_CASE("io: empty blocks (more ranks than rows), replicated arrays, several a
     io::write(f, "z", z);
     GlobalArray<std::int32_t, 1> z2(ctx, {0});
     io::read(f, "z", z2);
-    CHECK(io::info(f, "z").shape == std::vector<garray::index>{0});
+    CHECK(io::info(f, "z").shape == std::vector<garray::Index>{0});
     // overwrite replaces a dataset
     GlobalArray<double, 2> a3(ctx, {2, 5});
     fill_bits(a3, 9);

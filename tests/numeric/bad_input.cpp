@@ -6,7 +6,7 @@
 using garray::idx;
 using garray::range;
 using ntest::A2;
-using gidx = garray::index;
+using gidx = garray::Index;
 
 namespace {
 using test::message_of;

@@ -8,7 +8,7 @@
 #include <cmath>
 #include <vector>
 
-using gidx = garray::index;
+using gidx = garray::Index;
 
 TEST_CASE("stencil through the engine: own block in place, only the halo fetched, bitwise serial") {
   garray::Context ctx;

@@ -7,7 +7,7 @@
 
 #include <memory>
 
-using gidx = garray::index;
+using gidx = garray::Index;
 using ntest::A2;
 using ntest::V2;
 

@@ -18,7 +18,7 @@
 using garray::idx;
 using garray::MatOp;
 using garray::range;
-using gidx = garray::index;
+using gidx = garray::Index;
 
 namespace {
 

@@ -20,7 +20,7 @@
 
 namespace nptest {
 
-using garray::index;
+using garray::Index;
 using c64 = std::complex<float>;
 using c128 = std::complex<double>;
 
@@ -74,7 +74,7 @@ struct Cases {
   std::string path;
   int rank = 0;
   Cases(const garray::Context& ctx, const std::string& tag) : rank(ctx.rank()) {
-    index pid = static_cast<index>(getpid());
+    Index pid = static_cast<Index>(getpid());
     MPI_Bcast(&pid, 1, MPI_INT64_T, 0, ctx.comm());
     path = "/tmp/garray_numpy_" + tag + "_" + std::to_string(pid) + "_" + std::to_string(ctx.size()) + ".jsonl";
     if (rank == 0) out.open(path);

@@ -8,7 +8,7 @@
 
 namespace {
 using namespace nptest;
-using garray::index;
+using garray::Index;
 template <class T, std::size_t N>
 void reductions_of(Cases& cs, const garray::Context& ctx, test::Rng& rng) {
   const auto sh = test::random_shape<N>(rng, 7);
@@ -28,7 +28,7 @@ void reductions_of(Cases& cs, const garray::Context& ctx, test::Rng& rng) {
   }
   using Mn = decltype(garray::mean(x));
   cs.add("\"op\": \"mean\", " + xs + ", \"got\": " + js(garray::mean(x)) + ", \"got_dtype\": \"" + dtype_name<Mn>() + "\"");
-  for (index ddof = 0; ddof < 2; ++ddof) {
+  for (Index ddof = 0; ddof < 2; ++ddof) {
     using Vr = decltype(garray::var(x, ddof));
     if (garray::volume(sh) <= ddof) continue;
     cs.add("\"op\": \"var\", \"args\": {\"ddof\": " + std::to_string(ddof) + "}, " + xs + ", \"got\": " +
@@ -113,14 +113,14 @@ void ranges_of(Cases& cs, const garray::Context& ctx, test::Rng& rng) {
            ", \"stop\": 8, \"step\": 1}, \"got\": " + dump(garray::arange<T>(ctx, -4.0 / 3, 8.0, 1.0)));
   }
   for (int k = 0; k < 3; ++k) {
-    const index start = test::uniform(rng, -20, 20), stop = test::uniform(rng, -20, 40);
-    index step = test::uniform(rng, -4, 4);
+    const Index start = test::uniform(rng, -20, 20), stop = test::uniform(rng, -20, 40);
+    Index step = test::uniform(rng, -4, 4);
     if (step == 0) step = 3;
     cs.add("\"op\": \"arange\", \"exact\": true, \"args\": {" + dt + ", \"start\": " + std::to_string(start) +
            ", \"stop\": " + std::to_string(stop) + ", \"step\": " + std::to_string(step) +
            "}, \"got\": " + dump(garray::arange<T>(ctx, start, stop, step)));
     const double fs = static_cast<double>(start) / 3, fe = static_cast<double>(stop) / 7;
-    const index num = test::uniform(rng, 0, 30);
+    const Index num = test::uniform(rng, 0, 30);
     const bool ep = test::uniform(rng, 0, 1) == 1;
     cs.add("\"op\": \"linspace\", \"exact\": true, \"args\": {" + dt + ", \"start\": " + js(fs) + ", \"stop\": " + js(fe) +
            ", \"num\": " + std::to_string(num) + ", \"endpoint\": " + (ep ? "true" : "false") +
@@ -131,7 +131,7 @@ void ranges_of(Cases& cs, const garray::Context& ctx, test::Rng& rng) {
              js(static_cast<double>(stop)) + ", \"step\": " + js(fstep) +
              "}, \"got\": " + dump(garray::arange<T>(ctx, fs, static_cast<double>(stop), fstep)));
     }
-    const index n = test::uniform(rng, 1, 8), m = test::uniform(rng, 1, 8), kk = test::uniform(rng, -3, 3);
+    const Index n = test::uniform(rng, 1, 8), m = test::uniform(rng, 1, 8), kk = test::uniform(rng, -3, 3);
     cs.add("\"op\": \"eye\", \"args\": {" + dt + ", \"n\": " + std::to_string(n) + ", \"m\": " + std::to_string(m) +
            ", \"k\": " + std::to_string(kk) + "}, \"got\": " + dump(garray::eye<T>(ctx, n, m, kk)));
   }

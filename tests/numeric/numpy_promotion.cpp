@@ -6,7 +6,7 @@
 
 namespace {
 using namespace nptest;
-using garray::index;
+using garray::Index;
 
 template <class T, class U>
 void pair_cases(Cases& cs, const garray::Context& ctx, test::Rng& rng, bool all_ops) {

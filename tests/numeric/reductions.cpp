@@ -7,7 +7,7 @@
 #include <cmath>
 #include <limits>
 
-using gidx = garray::index;
+using gidx = garray::Index;
 
 TEST_CASE("full reductions equal the serial result and are identical on every rank") {
   garray::Context ctx;

@@ -8,7 +8,7 @@
 
 namespace ntest {
 
-using garray::index;
+using garray::Index;
 using A2 = garray::GlobalArray<double, 2>;
 using V2 = garray::View<double, 2, 2>;
 
@@ -19,10 +19,10 @@ void load(garray::GlobalArray<T, N>& a, test::Reference<T, N>& ref) {
     auto blk = a.access();
     const auto& b = blk.box();
     if (!b.empty()) {
-      std::array<std::vector<index>, N> ids;
+      std::array<std::vector<Index>, N> ids;
       for (std::size_t d = 0; d < N; ++d)
-        for (index i = b.lo[d]; i < b.hi[d]; ++i) ids[d].push_back(i);
-      test::for_each_selected<N>(ids, [&](const garray::Shape<N>& i, index) { blk.view()(i) = ref.at(i); });
+        for (Index i = b.lo[d]; i < b.hi[d]; ++i) ids[d].push_back(i);
+      test::for_each_selected<N>(ids, [&](const garray::Shape<N>& i, Index) { blk.view()(i) = ref.at(i); });
     }
   }
   a.sync();
@@ -30,7 +30,7 @@ void load(garray::GlobalArray<T, N>& a, test::Reference<T, N>& ref) {
 
 /// Random small integer values (exact in double) in [lo, hi].
 template <class T, std::size_t N>
-void randomize(test::Rng& g, test::Reference<T, N>& ref, index lo, index hi) {
+void randomize(test::Rng& g, test::Reference<T, N>& ref, Index lo, Index hi) {
   for (std::size_t k = 0; k < ref.a.num_elements(); ++k) ref.a.data()[k] = static_cast<T>(test::uniform(g, lo, hi));
 }
 
@@ -39,16 +39,16 @@ void randomize(test::Rng& g, test::Reference<T, N>& ref, index lo, index hi) {
 inline garray::Section<2> random_section(test::Rng& g, const garray::Shape<2>& base, const garray::Shape<2>& s) {
   garray::Section<2> sec;
   for (std::size_t d = 0; d < 2; ++d) {
-    index step = 1;
+    Index step = 1;
     for (int tries = 0; tries < 4; ++tries) {
-      const index cand = test::uniform(g, 1, 3) * (test::uniform(g, 0, 1) ? 1 : -1);
+      const Index cand = test::uniform(g, 1, 3) * (test::uniform(g, 0, 1) ? 1 : -1);
       if ((s[d] - 1) * (cand < 0 ? -cand : cand) < base[d]) {
         step = cand;
         break;
       }
     }
-    const index span = (s[d] - 1) * (step < 0 ? -step : step);
-    const index lo = test::uniform(g, 0, base[d] - 1 - span);
+    const Index span = (s[d] - 1) * (step < 0 ? -step : step);
+    const Index lo = test::uniform(g, 0, base[d] - 1 - span);
     sec.start[d] = step > 0 ? lo : lo + span;
     sec.step[d] = step;
     sec.count[d] = s[d];
@@ -57,7 +57,7 @@ inline garray::Section<2> random_section(test::Rng& g, const garray::Shape<2>& b
 }
 
 /// Base index of view position (i, j) of a 2-d section.
-inline garray::Shape<2> at(const garray::Section<2>& s, index i, index j) {
+inline garray::Shape<2> at(const garray::Section<2>& s, Index i, Index j) {
   return {s.start[0] + i * s.step[0], s.start[1] + j * s.step[1]};
 }
 

@@ -22,7 +22,7 @@
 
 namespace test {
 
-using garray::index;
+using garray::Index;
 
 /// A seed chosen by rank 0 (GARRAY_TEST_SEED overrides) and broadcast to every rank.
 inline std::uint64_t shared_seed(MPI_Comm comm = MPI_COMM_WORLD) {
@@ -65,13 +65,13 @@ inline bool contains(const std::string& s, const std::string& part) { return s.f
 
 using Rng = std::mt19937_64;
 
-inline index uniform(Rng& g, index lo, index hi) {  // inclusive
-  return std::uniform_int_distribution<index>(lo, hi)(g);
+inline Index uniform(Rng& g, Index lo, Index hi) {  // inclusive
+  return std::uniform_int_distribution<Index>(lo, hi)(g);
 }
 
 /// Random shape with extents in [1, max_extent]; sometimes tiny (smaller than the rank count).
 template <std::size_t N>
-garray::Shape<N> random_shape(Rng& g, index max_extent) {
+garray::Shape<N> random_shape(Rng& g, Index max_extent) {
   garray::Shape<N> s{};
   for (auto& e : s) e = uniform(g, 1, max_extent);
   return s;
@@ -95,7 +95,7 @@ garray::Distribution<N> random_distribution(Rng& g, const garray::Shape<N>& shap
       return garray::Distribution<N>::grid(p);
     }
     default: {  // irregular: random sorted cut points, repeats allowed (empty blocks)
-      std::array<std::vector<index>, N> starts;
+      std::array<std::vector<Index>, N> starts;
       int left = nranks;
       for (std::size_t d = 0; d < N; ++d) {
         const int nb = static_cast<int>(uniform(g, 1, std::max(1, left)));
@@ -111,7 +111,7 @@ garray::Distribution<N> random_distribution(Rng& g, const garray::Shape<N>& shap
 
 /// A value of type T from a small integer, exact under addition for every T.
 template <class T>
-T make_value(index v) {
+T make_value(Index v) {
   if constexpr (std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>)
     return T(static_cast<typename T::value_type>(v), static_cast<typename T::value_type>(-v / 2));
   else
@@ -124,19 +124,19 @@ T make_value(index v) {
 /// negative, out-of-range) bounds and a nonzero step in [-4, 4], or an in-range integer.
 struct RefItem {
   bool is_index = false;
-  index value = 0;
-  std::optional<index> start, stop;
-  index step = 1;
+  Index value = 0;
+  std::optional<Index> start, stop;
+  Index step = 1;
 };
 
-inline RefItem random_item(Rng& g, index len, bool allow_index) {
+inline RefItem random_item(Rng& g, Index len, bool allow_index) {
   RefItem it;
   if (allow_index && uniform(g, 0, 4) == 0) {
     it.is_index = true;
     it.value = uniform(g, -len, len - 1);
     return it;
   }
-  auto bound = [&]() -> std::optional<index> {
+  auto bound = [&]() -> std::optional<Index> {
     if (uniform(g, 0, 3) == 0) return std::nullopt;
     return uniform(g, -len - 2, len + 2);
   };
@@ -150,28 +150,28 @@ inline RefItem random_item(Rng& g, index len, bool allow_index) {
 
 /// The base indices numpy selects, by filtering every candidate 0..len-1 (independent of the
 /// library's closed-form normalisation).
-inline std::vector<index> ref_indices(const RefItem& it, index len) {
+inline std::vector<Index> ref_indices(const RefItem& it, Index len) {
   if (it.is_index) return {it.value < 0 ? it.value + len : it.value};
-  std::vector<index> out;
-  const index step = it.step;
+  std::vector<Index> out;
+  const Index step = it.step;
   // numpy: negative bounds count from the end once; then positions compare as integers.
-  auto resolve = [&](std::optional<index> b, bool is_start) -> std::optional<index> {
+  auto resolve = [&](std::optional<Index> b, bool is_start) -> std::optional<Index> {
     if (!b) return std::nullopt;
     (void)is_start;
     return *b < 0 ? *b + len : *b;
   };
   const auto s = resolve(it.start, true), e = resolve(it.stop, false);
   if (step > 0) {
-    const index first = s ? std::max<index>(*s, 0) : 0;
-    for (index i = 0; i < len; ++i) {
+    const Index first = s ? std::max<Index>(*s, 0) : 0;
+    for (Index i = 0; i < len; ++i) {
       if (i < first) continue;
       if (e && i >= *e) continue;
       if ((i - first) % step != 0) continue;
       out.push_back(i);
     }
   } else {
-    const index first = s ? std::min<index>(*s, len - 1) : len - 1;
-    for (index i = len - 1; i >= 0; --i) {
+    const Index first = s ? std::min<Index>(*s, len - 1) : len - 1;
+    for (Index i = len - 1; i >= 0; --i) {
       if (i > first) continue;
       if (e && i <= *e) continue;
       if ((first - i) % (-step) != 0) continue;
@@ -197,7 +197,7 @@ inline garray::SliceItem to_item(const RefItem& it) {
 template <std::size_t N>
 struct RandomSlice {
   garray::Slice<N, N> slice;  // runtime items; dropped dims are marked by is_index
-  std::array<std::vector<index>, N> ref;
+  std::array<std::vector<Index>, N> ref;
 };
 
 template <std::size_t N>
@@ -213,11 +213,11 @@ RandomSlice<N> random_slice(Rng& g, const garray::Shape<N>& shape, bool allow_in
 
 /// Visits every selected element in row-major selection order: f(base index, position).
 template <std::size_t N, class F>
-void for_each_selected(const std::array<std::vector<index>, N>& ref, F&& f) {
+void for_each_selected(const std::array<std::vector<Index>, N>& ref, F&& f) {
   for (const auto& v : ref)
     if (v.empty()) return;
   std::array<std::size_t, N> k{};
-  index pos = 0;
+  Index pos = 0;
   while (true) {
     garray::Shape<N> i{};
     for (std::size_t d = 0; d < N; ++d) i[d] = ref[d][k[d]];
@@ -233,9 +233,9 @@ void for_each_selected(const std::array<std::vector<index>, N>& ref, F&& f) {
 }
 
 template <std::size_t N>
-index selected_count(const std::array<std::vector<index>, N>& ref) {
-  index n = 1;
-  for (const auto& v : ref) n *= static_cast<index>(v.size());
+Index selected_count(const std::array<std::vector<Index>, N>& ref) {
+  Index n = 1;
+  for (const auto& v : ref) n *= static_cast<Index>(v.size());
   return n;
 }
 
@@ -256,10 +256,10 @@ bool equal_on_all_ranks(garray::GlobalArray<T, N>& ga, Reference<T, N>& ref) {
     auto blk = ga.access();
     const auto& b = blk.box();
     if (!b.empty()) {
-      std::array<std::vector<index>, N> ids;
+      std::array<std::vector<Index>, N> ids;
       for (std::size_t d = 0; d < N; ++d)
-        for (index i = b.lo[d]; i < b.hi[d]; ++i) ids[d].push_back(i);
-      for_each_selected<N>(ids, [&](const garray::Shape<N>& i, index) { ok = ok && blk.view()(i) == ref.at(i); });
+        for (Index i = b.lo[d]; i < b.hi[d]; ++i) ids[d].push_back(i);
+      for_each_selected<N>(ids, [&](const garray::Shape<N>& i, Index) { ok = ok && blk.view()(i) == ref.at(i); });
     }
   }
   std::vector<T> all(static_cast<std::size_t>(ga.size()));

@@ -18,15 +18,15 @@
 namespace garray {
 
 /// Signed 64-bit index used for every extent, index and stride.
-using index = std::int64_t;
+using Index = std::int64_t;
 
 template <std::size_t N>
-using Shape = std::array<index, N>;
+using Shape = std::array<Index, N>;
 
 /// Number of elements of a shape (1 for N == 0).
 template <std::size_t N>
-constexpr index volume(const Shape<N>& s) noexcept {
-  index v = 1;
+constexpr Index volume(const Shape<N>& s) noexcept {
+  Index v = 1;
   for (auto e : s) v *= e;
   return v;
 }
@@ -35,7 +35,7 @@ constexpr index volume(const Shape<N>& s) noexcept {
 template <std::size_t N>
 constexpr Shape<N> row_major_strides(const Shape<N>& s) noexcept {
   Shape<N> st{};
-  index acc = 1;
+  Index acc = 1;
   for (std::size_t d = N; d-- > 0;) {
     st[d] = acc;
     acc *= s[d];
@@ -54,13 +54,13 @@ struct Box {
       if (hi[d] <= lo[d]) return true;
     return false;
   }
-  constexpr index extent(std::size_t d) const noexcept { return std::max<index>(0, hi[d] - lo[d]); }
+  constexpr Index extent(std::size_t d) const noexcept { return std::max<Index>(0, hi[d] - lo[d]); }
   constexpr Shape<N> extents() const noexcept {
     Shape<N> e{};
     for (std::size_t d = 0; d < N; ++d) e[d] = extent(d);
     return e;
   }
-  constexpr index volume() const noexcept { return garray::volume(extents()); }
+  constexpr Index volume() const noexcept { return garray::volume(extents()); }
   constexpr bool contains(const Shape<N>& i) const noexcept {
     for (std::size_t d = 0; d < N; ++d)
       if (i[d] < lo[d] || i[d] >= hi[d]) return false;

@@ -118,13 +118,13 @@ void copy(const View<T, N1, M>& dst, const View<T, N2, M>& src) {
     detail::fault_point("copy.fetch");
     if (!p) return;
     const Section<N2> ssub = detail::sub_section(src.section(), dst.box_of(me));
-    const index n = p->size();
+    const Index n = p->size();
     if (!overlap) {
       auto blk = da.access();
       // Straight into block memory: element k of the source piece goes to the block
       // position of view element k (src dims map to dst dims in kept order).
       Shape<N2> out_str{};
-      std::array<index, M == 0 ? 1 : M> kept_str{};
+      std::array<Index, M == 0 ? 1 : M> kept_str{};
       for (std::size_t d = 0, j = 0; d < N1; ++d)
         if (!dst.section().dropped[d]) kept_str[j++] = p->block_str[d];
       for (std::size_t d = 0, j = 0; d < N2; ++d)
@@ -134,7 +134,7 @@ void copy(const View<T, N1, M>& dst, const View<T, N2, M>& src) {
       wr = detail::collapse(p->count, p->block_str, row_major_strides(p->count));
       tmp.reset(new T[static_cast<std::size_t>(n)]);
       auto& peak = da.context().stats().temp_bytes_peak;
-      peak = std::max<std::int64_t>(peak, n * static_cast<index>(sizeof(T)));
+      peak = std::max<std::int64_t>(peak, n * static_cast<Index>(sizeof(T)));
       sa.get_section(ssub, std::span<T>(tmp.get(), static_cast<std::size_t>(n)));
     }
   });  // the agreement doubles as the barrier: with overlap, write only after every rank read

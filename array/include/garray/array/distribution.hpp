@@ -54,7 +54,7 @@ class Distribution {
   }
   /// Irregular blocks: per dimension the start of every block (GA's `map`), first 0,
   /// non-decreasing; the grid has starts[d].size() blocks along d.
-  static Distribution irregular(std::array<std::vector<index>, N> starts) {
+  static Distribution irregular(std::array<std::vector<Index>, N> starts) {
     Distribution d(Kind::irregular);
     for (std::size_t k = 0; k < N; ++k) {
       d.procs_[k] = static_cast<int>(starts[k].size());
@@ -77,7 +77,7 @@ class Distribution {
     Distribution r = *this;
     r.shape_ = shape;
     r.nranks_ = nranks;
-    index elements = 1;
+    Index elements = 1;
     for (std::size_t d = 0; d < N; ++d) {
       if (shape[d] < 0) detail::raise<InvalidArgument>(what, ": negative extent ", shape[d], " in dim ", d);
       if (__builtin_mul_overflow(elements, shape[d], &elements))
@@ -130,7 +130,7 @@ class Distribution {
   /// Ranks that own a (possibly empty) block of the grid; ranks >= nblocks() own nothing.
   int nblocks() const noexcept { return nblocks_; }
   /// Block boundaries along d: procs()[d] + 1 values from 0 to shape()[d].
-  const std::vector<index>& bounds(std::size_t d) const noexcept { return bounds_[d]; }
+  const std::vector<Index>& bounds(std::size_t d) const noexcept { return bounds_[d]; }
 
   /// Grid coordinates of `rank` (rank < nblocks()).
   std::array<int, N> coords(int rank) const noexcept {
@@ -160,7 +160,7 @@ class Distribution {
     return b;
   }
   /// Grid coordinate along d of the block holding index i (0 <= i < shape[d]).
-  GARRAY_DETAIL_INLINE int coord_of(std::size_t d, index i) const noexcept {
+  GARRAY_DETAIL_INLINE int coord_of(std::size_t d, Index i) const noexcept {
     const auto& b = bounds_[d];
     // Last block whose start is <= i: skips empty blocks that start at the same index.
     return static_cast<int>(std::upper_bound(b.begin(), b.end() - 1, i) - b.begin()) - 1;
@@ -223,10 +223,10 @@ class Distribution {
   }
 
   /// Balanced split of n into p blocks: the first n % p blocks get one more element.
-  static std::vector<index> balanced_bounds(index n, int p) {
-    std::vector<index> b(static_cast<std::size_t>(p) + 1);
-    const index q = n / p, rem = n % p;
-    for (int i = 0; i <= p; ++i) b[static_cast<std::size_t>(i)] = i * q + std::min<index>(i, rem);
+  static std::vector<Index> balanced_bounds(Index n, int p) {
+    std::vector<Index> b(static_cast<std::size_t>(p) + 1);
+    const Index q = n / p, rem = n % p;
+    for (int i = 0; i <= p; ++i) b[static_cast<std::size_t>(i)] = i * q + std::min<Index>(i, rem);
     return b;
   }
 
@@ -273,7 +273,7 @@ class Distribution {
 
  private:
   explicit Distribution(Kind k) : kind_(k) { procs_.fill(1); }
-  static index detail_ceil(index n, int p) { return (n + p - 1) / p; }
+  static Index detail_ceil(Index n, int p) { return (n + p - 1) / p; }
   static std::array<int, N> grid_strides(const std::array<int, N>& p) {
     std::array<int, N> s{};
     int acc = 1;
@@ -292,7 +292,7 @@ class Distribution {
   int nblocks_ = 0;
   std::array<int, N> procs_{};
   std::array<int, N> grid_strides_{};
-  std::array<std::vector<index>, N> bounds_{};
+  std::array<std::vector<Index>, N> bounds_{};
 };
 
 }  // namespace garray

@@ -280,7 +280,7 @@ class GlobalArray {
 
   // ---- layout queries: Local --------------------------------------------------------
   const shape_type& shape() const noexcept { return dist_.shape(); }
-  index size() const noexcept { return volume(shape()); }
+  Index size() const noexcept { return volume(shape()); }
   const Distribution<N>& distribution() const noexcept { return dist_; }
   const Context& context() const noexcept { return ctx_; }
   /// This rank's block (may be empty).
@@ -300,7 +300,7 @@ class GlobalArray {
     return rank == ctx_.rank() ? my_layout_ : detail::block_layout(dist_.block(rank), ghost_);
   }
   /// The element offset of global index `i` in `rank`'s window memory.
-  index offset_in_block(int rank, const shape_type& i) const noexcept { return layout_of(rank).offset(i); }
+  Index offset_in_block(int rank, const shape_type& i) const noexcept { return layout_of(rank).offset(i); }
 
   /// Local. RAII access to this rank's block, indexed with global coordinates. With ghost
   /// cells the view spans [lo - ghost, hi + ghost) (box() is still the owned block).
@@ -475,7 +475,7 @@ class GlobalArray {
     // increment through the same atomicity domain, so copies agree after sync().
     const bool rep = dist_.is_replicated();
     const int r = rep ? 0 : dist_.owner(g);
-    const index off = offset_in_block(r, g);
+    const Index off = offset_in_block(r, g);
     auto& oc = ctx_.stats()[Op::read_inc];
     ++oc.calls;
     count_piece(oc, r, sizeof(T));
@@ -592,16 +592,16 @@ class GlobalArray {
   /// Bytes of a block of `box` padded by `ghost`, overflow-checked (InvalidArgument).
   static std::size_t checked_block_bytes(const Box<N>& box, const shape_type& ghost) {
     if (box.empty()) return 0;
-    index elems = 1;
+    Index elems = 1;
     for (std::size_t d = 0; d < N; ++d) {
-      index g2 = 0, ext = 0;
-      if (__builtin_mul_overflow(ghost[d], index{2}, &g2) || __builtin_add_overflow(box.extent(d), g2, &ext) ||
+      Index g2 = 0, ext = 0;
+      if (__builtin_mul_overflow(ghost[d], Index{2}, &g2) || __builtin_add_overflow(box.extent(d), g2, &ext) ||
           __builtin_mul_overflow(elems, ext, &elems))
         detail::raise<InvalidArgument>(name(detail::Call::create), ": a block of extents ", detail::seq(box.extents()),
                                        " with ghost width ", detail::seq(ghost), " has more elements than int64 holds");
     }
-    index b = 0;
-    if (__builtin_mul_overflow(elems, static_cast<index>(sizeof(T)), &b) ||
+    Index b = 0;
+    if (__builtin_mul_overflow(elems, static_cast<Index>(sizeof(T)), &b) ||
         static_cast<std::uint64_t>(b) > static_cast<std::uint64_t>(std::numeric_limits<MPI_Aint>::max() / 2))
       detail::raise<InvalidArgument>(name(detail::Call::create), ": a block of ", elems, " elements of ", sizeof(T),
                                      " bytes does not fit a window");
@@ -614,7 +614,7 @@ class GlobalArray {
     Box<N> widest_box{};
     for (std::size_t k = 0; k < N; ++k) {
       const auto& b = d.bounds(k);
-      index widest = 0;
+      Index widest = 0;
       for (std::size_t i = 0; i + 1 < b.size(); ++i) widest = std::max(widest, b[i + 1] - b[i]);
       if (widest == 0) return 0;  // every block is empty (and has no ghosts)
       widest_box.hi[k] = widest;
@@ -637,7 +637,7 @@ class GlobalArray {
   }
 
   void check_size(const Section<N>& sec, std::size_t n, detail::Call c) const {
-    if (static_cast<index>(n) != sec.size())
+    if (static_cast<Index>(n) != sec.size())
       detail::raise<SizeMismatch>(name(c), ": buffer has ", n, " elements but the selection ", sec,
                                   " has ", sec.size());
   }
@@ -646,10 +646,10 @@ class GlobalArray {
                    detail::Call c) const {
     const auto want = sec.template kept_shape<R>();
     bool ok = sec.rank() == R && order == boost::c_storage_order();
-    for (std::size_t d = 0; d < R; ++d) ok = ok && static_cast<index>(shp[d]) == want[d];
+    for (std::size_t d = 0; d < R; ++d) ok = ok && static_cast<Index>(shp[d]) == want[d];
     if (!ok) {
       Shape<R> got{};
-      for (std::size_t d = 0; d < R; ++d) got[d] = static_cast<index>(shp[d]);
+      for (std::size_t d = 0; d < R; ++d) got[d] = static_cast<Index>(shp[d]);
       detail::raise<SizeMismatch>(name(c), ": buffer of shape ", detail::seq(got),
                                   " (row-major required) for a selection of shape ", detail::seq(want));
     }
@@ -746,7 +746,7 @@ class GlobalArray {
           detail::for_each_piece(dist_, sec, ghost_, [&](const detail::Piece<N>& piece) {
             detail::Piece<N> p = piece;
             if (buf_strides) {  // re-base the buffer side: k0[d] = (buf_off / dense[d]) % count[d]
-              index off = 0;
+              Index off = 0;
               for (std::size_t d = 0; d < N; ++d) {
                 off += (p.buf_off / dense[d]) % sec.count[d] * (*buf_strides)[d];
                 p.buf_str[d] = (*buf_strides)[d];
@@ -782,7 +782,7 @@ class GlobalArray {
     Box<N> bb;
     for (std::size_t d = 0; d < N; ++d) {
       if (sec.count[d] == 0) return false;
-      const index last = sec.start[d] + (sec.count[d] - 1) * sec.step[d];
+      const Index last = sec.start[d] + (sec.count[d] - 1) * sec.step[d];
       bb.lo[d] = std::min(sec.start[d], last);
       bb.hi[d] = std::max(sec.start[d], last) + 1;
     }
@@ -854,11 +854,11 @@ class GlobalArray {
     const int me = ctx_.rank(), p = ctx_.size();
     // Validate everything first: a call that throws moves nothing.
     std::vector<int> owner(n);
-    std::vector<index> off(n);
+    std::vector<Index> off(n);
     for (std::size_t j = 0; j < n; ++j) {
       shape_type g{};
       for (std::size_t d = 0; d < N; ++d) {
-        const index v = indices[j][d] < 0 ? indices[j][d] + shape()[d] : indices[j][d];
+        const Index v = indices[j][d] < 0 ? indices[j][d] + shape()[d] : indices[j][d];
         if (v < 0 || v >= shape()[d])
           detail::raise<BoundsError>(name(C), ": index list entry ", j, " ", detail::seq(indices[j]),
                                      " out of range for shape ", detail::seq(shape()), " (dim ", d, ")");

@@ -40,7 +40,7 @@ namespace garray {
 namespace detail {
 
 /// floor(a / b) for b > 0.
-inline index floor_div_pos(index a, index b) noexcept { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+inline Index floor_div_pos(Index a, Index b) noexcept { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
 /// Calls f(src_box, dst_lo) for every piece of the ghost frame of `box` (width `ghost`) in an
 /// array of `shape`: the frame cells whose (unwrapped) global index starts at dst_lo hold the
@@ -51,25 +51,25 @@ void for_each_ghost_piece(const Box<N>& box, const Shape<N>& ghost, const Shape<
                           const std::array<bool, N>& periodic, F&& f) {
   if (box.empty()) return;
   struct Seg {
-    index dst, src, len;
+    Index dst, src, len;
   };
   // Per dimension and side (0 low ghost, 1 interior, 2 high ghost): the wrapped segments.
   std::array<std::array<std::vector<Seg>, 3>, N> segs;
   for (std::size_t d = 0; d < N; ++d) {
-    const index n = shape[d], g = ghost[d], lo = box.lo[d], hi = box.hi[d];
+    const Index n = shape[d], g = ghost[d], lo = box.lo[d], hi = box.hi[d];
     segs[d][1].push_back({lo, lo, hi - lo});
     if (g == 0) continue;
-    const index xs[2][2] = {{lo - g, lo}, {hi, hi + g}};
+    const Index xs[2][2] = {{lo - g, lo}, {hi, hi + g}};
     for (int side = 0; side < 2; ++side) {
-      const index x = xs[side][0], y = xs[side][1];
+      const Index x = xs[side][0], y = xs[side][1];
       auto& out = segs[d][side == 0 ? 0 : 2];
       if (!periodic[d]) {
-        const index a = std::max<index>(x, 0), b = std::min<index>(y, n);
+        const Index a = std::max<Index>(x, 0), b = std::min<Index>(y, n);
         if (a < b) out.push_back({a, a, b - a});
         continue;
       }
-      for (index k = floor_div_pos(x, n); k <= floor_div_pos(y - 1, n); ++k) {
-        const index a = std::max(x, k * n), b = std::min(y, (k + 1) * n);
+      for (Index k = floor_div_pos(x, n); k <= floor_div_pos(y - 1, n); ++k) {
+        const Index a = std::max(x, k * n), b = std::min(y, (k + 1) * n);
         if (a < b) out.push_back({a, a - k * n, b - a});
       }
     }

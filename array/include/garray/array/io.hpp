@@ -80,7 +80,7 @@ enum class Transfer { collective, independent };
 
 struct WriteOptions {
   /// Chunk extents (one per dataset dimension); empty: contiguous storage.
-  std::vector<index> chunk;
+  std::vector<Index> chunk;
   Transfer transfer = Transfer::collective;
   /// Replace an existing dataset of that name (otherwise writing over one is an error).
   bool overwrite = false;
@@ -365,17 +365,17 @@ struct Plan {
   std::vector<hsize_t> fstart, fstride, fcount;  // file dims
   bool direct = true;                            // memory hyperslab over the padded block
   std::array<hsize_t, N> mdims{}, mstart{}, mstride{}, mcount{};
-  index n = 0;      // elements
-  index boff = 0;   // temp path: first element's offset in block memory ...
+  Index n = 0;      // elements
+  Index boff = 0;   // temp path: first element's offset in block memory ...
   Shape<N> bstr{};  // ... its signed strides, and
   Shape<N> cnt{};   // ... counts (in file order)
 };
 
 /// The file-side selection: per dataset dimension start, step (signed), count, dropped.
 struct FileSel {
-  std::vector<index> start, step, count;
+  std::vector<Index> start, step, count;
   std::vector<bool> dropped;
-  static FileSel full(const std::vector<index>& dims) {
+  static FileSel full(const std::vector<Index>& dims) {
     FileSel f;
     for (auto d : dims) {
       f.start.push_back(0);
@@ -403,7 +403,7 @@ Plan<N> make_plan(const Box<N>& blk, const Shape<N>& ghost, const Section<N>& se
   p.fcount.assign(D, 0);
   if (blk.empty() || sec.size() == 0) return p;
   const gd::BlockLayout<N> lay = gd::block_layout(blk, ghost);
-  std::array<index, N> k0{}, k1{};
+  std::array<Index, N> k0{}, k1{};
   for (std::size_t d = 0; d < N; ++d) {
     const auto r = gd::k_range(sec.start[d], sec.step[d], sec.count[d], blk.lo[d], blk.hi[d]);
     if (r[1] <= r[0]) return p;
@@ -425,7 +425,7 @@ Plan<N> make_plan(const Box<N>& blk, const Shape<N>& ghost, const Section<N>& se
   }
   for (std::size_t j = 0; j < adims.size(); ++j) {
     const std::size_t d = adims[j], f = fdims[j];
-    const index a = k0[d], b = k1[d], st = fs.step[f];
+    const Index a = k0[d], b = k1[d], st = fs.step[f];
     if (st > 0) {
       p.fstart[f] = static_cast<hsize_t>(fs.start[f] + a * st);
       p.fstride[f] = static_cast<hsize_t>(st);
@@ -439,7 +439,7 @@ Plan<N> make_plan(const Box<N>& blk, const Shape<N>& ghost, const Section<N>& se
   // Memory side, in the file's (ascending) order.
   Shape<N> first{}, mstep{};
   for (std::size_t d = 0; d < N; ++d) {
-    const index k = rev[d] ? k1[d] - 1 : k0[d];
+    const Index k = rev[d] ? k1[d] - 1 : k0[d];
     first[d] = sec.start[d] + k * sec.step[d];
     mstep[d] = rev[d] ? -sec.step[d] : sec.step[d];
     p.cnt[d] = k1[d] - k0[d];
@@ -451,7 +451,7 @@ Plan<N> make_plan(const Box<N>& blk, const Shape<N>& ghost, const Section<N>& se
   p.boff = lay.offset(first);
   for (std::size_t d = 0; d < N; ++d) {
     p.bstr[d] = mstep[d] * lay.strides[d];
-    const index g = ghost[d];
+    const Index g = ghost[d];
     p.mdims[d] = static_cast<hsize_t>(blk.extent(d) + 2 * g);
     p.mstart[d] = static_cast<hsize_t>(first[d] - blk.lo[d] + g);
     p.mstride[d] = static_cast<hsize_t>(mstep[d] > 0 ? mstep[d] : 1);
@@ -489,7 +489,7 @@ Shape<N> dense_strides(const Plan<N>& p) {
   return row_major_strides(p.cnt);
 }
 
-inline std::vector<hsize_t> to_hsize(const std::vector<index>& v) {
+inline std::vector<hsize_t> to_hsize(const std::vector<Index>& v) {
   return std::vector<hsize_t>(v.begin(), v.end());
 }
 
@@ -526,7 +526,7 @@ inline bool put_string_attr(hid_t obj, const char* key, const std::string& v) {
   return put_attr(obj, key, st.get(), buf.data(), -1);
 }
 
-inline bool put_index_attr(hid_t obj, const char* key, const std::vector<index>& v) {
+inline bool put_index_attr(hid_t obj, const char* key, const std::vector<Index>& v) {
   const std::int64_t dummy = 0;
   return put_attr(obj, key, H5T_NATIVE_INT64, v.empty() ? &dummy : v.data(), static_cast<long>(v.size()));
 }
@@ -563,7 +563,7 @@ inline std::optional<std::string> get_string_attr(hid_t obj, const char* key) {
 }
 
 /// Reads an integer vector attribute (any integer type, converted). nullopt if absent.
-inline std::optional<std::vector<index>> get_index_attr(hid_t obj, const char* key) {
+inline std::optional<std::vector<Index>> get_index_attr(hid_t obj, const char* key) {
   if (H5Aexists(obj, key) <= 0) {
     H5Eclear2(H5E_DEFAULT);
     return std::nullopt;
@@ -573,7 +573,7 @@ inline std::optional<std::vector<index>> get_index_attr(hid_t obj, const char* k
   Hid sp(H5Aget_space(at.get()), H5Sclose);
   if (H5Tget_class(ft.get()) != H5T_INTEGER) return std::nullopt;
   const hssize_t n = H5Sget_simple_extent_npoints(sp.get());
-  std::vector<index> v(static_cast<std::size_t>(std::max<hssize_t>(n, 0)));
+  std::vector<Index> v(static_cast<std::size_t>(std::max<hssize_t>(n, 0)));
   if (n > 0 && H5Aread(at.get(), H5T_NATIVE_INT64, v.data()) < 0) return std::nullopt;
   return v;
 }
@@ -882,7 +882,7 @@ template <std::size_t N>
 bool put_layout(hid_t dset, const Distribution<N>& dist, const Shape<N>& ghost) {
   const char* kinds[] = {"blocked", "slab", "grid", "irregular", "replicated"};
   bool ok = put_string_attr(dset, "garray_distribution", kinds[static_cast<int>(dist.kind())]);
-  std::vector<index> procs, starts, g;
+  std::vector<Index> procs, starts, g;
   for (std::size_t d = 0; d < N; ++d) {
     procs.push_back(dist.procs()[d]);
     const auto& b = dist.bounds(d);
@@ -900,7 +900,7 @@ template <Element T, std::size_t N>
 void write_section(const Group& loc, const std::string& name, GlobalArray<T, N>& a, const Section<N>& sec,
                    bool whole, const WriteOptions& o, const std::string& what) {
   const Context& ctx = a.context();
-  std::vector<index> dims;
+  std::vector<Index> dims;
   for (std::size_t d = 0; d < N; ++d)
     if (!sec.dropped[d]) dims.push_back(sec.count[d]);
   Sig sig(what);
@@ -959,7 +959,7 @@ void write_section(const Group& loc, const std::string& name, GlobalArray<T, N>&
 
   // The HDF5 calls every rank makes (metadata operations are collective in parallel HDF5).
   std::string err;
-  index total = 1;
+  Index total = 1;
   for (auto e : dims) total *= e;
   if (exists && H5Ldelete(loc.id(), name.c_str(), H5P_DEFAULT) < 0) err = "cannot remove the old dataset: " + hdf5_message();
   Hid dset;
@@ -1000,8 +1000,8 @@ void write_section(const Group& loc, const std::string& name, GlobalArray<T, N>&
 /// Opens dataset `name` and checks its type and shape against T and `want` (the file-side
 /// shape a read needs; empty to skip the shape check). Throws on this rank.
 template <Element T>
-Hid open_checked(const Group& loc, const std::string& name, const std::vector<index>* want, std::string_view what,
-                 std::vector<index>* shape_out = nullptr) {
+Hid open_checked(const Group& loc, const std::string& name, const std::vector<Index>* want, std::string_view what,
+                 std::vector<Index>* shape_out = nullptr) {
   const std::string ds = loc.dataset_where(name);
   if (!link_exists(loc.id(), name)) gd::raise<FileError>(what, ": ", ds, " does not exist");
   {
@@ -1019,7 +1019,7 @@ Hid open_checked(const Group& loc, const std::string& name, const std::vector<in
   const int nd = H5Sget_simple_extent_ndims(sp.get());
   std::vector<hsize_t> hd(static_cast<std::size_t>(std::max(nd, 0)));
   if (nd > 0) H5Sget_simple_extent_dims(sp.get(), hd.data(), nullptr);
-  std::vector<index> shape(hd.begin(), hd.end());
+  std::vector<Index> shape(hd.begin(), hd.end());
   if (want && shape != *want)
     gd::raise<SizeMismatch>(what, ": ", ds, " has shape ", gd::seq(shape), ", the ",
                             want->size() == shape.size() ? "destination" : "destination (rank differs)",
@@ -1032,10 +1032,10 @@ Hid open_checked(const Group& loc, const std::string& name, const std::vector<in
 /// `fs_items` is null) into section `sec` of `a`.
 template <Element T, std::size_t N>
 void read_section(const Group& loc, const std::string& name, GlobalArray<T, N>& a, const Section<N>& sec,
-                  const std::optional<FileSel>& fsel, const std::vector<index>& file_shape_for_slice,
+                  const std::optional<FileSel>& fsel, const std::vector<Index>& file_shape_for_slice,
                   const ReadOptions& o, const std::string& what) {
   const Context& ctx = a.context();
-  std::vector<index> dims;
+  std::vector<Index> dims;
   for (std::size_t d = 0; d < N; ++d)
     if (!sec.dropped[d]) dims.push_back(sec.count[d]);
   Sig sig(what);
@@ -1051,7 +1051,7 @@ void read_section(const Group& loc, const std::string& name, GlobalArray<T, N>& 
 
   const FileSel fs = fsel ? *fsel : FileSel::full(dims);
   const Plan<N> plan = make_plan(a.local_box(), a.ghost(), sec, fs);
-  const std::vector<index> want = fsel ? file_shape_for_slice : dims;
+  const std::vector<Index> want = fsel ? file_shape_for_slice : dims;
   std::unique_ptr<T[]> tmp;
   Hid dset, mtype, dxpl;
   gd::run_concluded(loc.comm(), what, [&] {
@@ -1145,11 +1145,11 @@ void read(const Group& loc, const std::string& name, const Slice<K, MS>& file_sl
   static_assert(MS == M, "garray::io::read: the file selection keeps a different number of dimensions than the view");
   const std::string what = detail::call_name<T, N>("read");
   // The dataset's shape, to normalise the slice: a small collective query of its own.
-  std::vector<index> fshape;
+  std::vector<Index> fshape;
   loc.begin(what + " (shape query)", detail::Sig(what).add(name).h, "dataset '" + name + "'", [] {});
   fshape = detail::concluded(loc.comm(), what, [&] {
     detail::silence_hdf5();
-    std::vector<index> s;
+    std::vector<Index> s;
     detail::open_checked<T>(loc, name, nullptr, what, &s);
     if (s.size() != K)
       gd::raise<SizeMismatch>(what, ": ", loc.dataset_where(name), " has ", s.size(),
@@ -1160,7 +1160,7 @@ void read(const Group& loc, const std::string& name, const Slice<K, MS>& file_sl
   for (std::size_t d = 0; d < K; ++d) fs[d] = fshape[d];
   const Section<K> fsec = normalize(fs, file_slice, what);
   detail::FileSel sel;
-  std::vector<index> kept;
+  std::vector<Index> kept;
   for (std::size_t d = 0; d < K; ++d) {
     sel.start.push_back(fsec.start[d]);
     sel.step.push_back(fsec.step[d]);
@@ -1178,12 +1178,12 @@ void read(const Group& loc, const std::string& name, const Slice<K, MS>& file_sl
 /// What a dataset holds, as recorded (the shape always; the layout when garray wrote an
 /// array).
 struct DatasetInfo {
-  std::vector<index> shape;
+  std::vector<Index> shape;
   std::string type;                 ///< garray_type, or HDF5's description
   std::string distribution;         ///< "" when not recorded
-  std::vector<index> process_grid;  ///< empty when not recorded
-  std::vector<index> block_starts;  ///< concatenated per dimension
-  std::vector<index> ghost;
+  std::vector<Index> process_grid;  ///< empty when not recorded
+  std::vector<Index> block_starts;  ///< concatenated per dimension
+  std::vector<Index> ghost;
 };
 
 /// **Collective.** The shape, type and recorded layout of dataset `name`. Throws FileError if
@@ -1206,9 +1206,9 @@ inline DatasetInfo info(const Group& loc, const std::string& name) {
     detail::Hid ft(H5Dget_type(dset.get()), H5Tclose);
     r.type = detail::get_string_attr(dset.get(), "garray_type").value_or(detail::describe_type(ft.get()));
     r.distribution = detail::get_string_attr(dset.get(), "garray_distribution").value_or("");
-    r.process_grid = detail::get_index_attr(dset.get(), "garray_process_grid").value_or(std::vector<index>{});
-    r.block_starts = detail::get_index_attr(dset.get(), "garray_block_starts").value_or(std::vector<index>{});
-    r.ghost = detail::get_index_attr(dset.get(), "garray_ghost").value_or(std::vector<index>{});
+    r.process_grid = detail::get_index_attr(dset.get(), "garray_process_grid").value_or(std::vector<Index>{});
+    r.block_starts = detail::get_index_attr(dset.get(), "garray_block_starts").value_or(std::vector<Index>{});
+    r.ghost = detail::get_index_attr(dset.get(), "garray_ghost").value_or(std::vector<Index>{});
     return r;
   });
 }
@@ -1233,7 +1233,7 @@ Distribution<N> recorded_distribution(const DatasetInfo& inf, std::string_view w
   if (inf.block_starts.size() != total)
     gd::raise<InvalidArgument>(what, ": recorded block starts ", gd::seq(inf.block_starts), " do not match the grid ",
                                gd::seq(procs));
-  std::array<std::vector<index>, N> starts;
+  std::array<std::vector<Index>, N> starts;
   std::size_t k = 0;
   for (std::size_t d = 0; d < N; ++d)
     for (int b = 0; b < procs[d]; ++b) starts[d].push_back(inf.block_starts[k++]);

@@ -44,11 +44,11 @@ class LocalBlock {
   view_type& view() noexcept { return view_; }
   const view_type& view() const noexcept { return view_; }
   const Box<N>& box() const noexcept { return box_; }
-  index lo(std::size_t d) const noexcept { return box_.lo[d]; }
-  index hi(std::size_t d) const noexcept { return box_.hi[d]; }
+  Index lo(std::size_t d) const noexcept { return box_.lo[d]; }
+  Index hi(std::size_t d) const noexcept { return box_.hi[d]; }
   bool empty() const noexcept { return box_.empty(); }
-  index ghost(std::size_t d) const noexcept { return ghost_[d]; }
-  index size() const noexcept { return box_.volume(); }
+  Index ghost(std::size_t d) const noexcept { return ghost_[d]; }
+  Index size() const noexcept { return box_.volume(); }
   /// Row-major pointer to the first element of the block's memory (ghosts included; may be
   /// null for an empty block).
   T* data() const noexcept { return const_cast<T*>(view_.data()); }

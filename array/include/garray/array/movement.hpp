@@ -135,7 +135,7 @@ GlobalArray<T, N> make_overwritten(const Context& ctx, const Shape<N>& shape, co
 /// Fetches `src`'s elements `sec` into this rank's block memory of `dst` at the strides
 /// `dst_str` (already permuted as needed), starting at element `dst_off`. One-sided.
 template <Element T, std::size_t N>
-void fetch_into_block(const GlobalArray<T, N>& src, const Section<N>& sec, GlobalArray<T, N>& dst, index dst_off,
+void fetch_into_block(const GlobalArray<T, N>& src, const Section<N>& sec, GlobalArray<T, N>& dst, Index dst_off,
                       const Shape<N>& dst_str) {
   auto blk = dst.access();  // Win_sync around our local stores into the window
   if (sec.size() == 0) return;
@@ -166,10 +166,10 @@ GlobalArray<T, N> scatter_from(const Context& ctx, int root, const boost::const_
     detail::check_root(root, ctx.size(), what);
     if (ctx.rank() != root) return;
     bool ok = data.storage_order() == boost::c_storage_order();
-    for (std::size_t d = 0; d < N; ++d) ok = ok && static_cast<index>(data.shape()[d]) == shape[d];
+    for (std::size_t d = 0; d < N; ++d) ok = ok && static_cast<Index>(data.shape()[d]) == shape[d];
     if (!ok) {
       Shape<N> got{};
-      for (std::size_t d = 0; d < N; ++d) got[d] = static_cast<index>(data.shape()[d]);
+      for (std::size_t d = 0; d < N; ++d) got[d] = static_cast<Index>(data.shape()[d]);
       detail::raise<SizeMismatch>(what, ": root's data has shape ", detail::seq(got),
                                   " (row-major required) but the array shape is ", detail::seq(shape));
     }
@@ -234,7 +234,7 @@ GlobalArray<T, N> from_local(const Context& ctx, const boost::const_multi_array_
                              std::size_t axis, const Shape<N>& ghost = {}) {
   const std::string what = detail::movement_name<T, N>("from_local");
   Shape<N> mine{};
-  for (std::size_t d = 0; d < N; ++d) mine[d] = static_cast<index>(local.shape()[d]);
+  for (std::size_t d = 0; d < N; ++d) mine[d] = static_cast<Index>(local.shape()[d]);
   const auto sig = detail::hash_mix(detail::movement_sig<T, N>(what, Shape<N>{}), axis);
   detail::collective_check<SizeMismatch>(ctx, sig, what, "axis " + std::to_string(axis), [&] {
     if (axis >= N) detail::raise<InvalidArgument>(what, ": axis ", axis, " for a ", N, "-d array");
@@ -242,18 +242,18 @@ GlobalArray<T, N> from_local(const Context& ctx, const boost::const_multi_array_
       detail::raise<SizeMismatch>(what, ": local array must be row-major (C storage order)");
   });
   const int p = ctx.size();
-  std::vector<index> all(static_cast<std::size_t>(p) * N);
+  std::vector<Index> all(static_cast<std::size_t>(p) * N);
   detail::check_mpi(MPI_Allgather(mine.data(), static_cast<int>(N), MPI_INT64_T, all.data(), static_cast<int>(N),
                                   MPI_INT64_T, ctx.comm()),
                     "MPI_Allgather");
   // Every rank sees every shape, so this check throws the same error everywhere.
   Shape<N> shape = mine;
   shape[axis] = 0;
-  std::array<std::vector<index>, N> starts;
+  std::array<std::vector<Index>, N> starts;
   for (std::size_t d = 0; d < N; ++d) starts[d] = {0};
   starts[axis].clear();
   for (int r = 0; r < p; ++r) {
-    const index* s = &all[static_cast<std::size_t>(r) * N];
+    const Index* s = &all[static_cast<std::size_t>(r) * N];
     for (std::size_t d = 0; d < N; ++d)
       if (d != axis && s[d] != all[d])
         detail::raise<InvalidArgument>(what, ": local arrays must agree off axis ", axis, ": rank 0 has extent ",
@@ -352,8 +352,8 @@ GlobalArray<T, N> transpose(GlobalArray<T, N>& src, const std::array<std::size_t
 
 /// A (local, global) index pair along one axis of this rank's block.
 struct IndexPair {
-  index local;   ///< 0-based position in the block
-  index global;  ///< the global index
+  Index local;   ///< 0-based position in the block
+  Index global;  ///< the global index
 };
 
 /// The owned indices along `axis` as (local, global) pairs (caput's `enumerate(axis)`):
@@ -363,9 +363,9 @@ template <Element T, std::size_t N>
 auto enumerate(const GlobalArray<T, N>& a, std::size_t axis) {
   if (axis >= N) detail::raise<InvalidArgument>("garray::enumerate: axis ", axis, " for a ", N, "-d array");
   const Box<N>& b = a.local_box();
-  const index lo = b.empty() ? 0 : b.lo[axis];
-  const index n = b.empty() ? 0 : b.extent(axis);
-  return std::views::iota(index{0}, n) | std::views::transform([lo](index k) { return IndexPair{k, lo + k}; });
+  const Index lo = b.empty() ? 0 : b.lo[axis];
+  const Index n = b.empty() ? 0 : b.extent(axis);
+  return std::views::iota(Index{0}, n) | std::views::transform([lo](Index k) { return IndexPair{k, lo + k}; });
 }
 
 /// Calls f(local, global, value&) for every element this rank owns, in row-major order, where

@@ -79,7 +79,7 @@ class Mutexes {
     words_.emplace(ctx, Shape<2>{n, 2 + slots_}, Distribution<2>::slab(0));
     {
       auto blk = words_->access();  // ticket 0 is served from the start: claim its slot
-      for (index i = blk.lo(0); i < blk.hi(0); ++i) blk.view()[i][2] = 2;
+      for (Index i = blk.lo(0); i < blk.hi(0); ++i) blk.view()[i][2] = 2;
     }
     words_->sync();
     held_.assign(static_cast<std::size_t>(n), -1);

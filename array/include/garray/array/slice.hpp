@@ -43,12 +43,12 @@ class Bound {
  public:
   constexpr Bound(Omitted) noexcept {}
   template <std::integral I>
-  constexpr Bound(I v) noexcept : value_(static_cast<index>(v)), set_(true) {}
+  constexpr Bound(I v) noexcept : value_(static_cast<Index>(v)), set_(true) {}
   constexpr bool set() const noexcept { return set_; }
-  constexpr index value() const noexcept { return value_; }
+  constexpr Index value() const noexcept { return value_; }
 
  private:
-  index value_ = 0;
+  Index value_ = 0;
   bool set_ = false;
 };
 
@@ -56,9 +56,9 @@ class Bound {
 struct range {
   Bound start = _;
   Bound stop = _;
-  index step = 1;
+  Index step = 1;
   constexpr range() noexcept = default;
-  constexpr range(Bound start_, Bound stop_, index step_ = 1) noexcept
+  constexpr range(Bound start_, Bound stop_, Index step_ = 1) noexcept
       : start(start_), stop(stop_), step(step_) {}
 };
 
@@ -69,7 +69,7 @@ inline constexpr Ellipsis ellipsis{};
 /// One item of a slice: a range (keeps the dimension) or an integer (drops it).
 struct SliceItem {
   bool is_index = false;
-  index value = 0;  // the integer when is_index
+  Index value = 0;  // the integer when is_index
   range r{};
 };
 
@@ -89,7 +89,7 @@ struct Slice {
   constexpr Slice<K + 1, M + 1> operator[](All) const noexcept { return extend<M + 1>({false, 0, range{}}); }
   template <std::integral I>
   constexpr Slice<K + 1, M> operator[](I i) const noexcept {
-    return extend<M>({true, static_cast<index>(i), range{}});
+    return extend<M>({true, static_cast<Index>(i), range{}});
   }
   constexpr Slice operator[](Ellipsis) const noexcept {
     Slice s = *this;
@@ -133,7 +133,7 @@ struct Section {
     return s;
   }
   /// Number of selected elements.
-  constexpr index size() const noexcept { return volume(count); }
+  constexpr Index size() const noexcept { return volume(count); }
   /// Number of dimensions not dropped.
   constexpr std::size_t rank() const noexcept {
     std::size_t r = 0;
@@ -157,7 +157,7 @@ struct Section {
         b.lo[d] = b.hi[d] = 0;
         continue;
       }
-      const index last = start[d] + (count[d] - 1) * step[d];
+      const Index last = start[d] + (count[d] - 1) * step[d];
       b.lo[d] = std::min(start[d], last);
       b.hi[d] = std::max(start[d], last) + 1;
     }
@@ -180,21 +180,21 @@ std::ostream& operator<<(std::ostream& os, const Section<N>& s) {
 namespace detail {
 
 /// Ceiling division for b > 0.
-constexpr index ceil_div(index a, index b) noexcept { return a >= 0 ? a / b + (a % b != 0 ? 1 : 0) : -((-a) / b); }
+constexpr Index ceil_div(Index a, Index b) noexcept { return a >= 0 ? a / b + (a % b != 0 ? 1 : 0) : -((-a) / b); }
 /// Floor division for b > 0.
-constexpr index floor_div(index a, index b) noexcept { return a >= 0 ? a / b : -((-a) / b + ((-a) % b != 0 ? 1 : 0)); }
+constexpr Index floor_div(Index a, Index b) noexcept { return a >= 0 ? a / b : -((-a) / b + ((-a) % b != 0 ? 1 : 0)); }
 
 /// numpy's slice(start, stop, step).indices(len) followed by len(range(...)).
 /// Returns {start, count}. Throws InvalidSlice for step 0.
-GARRAY_DETAIL_INLINE std::array<index, 2> normalize_range(const range& r, index len, std::size_t dim,
+GARRAY_DETAIL_INLINE std::array<Index, 2> normalize_range(const range& r, Index len, std::size_t dim,
                                             std::string_view what) {
-  const index step = r.step;
+  const Index step = r.step;
   if (step == 0) raise<InvalidSlice>(what, ": slice step cannot be zero (dim ", dim, ")");
-  const index lower = step < 0 ? -1 : 0;
-  const index upper = step < 0 ? len - 1 : len;
-  auto clamp = [&](const Bound& b, index dflt) {
+  const Index lower = step < 0 ? -1 : 0;
+  const Index upper = step < 0 ? len - 1 : len;
+  auto clamp = [&](const Bound& b, Index dflt) {
     if (!b.set()) return dflt;
-    index v = b.value();
+    Index v = b.value();
     if (v < 0) {
       v += len;
       if (v < lower) v = lower;
@@ -203,19 +203,19 @@ GARRAY_DETAIL_INLINE std::array<index, 2> normalize_range(const range& r, index 
     }
     return v;
   };
-  const index start = clamp(r.start, step < 0 ? upper : lower);
-  const index stop = clamp(r.stop, step < 0 ? lower : upper);
-  index count = 0;
+  const Index start = clamp(r.start, step < 0 ? upper : lower);
+  const Index stop = clamp(r.stop, step < 0 ? lower : upper);
+  Index count = 0;
   if (step == 1) count = stop > start ? stop - start : 0;  // common case: no division
   else if (step > 0 && stop > start) count = ceil_div(stop - start, step);
   else if (step < 0 && start > stop)
-    count = ceil_div(start - stop, step == std::numeric_limits<index>::min() ? std::numeric_limits<index>::max() : -step);
+    count = ceil_div(start - stop, step == std::numeric_limits<Index>::min() ? std::numeric_limits<Index>::max() : -step);
   return {start, count};
 }
 
 /// An integer index (negative counts from the end) checked against [0, len).
-inline index normalize_index(index i, index len, std::size_t dim, std::string_view what) {
-  const index v = i < 0 ? i + len : i;
+inline Index normalize_index(Index i, Index len, std::size_t dim, std::string_view what) {
+  const Index v = i < 0 ? i + len : i;
   if (v < 0 || v >= len)
     raise<BoundsError>(what, ": index ", i, " out of range for extent ", len, " in dim ", dim);
   return v;
@@ -243,7 +243,7 @@ GARRAY_DETAIL_INLINE Section<N> compose(const Section<N>& base, const Slice<K, M
   const std::size_t tail_from = kept - (K - e);
   std::size_t j = 0;  // kept-dimension number
   for (std::size_t d = 0; d < N; ++d) {
-    const index b_start = base.start[d], b_step = base.step[d], len = base.count[d];
+    const Index b_start = base.start[d], b_step = base.step[d], len = base.count[d];
     const bool whole = base.dropped[d] || (j >= e && j < tail_from);
     if (whole) {
       out.start[d] = b_start;
@@ -255,7 +255,7 @@ GARRAY_DETAIL_INLINE Section<N> compose(const Section<N>& base, const Slice<K, M
     }
     const SliceItem& it = s.items[j < e ? j : j - (kept - K)];
     if (it.is_index) {
-      const index i = detail::normalize_index(it.value, len, j, what);
+      const Index i = detail::normalize_index(it.value, len, j, what);
       out.start[d] = b_start + i * b_step;
       out.step[d] = b_step;
       out.count[d] = 1;

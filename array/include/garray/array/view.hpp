@@ -136,7 +136,7 @@ class View {
   /// Local. Extents of the view's M dimensions.
   Shape<M> shape() const noexcept { return sec_.template kept_shape<M>(); }
   /// Local. Number of selected elements (1 for a 0-d view).
-  index size() const noexcept { return sec_.size(); }
+  Index size() const noexcept { return sec_.size(); }
 
   /// Local. A view of this view (slice arithmetic): numpy's `v[...]`; no data moves.
   /// Throws InvalidSlice (step 0) or BoundsError (integer out of range), naming the value
@@ -160,7 +160,7 @@ class View {
   /// Local. The part of the view this rank owns (view coordinates); see box_of.
   Box<M> local_box() const { return box_of(array().context().rank()); }
   /// Local. Number of view elements this rank owns.
-  index local_size() const { return part_of(array().context().rank()).second; }
+  Index local_size() const { return part_of(array().context().rank()).second; }
 
   // ---- one-sided transfers (as GlobalArray's over the composed section) ---------------
   /// One-sided. Copies the view into `out` (dense, row-major over shape()). Complete on
@@ -263,8 +263,8 @@ class View {
         auto blk = a.access();
         const auto it = detail::collapse(p->count, p->block_str, p->block_str);
         detail::for_each_run(it, blk.data() + p->block_off, blk.data() + p->block_off,
-                             [&](T* x, T*, index n, index sx, index) {
-                               for (index i = 0; i < n; ++i) x[i * sx] = value;
+                             [&](T* x, T*, Index n, Index sx, Index) {
+                               for (Index i = 0; i < n; ++i) x[i * sx] = value;
                              });
       }
     } catch (...) {
@@ -294,10 +294,10 @@ class View {
   }
 
   // The part of the view in `rank`'s block: view-coordinate box and element count.
-  std::pair<Box<M>, index> part_of(int rank) const {
+  std::pair<Box<M>, Index> part_of(int rank) const {
     Box<M> b{};
     const Box<N> blk = array().box_of(rank);
-    index n = blk.empty() ? 0 : 1;
+    Index n = blk.empty() ? 0 : 1;
     std::size_t j = 0;
     for (std::size_t d = 0; d < N; ++d) {
       const auto [k0, k1] = detail::k_range(sec_.start[d], sec_.step[d], sec_.count[d], blk.lo[d], blk.hi[d]);
@@ -317,10 +317,10 @@ class View {
   void check_shape(const SizeT* shp, const boost::general_storage_order<M>& order, detail::Call c) const {
     const auto want = shape();
     bool ok = order == boost::c_storage_order();
-    for (std::size_t d = 0; d < M; ++d) ok = ok && static_cast<index>(shp[d]) == want[d];
+    for (std::size_t d = 0; d < M; ++d) ok = ok && static_cast<Index>(shp[d]) == want[d];
     if (!ok) {
       Shape<M> got{};
-      for (std::size_t d = 0; d < M; ++d) got[d] = static_cast<index>(shp[d]);
+      for (std::size_t d = 0; d < M; ++d) got[d] = static_cast<Index>(shp[d]);
       detail::raise<SizeMismatch>(call_name(c), ": buffer of shape ", detail::seq(got),
                                   " (row-major required) for a view of shape ", detail::seq(want));
     }
@@ -396,8 +396,8 @@ class ViewBlock {
         } else {
           // boost wants the open end just past the last element (one below it for a
           // negative step), not first + count * step, which may leave the block.
-          const index first = s.start[d] + box.lo[j] * s.step[d];
-          const index last = first + (box.hi[j] - box.lo[j] - 1) * s.step[d];
+          const Index first = s.start[d] + box.lo[j] * s.step[d];
+          const Index last = first + (box.hi[j] - box.lo[j] - 1) * s.step[d];
           ig.ranges_[d] = R(first, last + (s.step[d] > 0 ? 1 : -1), s.step[d]);
         }
         j += s.dropped[d] ? 0 : 1;
@@ -419,10 +419,10 @@ class ViewBlock {
   }
   /// Local. The owned part in view coordinates (empty if this rank owns nothing).
   const Box<M>& box() const noexcept { return box_; }
-  index lo(std::size_t d) const noexcept { return box_.lo[d]; }
-  index hi(std::size_t d) const noexcept { return box_.hi[d]; }
+  Index lo(std::size_t d) const noexcept { return box_.lo[d]; }
+  Index hi(std::size_t d) const noexcept { return box_.hi[d]; }
   /// Local. Number of owned view elements.
-  index size() const noexcept { return size_; }
+  Index size() const noexcept { return size_; }
   bool empty() const noexcept { return size_ == 0; }
   /// Local. For a 0-d view: the element if this rank owns it, else nullptr.
   T* element() const noexcept
@@ -449,7 +449,7 @@ class ViewBlock {
 
   LocalBlock<T, N> blk_;
   Box<M> box_{};
-  index size_ = 0;
+  Index size_ = 0;
   std::optional<view_type> view_;
   T* element_ = nullptr;
   T dummy_{};

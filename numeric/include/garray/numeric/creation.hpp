@@ -114,7 +114,7 @@ template <Element T, class S>
 GlobalArray<T, 1> arange(const Context& ctx, S start, S stop, S step = S{1}) {
   detail::check_creation(ctx, step == S{0}, "garray::arange", ": step 0");
   const double len = std::ceil((static_cast<double>(stop) - static_cast<double>(start)) / static_cast<double>(step));
-  const index n = len > 0 ? static_cast<index>(len) : 0;
+  const Index n = len > 0 ? static_cast<Index>(len) : 0;
   GlobalArray<T, 1> a(ctx, Shape<1>{n}, Distribution<1>::blocked(), Shape<1>{}, uninitialized);
   const T t0 = static_cast<T>(start);
   const T t1 = static_cast<T>(start + step);
@@ -139,7 +139,7 @@ GlobalArray<T, 1> arange(const Context& ctx, S stop) {
 /// endpoint; floored for integer T (NumPy >= 1.20). Throws InvalidArgument for num < 0.
 /// **Collective over ctx.**
 template <Element T = double>
-GlobalArray<T, 1> linspace(const Context& ctx, double start, double stop, index num, bool endpoint = true) {
+GlobalArray<T, 1> linspace(const Context& ctx, double start, double stop, Index num, bool endpoint = true) {
   detail::check_creation(ctx, num < 0, "garray::linspace", ": negative number of samples ", num);
   GlobalArray<T, 1> a(ctx, Shape<1>{num}, Distribution<1>::blocked(), Shape<1>{}, uninitialized);
   const double div = endpoint ? static_cast<double>(num - 1) : static_cast<double>(num);
@@ -163,7 +163,7 @@ GlobalArray<T, 1> linspace(const Context& ctx, double start, double stop, index 
 /// np.eye(n, m, k, dtype=T): ones on the k-th diagonal (element (i, j) is 1 where j - i ==
 /// k). Throws InvalidArgument for negative n or m. **Collective over ctx.**
 template <Element T = double>
-GlobalArray<T, 2> eye(const Context& ctx, index n, index m = -1, index k = 0,
+GlobalArray<T, 2> eye(const Context& ctx, Index n, Index m = -1, Index k = 0,
                       const Distribution<2>& dist = Distribution<2>::blocked()) {
   if (m == -1) m = n;
   detail::check_creation(ctx, n < 0 || m < 0, "garray::eye", ": negative extent ", n, " x ", m);

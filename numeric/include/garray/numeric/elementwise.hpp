@@ -44,16 +44,16 @@ namespace garray {
 namespace detail {
 
 template <class T, class B>
-void run_unit_restrict(B b, T* __restrict o, index n) {
-  for (index i = 0; i < n; ++i) o[i] = static_cast<T>(b.template at<true>(i));
+void run_unit_restrict(B b, T* __restrict o, Index n) {
+  for (Index i = 0; i < n; ++i) o[i] = static_cast<T>(b.template at<true>(i));
 }
 template <class T, class B>
-void run_unit(B b, T* o, index n) {
-  for (index i = 0; i < n; ++i) o[i] = static_cast<T>(b.template at<true>(i));
+void run_unit(B b, T* o, Index n) {
+  for (Index i = 0; i < n; ++i) o[i] = static_cast<T>(b.template at<true>(i));
 }
 template <class T, class B>
-void run_strided(B b, T* o, index n, index os) {
-  for (index i = 0; i < n; ++i) o[i * os] = static_cast<T>(b.template at<false>(i));
+void run_strided(B b, T* o, Index n, Index os) {
+  for (Index i = 0; i < n; ++i) o[i * os] = static_cast<T>(b.template at<false>(i));
 }
 
 /// The output view as a view (arrays become their whole view).
@@ -190,7 +190,7 @@ void assign_salted(O&& out_, const X& x, std::uint64_t salt) {
   setup_assign(p, out, e);
   run_assign(p, out, e, [&] {
     const bool restrict_ok = !p.pointwise;
-    execute(p, e, false, false, [&](auto& bt, const RowPos& pos, index n) {
+    execute(p, e, false, false, [&](auto& bt, const RowPos& pos, Index n) {
       T* o = static_cast<T*>(const_cast<void*>(p.out_slot.ptr)) + run_offset(p.out_slot, pos);
       if (p.unit) {
         if (restrict_ok) run_unit_restrict(bt, o, n);
@@ -229,14 +229,14 @@ auto assign_reduce_sweep(O&& out_, const E& e, Red red, F f, const char* what) {
   setup_assign(p, out, e);
   Acc acc = Red::template identity<Acc>();
   run_assign(p, out, e, [&] {
-  execute(p, e, true, false, [&](auto& bt, const RowPos& pos, index n) {
-    const index os = p.nd > 0 ? p.out_slot.str[static_cast<std::size_t>(p.nd - 1)] : 1;
+  execute(p, e, true, false, [&](auto& bt, const RowPos& pos, Index n) {
+    const Index os = p.nd > 0 ? p.out_slot.str[static_cast<std::size_t>(p.nd - 1)] : 1;
     T* o = static_cast<T*>(const_cast<void*>(p.out_slot.ptr)) + run_offset(p.out_slot, pos);
     const auto run = [&](auto unit) {
       constexpr bool U = decltype(unit)::value;
       const auto bb = bt;
       Acc a = acc;
-      for (index i = 0; i < n; ++i) {
+      for (Index i = 0; i < n; ++i) {
         T& slot = U ? o[i] : o[i * os];
         if constexpr (WithRef) {
           const auto v = bb.template at<U>(i);
@@ -335,7 +335,7 @@ Distribution<M> derived_distribution(const View<T, N, M>& v) {
     if (v.section() == Section<N>::full(a.shape())) {
       const auto& d = a.distribution();
       if (d.kind() != Distribution<N>::Kind::irregular) return d;
-      std::array<std::vector<index>, N> starts;
+      std::array<std::vector<Index>, N> starts;
       for (std::size_t k = 0; k < N; ++k) starts[k].assign(d.bounds(k).begin(), d.bounds(k).end() - 1);
       return Distribution<N>::irregular(starts);
     }
@@ -467,7 +467,7 @@ void iota(O&& out_, S start = 0, S step = 1) {
   const Shape<M> rs = row_major_strides(out.shape());
   const std::uint64_t salt = detail::value_hash(detail::value_hash(detail::hash_string("iota"), start), step);
   detail::generate_salted(out, [rs, start, step](const Shape<M>& i) {
-    index pos = 0;
+    Index pos = 0;
     for (std::size_t d = 0; d < M; ++d) pos += i[d] * rs[d];
     return static_cast<T>(static_cast<T>(start) + static_cast<T>(step) * static_cast<T>(pos));
   }, salt);
@@ -511,7 +511,7 @@ void fill_random(O&& out_, std::uint64_t seed, S lo = S{0}, S hi = S{1}) {
   const std::uint64_t salt =
       detail::value_hash(detail::value_hash(detail::hash_mix(detail::hash_string("fill_random"), seed), lo), hi);
   detail::generate_salted(out, [rs, key, lo, hi](const Shape<M>& i) {
-    index pos = 0;
+    Index pos = 0;
     for (std::size_t d = 0; d < M; ++d) pos += i[d] * rs[d];
     const std::uint64_t h = detail::splitmix64(key ^ detail::splitmix64(static_cast<std::uint64_t>(pos)));
     if constexpr (std::is_integral_v<T>) {
@@ -549,7 +549,7 @@ void for_each_local(O&& view_, F&& f) {
   }
   Shape<M> i = k0;
   while (true) {
-    index off = 0;
+    Index off = 0;
     for (std::size_t d = 0; d < M; ++d) off += (i[d] - k0[d]) * str[d];
     if constexpr (std::is_invocable_v<F&, T&, const Shape<M>&>) f(base[off], static_cast<const Shape<M>&>(i));
     else f(base[off]);

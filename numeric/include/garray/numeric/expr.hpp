@@ -112,8 +112,8 @@ struct AbsSquare {
 /// coordinates in the expression's index space (valid when the iteration is not collapsed).
 struct RowPos {
   int nd = 0;
-  const index* k = nullptr;
-  const index* abs = nullptr;
+  const Index* k = nullptr;
+  const Index* abs = nullptr;
   int rank = 0;  // number of entries in abs
 };
 
@@ -121,8 +121,8 @@ struct RowPos {
 template <class T, std::size_t M>
 struct BoundPtr {
   const T* base = nullptr;
-  std::array<index, (M > 0 ? M : 1)> str{};
-  index inner = 1;
+  std::array<Index, (M > 0 ? M : 1)> str{};
+  Index inner = 1;
   const T* p = nullptr;
   void seek(const RowPos& r) noexcept {
     const T* q = base;
@@ -130,7 +130,7 @@ struct BoundPtr {
     p = q;
   }
   template <bool Unit>
-  T at(index i) const noexcept {
+  T at(Index i) const noexcept {
     if constexpr (Unit) return p[i];
     else return p[i * inner];
   }
@@ -141,7 +141,7 @@ struct BoundScalar {
   S s;
   void seek(const RowPos&) noexcept {}
   template <bool Unit>
-  S at(index) const noexcept {
+  S at(Index) const noexcept {
     return s;
   }
 };
@@ -151,7 +151,7 @@ struct BoundUnary {
   A a;
   void seek(const RowPos& r) noexcept { a.seek(r); }
   template <bool Unit>
-  auto at(index i) const noexcept {
+  auto at(Index i) const noexcept {
     return Op{}(a.template at<Unit>(i));
   }
 };
@@ -165,7 +165,7 @@ struct BoundBinary {
     b.seek(r);
   }
   template <bool Unit>
-  auto at(index i) const noexcept {
+  auto at(Index i) const noexcept {
     return Op{}(a.template at<Unit>(i), b.template at<Unit>(i));
   }
 };
@@ -181,7 +181,7 @@ struct BoundWhere {
     b.seek(r);
   }
   template <bool Unit>
-  V at(index i) const noexcept {
+  V at(Index i) const noexcept {
     return c.template at<Unit>(i) ? static_cast<V>(a.template at<Unit>(i)) : static_cast<V>(b.template at<Unit>(i));
   }
 };
@@ -195,7 +195,7 @@ struct BoundIndex {
     for (std::size_t d = 0; d < M; ++d) idx[d] = r.abs[d];
   }
   template <bool Unit>
-  auto at(index i) const {
+  auto at(Index i) const {
     if constexpr (M == 0) {
       return f(idx);
     } else {
@@ -496,8 +496,8 @@ LocalLeaf<T, M> local(const boost::const_multi_array_ref<T, M, P>& m) {
   for (std::size_t d = 0; d < M; ++d) {
     if (!m.storage_order().ascending(d))
       detail::raise<InvalidArgument>("garray::local: descending storage order is not supported (dim ", d, ")");
-    l.shape[d] = static_cast<index>(m.shape()[d]);
-    l.strides[d] = static_cast<index>(m.strides()[d]);
+    l.shape[d] = static_cast<Index>(m.shape()[d]);
+    l.strides[d] = static_cast<Index>(m.strides()[d]);
   }
   l.data = m.data();
   return l;

@@ -85,7 +85,7 @@ concept BlasElement = std::is_same_v<T, float> || std::is_same_v<T, double> ||
 struct GemmOptions {
   /// Width (k columns) of the panels fetched from ranks whose memory cannot be read in
   /// place; 0 picks a width from the panel's size (256..1024). Must agree on every rank.
-  index panel = 0;
+  Index panel = 0;
 };
 
 namespace detail {
@@ -112,8 +112,8 @@ inline CBLAS_TRANSPOSE cblas_op(MatOp o) noexcept {
 
 /// One BLAS call, row-major: C = alpha op(A) op(B) + beta C.
 template <BlasElement T>
-void blas_gemm(MatOp oa, MatOp ob, index m, index n, index k, T alpha, const T* a, index lda, const T* b,
-               index ldb, T beta, T* c, index ldc) {
+void blas_gemm(MatOp oa, MatOp ob, Index m, Index n, Index k, T alpha, const T* a, Index lda, const T* b,
+               Index ldb, T beta, T* c, Index ldc) {
   const auto ta = cblas_op(oa), tb = cblas_op(ob);
   const auto M = static_cast<blasint>(m), Nn = static_cast<blasint>(n), K = static_cast<blasint>(k);
   const auto la = static_cast<blasint>(lda), lb = static_cast<blasint>(ldb), lc = static_cast<blasint>(ldc);
@@ -132,8 +132,8 @@ void blas_gemm(MatOp oa, MatOp ob, index m, index n, index k, T alpha, const T* 
 template <class T>
 struct Tile {
   const T* ptr = nullptr;
-  index ld = 1;
-  index r0 = 0, c0 = 0, nr = 0, nc = 0;
+  Index ld = 1;
+  Index r0 = 0, c0 = 0, nr = 0, nc = 0;
 };
 
 /// The base dimensions a 2-d section keeps (rows, columns).
@@ -158,7 +158,7 @@ bool direct_tiles(const View<T, N, 2>& v, const Box<2>& region, std::vector<Tile
   const bool shm = w.kind() == WindowKind::shared;
   const Section<N> sub = sub_section(v.section(), region);
   const auto [dr, dc] = kept_dims(sub);
-  const index ncols = region.extent(1);
+  const Index ncols = region.extent(1);
   bool ok = true;
   auto visit = [&](int r) {
     if (!ok) return;
@@ -168,7 +168,7 @@ bool direct_tiles(const View<T, N, 2>& v, const Box<2>& region, std::vector<Tile
       ok = false;
       return;
     }
-    const index nr = p->count[dr], nc = p->count[dc], sr = p->block_str[dr], sc = p->block_str[dc];
+    const Index nr = p->count[dr], nc = p->count[dc], sr = p->block_str[dr], sc = p->block_str[dc];
     if (!(sc == 1 || nc == 1) || !(nr == 1 || (sr >= nc && sr > 0)) || (nc == 1 && nr > 1 && sr < 1) ||
         sr > INT_MAX) {
       ok = false;
@@ -177,7 +177,7 @@ bool direct_tiles(const View<T, N, 2>& v, const Box<2>& region, std::vector<Tile
     std::byte* base = r == me ? w.base() : w.peer(r);
     Tile<T> t;
     t.ptr = reinterpret_cast<const T*>(base) + p->block_off;
-    t.ld = nr == 1 ? std::max<index>(nc, 1) : sr;
+    t.ld = nr == 1 ? std::max<Index>(nc, 1) : sr;
     t.r0 = p->buf_off / ncols;
     t.c0 = p->buf_off % ncols;
     t.nr = nr;
@@ -199,10 +199,10 @@ void gemm_views(MatOp oa, MatOp ob, T alpha, const View<T, NA, 2>& a, const View
   const std::string what = "garray::gemm<" + std::string(type_name<T>()) + ">";
   const char* opname[] = {"N", "T", "C"};
   const auto sa = a.shape(), sb = b.shape(), sc = c.shape();
-  const index m = oa == MatOp::none ? sa[0] : sa[1];
-  const index ka = oa == MatOp::none ? sa[1] : sa[0];
-  const index kb = ob == MatOp::none ? sb[0] : sb[1];
-  const index n = ob == MatOp::none ? sb[1] : sb[0];
+  const Index m = oa == MatOp::none ? sa[0] : sa[1];
+  const Index ka = oa == MatOp::none ? sa[1] : sa[0];
+  const Index kb = ob == MatOp::none ? sb[0] : sb[1];
+  const Index n = ob == MatOp::none ? sb[1] : sb[0];
   // 1. validate locally, then agree (the rank that fails reports its own reason)
   std::exception_ptr err;
   try {
@@ -252,12 +252,12 @@ void gemm_views(MatOp oa, MatOp ob, T alpha, const View<T, NA, 2>& a, const View
   //    it is row-major with unit column stride, else into a private buffer stored in step 3
   const int me = ca.context().rank();
   const Box<2> mine = c.box_of(me);
-  const index mi = mine.extent(0), nj = mine.extent(1);
+  const Index mi = mine.extent(0), nj = mine.extent(1);
   const bool aliased = static_cast<const void*>(&ca) == static_cast<const void*>(&a.array()) ||
                        static_cast<const void*>(&ca) == static_cast<const void*>(&b.array());
   std::unique_ptr<T[]> cbuf;
   T* cptr = nullptr;
-  index ldc = nj;
+  Index ldc = nj;
   run_concluded(ca.context().comm(), what, [&] {
     fault_point("gemm.compute");
     if (mine.empty()) return;
@@ -275,15 +275,15 @@ void gemm_views(MatOp oa, MatOp ob, T alpha, const View<T, NA, 2>& a, const View
       if (beta != T{0}) ca.get_section(sub_section(c.section(), mine), std::span<T>(cptr, static_cast<std::size_t>(mi * nj)));
     }
     if (ka == 0 || alpha == T{0}) {  // C = beta C
-      for (index i = 0; i < mi; ++i)
-        for (index j = 0; j < nj; ++j) cptr[i * ldc + j] = beta == T{0} ? T{0} : beta * cptr[i * ldc + j];
+      for (Index i = 0; i < mi; ++i)
+        for (Index j = 0; j < nj; ++j) cptr[i * ldc + j] = beta == T{0} ? T{0} : beta * cptr[i * ldc + j];
       return;
     }
     // Stored regions of A and B for k-range [k0, k1).
-    auto region_a = [&](index k0, index k1) {
+    auto region_a = [&](Index k0, Index k1) {
       return oa == MatOp::none ? Box<2>{{mine.lo[0], k0}, {mine.hi[0], k1}} : Box<2>{{k0, mine.lo[0]}, {k1, mine.hi[0]}};
     };
-    auto region_b = [&](index k0, index k1) {
+    auto region_b = [&](Index k0, Index k1) {
       return ob == MatOp::none ? Box<2>{{k0, mine.lo[1]}, {k1, mine.hi[1]}} : Box<2>{{mine.lo[1], k0}, {mine.hi[1], k1}};
     };
     std::vector<Tile<T>> ta, tb;
@@ -292,9 +292,9 @@ void gemm_views(MatOp oa, MatOp ob, T alpha, const View<T, NA, 2>& a, const View
     // The tiles of A split C's rows, those of B its columns, the same way for every k
     // (owner grids), so C's block is a grid of cells. The first product into a cell applies
     // beta (beta == 0: the BLAS does not read it), the others add.
-    std::vector<std::array<index, 4>> fresh_done;
-    auto beta_for = [&](index i, index j, index m_, index n_) {
-      const std::array<index, 4> key{i, j, m_, n_};
+    std::vector<std::array<Index, 4>> fresh_done;
+    auto beta_for = [&](Index i, Index j, Index m_, Index n_) {
+      const std::array<Index, 4> key{i, j, m_, n_};
       if (std::find(fresh_done.begin(), fresh_done.end(), key) != fresh_done.end()) return T{1};
       fresh_done.push_back(key);
       return beta;
@@ -302,12 +302,12 @@ void gemm_views(MatOp oa, MatOp ob, T alpha, const View<T, NA, 2>& a, const View
     // Multiplies every (A tile, B tile) pair with a common k range into C.
     auto multiply = [&](const std::vector<Tile<T>>& xa, const std::vector<Tile<T>>& xb) {
       for (const auto& s : xa) {
-        const index ai = oa == MatOp::none ? s.r0 : s.c0, ak = oa == MatOp::none ? s.c0 : s.r0;
-        const index am = oa == MatOp::none ? s.nr : s.nc, akn = oa == MatOp::none ? s.nc : s.nr;
+        const Index ai = oa == MatOp::none ? s.r0 : s.c0, ak = oa == MatOp::none ? s.c0 : s.r0;
+        const Index am = oa == MatOp::none ? s.nr : s.nc, akn = oa == MatOp::none ? s.nc : s.nr;
         for (const auto& t : xb) {
-          const index bk = ob == MatOp::none ? t.r0 : t.c0, bj = ob == MatOp::none ? t.c0 : t.r0;
-          const index bkn = ob == MatOp::none ? t.nr : t.nc, bn = ob == MatOp::none ? t.nc : t.nr;
-          const index k0 = std::max(ak, bk), k1 = std::min(ak + akn, bk + bkn);
+          const Index bk = ob == MatOp::none ? t.r0 : t.c0, bj = ob == MatOp::none ? t.c0 : t.r0;
+          const Index bkn = ob == MatOp::none ? t.nr : t.nc, bn = ob == MatOp::none ? t.nc : t.nr;
+          const Index k0 = std::max(ak, bk), k1 = std::min(ak + akn, bk + bkn);
           if (k1 <= k0 || am == 0 || bn == 0) continue;
           const T* pa = s.ptr + (oa == MatOp::none ? (k0 - ak) : (k0 - ak) * s.ld);
           const T* pb = t.ptr + (ob == MatOp::none ? (k0 - bk) * t.ld : (k0 - bk));
@@ -322,19 +322,19 @@ void gemm_views(MatOp oa, MatOp ob, T alpha, const View<T, NA, 2>& a, const View
       return;
     }
     // Panels: fetched operands double-buffered, in-place ones as tiles of the panel.
-    index kp = opt.panel;
-    if (kp == 0) kp = std::clamp<index>((index{64} << 20) / static_cast<index>(sizeof(T)) / std::max<index>(mi + nj, 1),
+    Index kp = opt.panel;
+    if (kp == 0) kp = std::clamp<Index>((Index{64} << 20) / static_cast<Index>(sizeof(T)) / std::max<Index>(mi + nj, 1),
                                         256, 1024);
     kp = std::min(kp, ka);
-    const index npanels = (ka + kp - 1) / kp;
+    const Index npanels = (ka + kp - 1) / kp;
     struct Slot {
       std::vector<T> a, b;
       Request ra, rb;
     };
     Slot slot[2];
-    auto issue = [&](index p) {
+    auto issue = [&](Index p) {
       Slot& s = slot[p % 2];
-      const index k0 = p * kp, k1 = std::min(ka, k0 + kp);
+      const Index k0 = p * kp, k1 = std::min(ka, k0 + kp);
       if (!da) {
         const Box<2> r = region_a(k0, k1);
         s.a.resize(static_cast<std::size_t>(r.volume()));
@@ -348,21 +348,21 @@ void gemm_views(MatOp oa, MatOp ob, T alpha, const View<T, NA, 2>& a, const View
     };
     issue(0);
     std::vector<Tile<T>> pa(1), pb(1);
-    for (index p = 0; p < npanels; ++p) {
+    for (Index p = 0; p < npanels; ++p) {
       if (p + 1 < npanels) issue(p + 1);  // in flight while panel p is multiplied
       fault_point("gemm.panel");
       Slot& s = slot[p % 2];
-      const index k0 = p * kp, k1 = std::min(ka, k0 + kp);
+      const Index k0 = p * kp, k1 = std::min(ka, k0 + kp);
       const Box<2> ra = region_a(k0, k1), rb = region_b(k0, k1);
       if (da) direct_tiles(a, ra, pa);
       else {
         s.ra.wait();
-        pa.assign(1, Tile<T>{s.a.data(), std::max<index>(ra.extent(1), 1), 0, 0, ra.extent(0), ra.extent(1)});
+        pa.assign(1, Tile<T>{s.a.data(), std::max<Index>(ra.extent(1), 1), 0, 0, ra.extent(0), ra.extent(1)});
       }
       if (db) direct_tiles(b, rb, pb);
       else {
         s.rb.wait();
-        pb.assign(1, Tile<T>{s.b.data(), std::max<index>(rb.extent(1), 1), 0, 0, rb.extent(0), rb.extent(1)});
+        pb.assign(1, Tile<T>{s.b.data(), std::max<Index>(rb.extent(1), 1), 0, 0, rb.extent(0), rb.extent(1)});
       }
       multiply(pa, pb);
     }
@@ -470,7 +470,7 @@ GlobalArray<T, 3> matmul(GlobalArray<T, 3>& a, GlobalArray<T, 3>& b, const Distr
   }
   if (err) std::rethrow_exception(err);
   GlobalArray<T, 3> c(a.context(), Shape<3>{sa[0], sa[1], sb[2]}, dist, Shape<3>{}, uninitialized);
-  for (index i = 0; i < sa[0]; ++i)
+  for (Index i = 0; i < sa[0]; ++i)
     detail::gemm_views<T>(MatOp::none, MatOp::none, T{1}, a[idx[i]], b[idx[i]], T{0}, c[idx[i]], opt);
   return c;
 }

@@ -40,7 +40,7 @@ namespace detail {
 /// integers in uint64, floating point and complex in their own type.
 template <class V>
 using sum_t = std::conditional_t<
-    std::is_same_v<V, bool>, index,
+    std::is_same_v<V, bool>, Index,
     std::conditional_t<std::is_integral_v<V>,
                        std::conditional_t<std::is_signed_v<V>, std::int64_t, std::uint64_t>, V>>;
 /// The type of mean (NumPy): double for bool and integers, the element type otherwise.
@@ -60,12 +60,12 @@ template <class Acc, class E, class Red, class Map>
 Acc local_reduce(Plan<static_cast<std::size_t>(E::rank)>& p, const E& e, Red red, Map map) {
   Acc acc = Red::template identity<Acc>();
   run_plan(p, e, [&] {
-    execute(p, e, true, false, [&](auto& bt, const RowPos&, index n) {
+    execute(p, e, true, false, [&](auto& bt, const RowPos&, Index n) {
       const auto run = [&](auto unit) {
         constexpr bool U = decltype(unit)::value;
         const auto bb = bt;
         Acc a = acc;
-        for (index i = 0; i < n; ++i) a = red(a, map(bb.template at<U>(i)));
+        for (Index i = 0; i < n; ++i) a = red(a, map(bb.template at<U>(i)));
         acc = a;
       };
       if (p.unit) run(std::true_type{});
@@ -141,8 +141,8 @@ auto reduce_axis(const X& x, Axis axis, Red red, Map map, std::string_view what)
   std::vector<Acc> part(static_cast<std::size_t>(volume(pext)), Red::template identity<Acc>());
   const Shape<R> pstr = row_major_strides(pext);
   run_plan(p, e, [&] {
-  execute(p, e, true, true, [&](auto& bt, const RowPos& pos, index n) {
-    index base = 0;
+  execute(p, e, true, true, [&](auto& bt, const RowPos& pos, Index n) {
+    Index base = 0;
     for (std::size_t d = 0, j = 0; d + 1 < M; ++d)
       if (d != ax) base += (pos.abs[d] - p.k0[d]) * pstr[j++];
     const auto run = [&](auto unit) {
@@ -150,11 +150,11 @@ auto reduce_axis(const X& x, Axis axis, Red red, Map map, std::string_view what)
       const auto bb = bt;
       if (ax == M - 1) {
         Acc a = part[static_cast<std::size_t>(base)];
-        for (index i = 0; i < n; ++i) a = red(a, map(bb.template at<U>(i)));
+        for (Index i = 0; i < n; ++i) a = red(a, map(bb.template at<U>(i)));
         part[static_cast<std::size_t>(base)] = a;
       } else {
         Acc* q = part.data() + base;
-        for (index i = 0; i < n; ++i) q[i] = red(q[i], map(bb.template at<U>(i)));
+        for (Index i = 0; i < n; ++i) q[i] = red(q[i], map(bb.template at<U>(i)));
       }
     };
     if (p.unit) run(std::true_type{});
@@ -236,7 +236,7 @@ struct NonZero {
 };
 struct CountNonZero {
   template <class V>
-  constexpr index operator()(const V& v) const {
+  constexpr Index operator()(const V& v) const {
     return v != V{} ? 1 : 0;
   }
 };
@@ -307,8 +307,8 @@ bool any(const X& x) {
 }
 /// Number of nonzero elements. **Collective.**
 template <ArrayOperand X>
-index count_nonzero(const X& x) {
-  return detail::reduce_all<index>(x, sum_reducer{}, detail::CountNonZero{}, "garray::count_nonzero");
+Index count_nonzero(const X& x) {
+  return detail::reduce_all<Index>(x, sum_reducer{}, detail::CountNonZero{}, "garray::count_nonzero");
 }
 
 /// Reductions along one axis: a new (M-1)-d array (blocked distribution) holding, for every
@@ -342,8 +342,8 @@ namespace detail {
 /// Number of elements of an expression (the driver's view; identical on every rank once
 /// the reduction's handshake passed).
 template <class E>
-index expr_size(const E& e) {
-  index n = 0;
+Index expr_size(const E& e) {
+  Index n = 0;
   with_first_view(e, [&](const auto& v) { n = v.size(); });
   return n;
 }
@@ -367,7 +367,7 @@ bool arg_better(const V& x, const V& y) {
 template <class V>
 struct ArgAcc {
   V v{};
-  index i = -1;  // -1: no element yet
+  Index i = -1;  // -1: no element yet
 };
 template <bool Max>
 struct arg_reducer {
@@ -386,7 +386,7 @@ struct arg_reducer {
 /// argmax / argmin: the row-major position (in the expression's index space) of the first
 /// extreme element. One ordered owner-computes pass, then the rank-order combination.
 template <bool Max, ArrayOperand X>
-index arg_extreme(const X& x, std::string_view what) {
+Index arg_extreme(const X& x, std::string_view what) {
   const auto e = as_expr(x);
   using E = decltype(e);
   static_assert(E::rank >= 1, "garray: argmax/argmin need a view or array operand with at least one dimension");
@@ -399,14 +399,14 @@ index arg_extreme(const X& x, std::string_view what) {
   const Shape<M> rs = row_major_strides(p.shape);
   Acc acc;
   run_plan(p, e, [&] {
-    execute(p, e, true, true, [&](auto& bt, const RowPos& pos, index n) {
-      index base = 0;
+    execute(p, e, true, true, [&](auto& bt, const RowPos& pos, Index n) {
+      Index base = 0;
       for (std::size_t d = 0; d < M; ++d) base += pos.abs[d] * rs[d];
       const auto run = [&](auto unit) {
         constexpr bool U = decltype(unit)::value;
         const auto bb = bt;
         Acc a = acc;
-        for (index i = 0; i < n; ++i) {
+        for (Index i = 0; i < n; ++i) {
           const V v = bb.template at<U>(i);
           if (a.i < 0 || arg_better<Max>(v, a.v)) {
             a.v = v;
@@ -427,17 +427,17 @@ index arg_extreme(const X& x, std::string_view what) {
 /// largest (the first NaN), complex numbers compare lexicographically. **Collective**;
 /// identical on every rank. Throws InvalidArgument (every rank) for an empty selection.
 template <ArrayOperand X>
-index argmax(const X& x) {
+Index argmax(const X& x) {
   return detail::arg_extreme<true>(x, "garray::argmax");
 }
 /// np.argmin(x), as argmax. **Collective.**
 template <ArrayOperand X>
-index argmin(const X& x) {
+Index argmin(const X& x) {
   return detail::arg_extreme<false>(x, "garray::argmin");
 }
 /// np.unravel_index(flat, shape). Local.
 template <std::size_t M>
-Shape<M> unravel_index(index flat, const Shape<M>& shape) {
+Shape<M> unravel_index(Index flat, const Shape<M>& shape) {
   Shape<M> r{};
   for (std::size_t d = M; d-- > 0;) {
     r[d] = shape[d] > 0 ? flat % shape[d] : 0;
@@ -451,7 +451,7 @@ Shape<M> unravel_index(index flat, const Shape<M>& shape) {
 template <ArrayOperand X>
 auto mean(const X& x) {
   using Acc = detail::mean_t<detail::value_t<X>>;
-  const index n = detail::expr_size(as_expr(x));
+  const Index n = detail::expr_size(as_expr(x));
   const Acc s = detail::reduce_all<Acc>(x, sum_reducer{}, detail::To<Acc>{}, "garray::mean");
   return static_cast<Acc>(s / static_cast<typename detail::real_of<Acc>::type>(n));
 }
@@ -460,18 +460,18 @@ auto mean(const X& x) {
 /// the squares accumulated in double). Real for complex input. **Collective** (ddof is part
 /// of the handshake).
 template <ArrayOperand X>
-auto var(const X& x, index ddof = 0) {
+auto var(const X& x, Index ddof = 0) {
   using Acc = detail::mean_t<detail::value_t<X>>;
   using R = typename detail::real_of<Acc>::type;
   const Acc m = mean(x);
-  const index n = detail::expr_size(as_expr(x));
+  const Index n = detail::expr_size(as_expr(x));
   const double ss = detail::reduce_all<double>(x - m, sum_reducer{}, detail::AbsSquare{}, "garray::var",
                                                detail::value_hash(detail::hash_string("ddof"), ddof));
   return static_cast<R>(ss / static_cast<double>(n - ddof));
 }
 /// np.std(x, ddof=ddof) = sqrt(var). **Collective.**
 template <ArrayOperand X>
-auto std_dev(const X& x, index ddof = 0) {
+auto std_dev(const X& x, Index ddof = 0) {
   using R = decltype(var(x, ddof));
   return static_cast<R>(std::sqrt(static_cast<double>(var(x, ddof))));
 }
@@ -486,7 +486,7 @@ template <ArrayOperand X>
 auto mean(const X& x, Axis axis) {
   using Acc = detail::mean_t<detail::value_t<X>>;
   auto r = detail::reduce_axis<Acc>(x, axis, sum_reducer{}, detail::To<Acc>{}, "garray::mean(axis)");
-  index n = 0;
+  Index n = 0;
   detail::with_first_view(as_expr(x), [&](const auto& v) { n = v.shape()[axis.value]; });
   assign(r, r / static_cast<typename detail::real_of<Acc>::type>(n));
   return r;

@@ -20,8 +20,8 @@
 namespace garray::detail {
 
 /// The k-range [k0, k1) of section dimension (start, step, count) inside block [lo, hi).
-GARRAY_DETAIL_INLINE std::array<index, 2> k_range(index start, index step, index count, index lo, index hi) noexcept {
-  index k0, k1;
+GARRAY_DETAIL_INLINE std::array<Index, 2> k_range(Index start, Index step, Index count, Index lo, Index hi) noexcept {
+  Index k0, k1;
   if (step == 1) {  // the common case, without divisions
     k0 = lo - start;
     k1 = hi - start;
@@ -32,12 +32,12 @@ GARRAY_DETAIL_INLINE std::array<index, 2> k_range(index start, index step, index
     k0 = ceil_div(lo - start, step);
     k1 = ceil_div(hi - start, step);
   } else {
-    const index t = -step;
+    const Index t = -step;
     k0 = floor_div(start - hi, t) + 1;
     k1 = floor_div(start - lo, t) + 1;
   }
-  k0 = std::max<index>(k0, 0);
-  k1 = std::min<index>(k1, count);
+  k0 = std::max<Index>(k0, 0);
+  k1 = std::min<Index>(k1, count);
   return {k0, std::max(k0, k1)};
 }
 
@@ -48,11 +48,11 @@ template <std::size_t N>
 struct BlockLayout {
   Box<N> box{};
   Shape<N> strides{};
-  index origin = 0;
-  index elements = 0;  ///< elements of window memory, ghosts included (0 for an empty block)
+  Index origin = 0;
+  Index elements = 0;  ///< elements of window memory, ghosts included (0 for an empty block)
 
-  index offset(const Shape<N>& i) const noexcept {
-    index off = origin;
+  Index offset(const Shape<N>& i) const noexcept {
+    Index off = origin;
     for (std::size_t d = 0; d < N; ++d) off += (i[d] - box.lo[d]) * strides[d];
     return off;
   }
@@ -76,11 +76,11 @@ template <std::size_t N>
 struct Piece {
   int rank = 0;
   Shape<N> count{};      ///< elements per dimension
-  index block_off = 0;   ///< element offset of the first element in the owner's block
+  Index block_off = 0;   ///< element offset of the first element in the owner's block
   Shape<N> block_str{};  ///< strides in the owner's block (signed)
-  index buf_off = 0;     ///< element offset of the first element in the dense buffer
+  Index buf_off = 0;     ///< element offset of the first element in the dense buffer
   Shape<N> buf_str{};    ///< strides in the dense buffer (row-major over section counts)
-  index size() const noexcept { return volume(count); }
+  Index size() const noexcept { return volume(count); }
 };
 
 /// Calls f(const Piece<N>&) once for every owner holding part of `sec`; blocks are stored
@@ -116,7 +116,7 @@ template <std::size_t N>
 struct Strided2 {
   int nd = 0;
   bool empty = false;
-  std::array<index, N> count{}, sa{}, sb{};
+  std::array<Index, N> count{}, sa{}, sb{};
 };
 
 template <std::size_t N>
@@ -151,13 +151,13 @@ template <std::size_t N, class TA, class TB, class Run>
 GARRAY_DETAIL_INLINE void for_each_run(const Strided2<N>& it, TA* a, TB* b, Run&& run) {
   if (it.empty) return;
   if (it.nd <= 1) {
-    run(a, b, it.nd ? it.count[0] : index{1}, it.nd ? it.sa[0] : 1, it.nd ? it.sb[0] : 1);
+    run(a, b, it.nd ? it.count[0] : Index{1}, it.nd ? it.sa[0] : 1, it.nd ? it.sb[0] : 1);
     return;
   }
   const int outer = it.nd - 1;
-  std::array<index, N> k{};
+  std::array<Index, N> k{};
   while (true) {
-    index oa = 0, ob = 0;
+    Index oa = 0, ob = 0;
     for (int d = 0; d < outer; ++d) {
       oa += k[static_cast<std::size_t>(d)] * it.sa[static_cast<std::size_t>(d)];
       ob += k[static_cast<std::size_t>(d)] * it.sb[static_cast<std::size_t>(d)];
@@ -196,11 +196,11 @@ void strided_copy(const Strided2<N>& it, T* dst, const T* src) {
     *dst = *src;
     return;
   }
-  for_each_run(it, dst, src, [](T* a, const T* b, index n, index sa, index sb) {
+  for_each_run(it, dst, src, [](T* a, const T* b, Index n, Index sa, Index sb) {
     if (sa == 1 && sb == 1) {
       chunked_memcpy(a, b, static_cast<std::size_t>(n) * sizeof(T));
     } else {
-      for (index i = 0; i < n; ++i) a[i * sa] = b[i * sb];
+      for (Index i = 0; i < n; ++i) a[i * sa] = b[i * sb];
     }
   });
 }
@@ -219,7 +219,7 @@ struct complex_part<std::complex<R>> {
 /// MPI_Accumulate's origin buffer). Runs go to the runtime's ISA-dispatched kernels; a
 /// complex run is a real run of twice the length.
 template <class T>
-void add_run(T* a, const T* b, index n) noexcept {
+void add_run(T* a, const T* b, Index n) noexcept {
   const auto len = static_cast<std::size_t>(n);
   using R = typename complex_part<T>::type;
   if constexpr (!std::is_void_v<R>) add_into(reinterpret_cast<R*>(a), reinterpret_cast<const R*>(b), 2 * len);
@@ -230,11 +230,11 @@ void add_run(T* a, const T* b, index n) noexcept {
 /// accumulate into a shared window, run under the target segment's lock.
 template <std::size_t N, class T>
 void strided_add(const Strided2<N>& it, T* dst, const T* src) noexcept {
-  for_each_run(it, dst, src, [](T* a, const T* b, index n, index sa, index sb) {
+  for_each_run(it, dst, src, [](T* a, const T* b, Index n, Index sa, Index sb) {
     if (sa == 1 && sb == 1) {
       add_run(a, b, n);
     } else {
-      for (index i = 0; i < n; ++i) a[i * sa] += b[i * sb];
+      for (Index i = 0; i < n; ++i) a[i * sa] += b[i * sb];
     }
   });
 }

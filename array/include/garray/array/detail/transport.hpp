@@ -84,7 +84,7 @@ class ShmTransport {
   std::size_t temp_bytes() const noexcept { return 0; }
   int mpi_calls() const noexcept { return 0; }
 
-  T fetch_add(int r, index off, T inc) {
+  T fetch_add(int r, Index off, T inc) {
     T* x = block(r) + off;
     Locked lk(w_, r);
     const T old = *x;
@@ -92,14 +92,14 @@ class ShmTransport {
     return old;
   }
   /// Accumulate `inc` into element `off` of r's block (a replica of read_inc's increment).
-  void add_one(int r, index off, T inc) {
+  void add_one(int r, Index off, T inc) {
     Locked lk(w_, r);
     block(r)[off] += inc;
   }
 
   /// Index-list operation on rank r's block: positions order[b, e) of vals/off.
   template <ListOp C>
-  void list(int r, std::span<const std::size_t> order, const index* off, T* vals, T alpha) {
+  void list(int r, std::span<const std::size_t> order, const Index* off, T* vals, T alpha) {
     T* blk = block(r);
     if constexpr (C == ListOp::gather) {
       std::atomic_thread_fence(std::memory_order_acquire);
@@ -148,7 +148,7 @@ class RmaTransport {
     // Target strides must be positive: flip reversed dimensions, which moves the reversal
     // to the user-buffer side.
     Shape<N> ts = p.block_str, bs = p.buf_str;
-    index toff = p.block_off, boff = p.buf_off;
+    Index toff = p.block_off, boff = p.buf_off;
     for (std::size_t d = 0; d < N; ++d) {
       if (ts[d] < 0) {
         toff += (p.count[d] - 1) * ts[d];
@@ -168,11 +168,11 @@ class RmaTransport {
       oreg = MpiRegion(base, sizeof(T), it.nd, it.count.data(), it.sb.data());
     } else {
       // Reversed on the buffer side: go through a dense temporary in target order.
-      const index n = p.size();
+      const Index n = p.size();
       std::shared_ptr<T[]> tmp(new T[static_cast<std::size_t>(n)]);
       temp_bytes_ = std::max(temp_bytes_, static_cast<std::size_t>(n) * sizeof(T));
       Strided2<N> pk = it;
-      index acc = 1;
+      Index acc = 1;
       for (int d = it.nd - 1; d >= 0; --d) {
         pk.sa[static_cast<std::size_t>(d)] = it.sb[static_cast<std::size_t>(d)];  // user buffer
         pk.sb[static_cast<std::size_t>(d)] = acc;                                  // dense temp
@@ -186,10 +186,10 @@ class RmaTransport {
         temps().keep.push_back(tmp);
       }
       origin = tmp.get();
-      const index one = 1;
+      const Index one = 1;
       oreg = MpiRegion(base, sizeof(T), 1, &n, &one);
     }
-    const auto disp = static_cast<MPI_Aint>(toff * static_cast<index>(sizeof(T)));
+    const auto disp = static_cast<MPI_Aint>(toff * static_cast<Index>(sizeof(T)));
     const MPI_Win win = w_.win();
     const bool with_req = req_ && request_ops_ok;
     if constexpr (D == Dir::get) {
@@ -248,17 +248,17 @@ class RmaTransport {
     if (ntargets_ > 0) MPI_Win_flush_local_all(w_.win());
   }
 
-  T fetch_add(int r, index off, T inc) {
+  T fetch_add(int r, Index off, T inc) {
     T old{};
-    const auto disp = static_cast<MPI_Aint>(off * static_cast<index>(sizeof(T)));
+    const auto disp = static_cast<MPI_Aint>(off * static_cast<Index>(sizeof(T)));
     check_mpi(MPI_Fetch_and_op(&inc, &old, mpi_type<T>(), r, disp, MPI_SUM, w_.win()), "MPI_Fetch_and_op");
     w_.flush(r);
     if (r == me_) w_.memory_sync();  // our own later loads of the block see the update
     ++mpi_calls_;
     return old;
   }
-  void add_one(int r, index off, T inc) {
-    const auto disp = static_cast<MPI_Aint>(off * static_cast<index>(sizeof(T)));
+  void add_one(int r, Index off, T inc) {
+    const auto disp = static_cast<MPI_Aint>(off * static_cast<Index>(sizeof(T)));
     w_.mark_dirty(r);
     check_mpi(MPI_Accumulate(&inc, 1, mpi_type<T>(), r, disp, 1, mpi_type<T>(), MPI_SUM, w_.win()), "MPI_Accumulate");
     w_.flush_local(r);
@@ -269,7 +269,7 @@ class RmaTransport {
   /// (gather/scatter of this rank's own block in the unified model: direct). Complete
   /// locally at finish().
   template <ListOp C>
-  void list(int r, std::span<const std::size_t> order, const index* off, T* vals, T alpha) {
+  void list(int r, std::span<const std::size_t> order, const Index* off, T* vals, T alpha) {
     if (C != ListOp::scatter_acc && r == me_ && w_.unified()) {
       T* blk = reinterpret_cast<T*>(w_.base());
       if constexpr (C == ListOp::gather) {
@@ -285,7 +285,7 @@ class RmaTransport {
     std::vector<std::size_t> idx(order.begin(), order.end());
     std::vector<T> buf;
     std::vector<MPI_Aint> disps;
-    const auto bytes_of = [&](std::size_t j) { return static_cast<MPI_Aint>(off[j] * static_cast<index>(sizeof(T))); };
+    const auto bytes_of = [&](std::size_t j) { return static_cast<MPI_Aint>(off[j] * static_cast<Index>(sizeof(T))); };
     if constexpr (C == ListOp::gather) {
       disps.reserve(idx.size());
       for (auto j : idx) disps.push_back(bytes_of(j));

@@ -65,7 +65,7 @@ inline constexpr std::size_t max_dims = 16;
 /// A bound operand: element k of the iteration space is at ptr + sum_d k[d] * str[d].
 struct Slot {
   const void* ptr = nullptr;
-  std::array<index, max_dims> str{};
+  std::array<Index, max_dims> str{};
 };
 
 /// Largest scratch memory a thread keeps between calls (more is freed at the end of a call).
@@ -167,17 +167,17 @@ class ScratchLease {
 };
 
 /// True if progressions {s1 + k t1, k < c1} and {s2 + j t2, j < c2} share an element.
-inline bool progressions_meet(index s1, index t1, index c1, index s2, index t2, index c2) noexcept {
+inline bool progressions_meet(Index s1, Index t1, Index c1, Index s2, Index t2, Index c2) noexcept {
   if (c1 == 0 || c2 == 0) return false;
   if (c1 > c2) {
     std::swap(s1, s2);
     std::swap(t1, t2);
     std::swap(c1, c2);
   }
-  for (index k = 0; k < c1; ++k) {
-    const index x = s1 + k * t1 - s2;
+  for (Index k = 0; k < c1; ++k) {
+    const Index x = s1 + k * t1 - s2;
     if (x % t2 != 0) continue;
-    const index j = x / t2;
+    const Index j = x / t2;
     if (j >= 0 && j < c2) return true;
   }
   return false;
@@ -236,13 +236,13 @@ Section<N> piece_section(const Section<N>& sec, const Shape<M>& k0, const Shape<
 template <std::size_t N>
 void map_into(const Section<N>& r, const void* buf, std::size_t elem, const Section<N>& p, Slot& s) {
   const Shape<N> rs = row_major_strides(r.count);
-  index off = 0;
+  Index off = 0;
   std::size_t j = 0;
   for (std::size_t d = 0; d < N; ++d) {
     off += (p.start[d] - r.start[d]) / r.step[d] * rs[d];
     if (!p.dropped[d]) s.str[j++] = p.step[d] / r.step[d] * rs[d];
   }
-  s.ptr = static_cast<const std::byte*>(buf) + off * static_cast<index>(elem);
+  s.ptr = static_cast<const std::byte*>(buf) + off * static_cast<Index>(elem);
 }
 
 /// Where one leaf's data is: bound to a Slot per sub-box of the piece.
@@ -250,7 +250,7 @@ template <std::size_t M>
 struct LeafSource {
   virtual ~LeafSource() = default;
   /// Adds this leaf's owner-boundary cuts strictly inside (k0[j], k1[j]) to cuts[j].
-  virtual void add_cuts(const Shape<M>&, const Shape<M>&, std::array<std::vector<index>, M>&) const {}
+  virtual void add_cuts(const Shape<M>&, const Shape<M>&, std::array<std::vector<Index>, M>&) const {}
   /// Binds `s` to sub-box [b0, b1) of the piece; may fetch that sub-piece (one get).
   virtual void bind(const Shape<M>& b0, const Shape<M>& b1, Slot& s, ScratchArena& sc) const = 0;
 };
@@ -261,7 +261,7 @@ struct LocalSource final : LeafSource<M> {
   const T* base = nullptr;
   Shape<M> str{};
   void bind(const Shape<M>& b0, const Shape<M>&, Slot& s, ScratchArena&) const override {
-    index off = 0;
+    Index off = 0;
     for (std::size_t d = 0; d < M; ++d) {
       off += b0[d] * str[d];
       s.str[d] = str[d];
@@ -272,8 +272,8 @@ struct LocalSource final : LeafSource<M> {
 
 /// First k >= 0 of the progression s + k t (t != 0) on the far side of boundary b (the
 /// index where s + k t crosses from < b to >= b or back).
-inline index boundary_cut(index s, index t, index b) noexcept {
-  const auto floor_div = [](index x, index y) { return x / y - ((x % y != 0) && ((x < 0) != (y < 0)) ? 1 : 0); };
+inline Index boundary_cut(Index s, Index t, Index b) noexcept {
+  const auto floor_div = [](Index x, Index y) { return x / y - ((x % y != 0) && ((x < 0) != (y < 0)) ? 1 : 0); };
   if (t > 0) return -floor_div(s - b, t);  // ceil((b - s) / t)
   return floor_div(s - b, -t) + 1;
 }
@@ -287,7 +287,7 @@ struct ViewSource final : LeafSource<M> {
   Section<N> region;
   const T* buf = nullptr;
 
-  void add_cuts(const Shape<M>& k0, const Shape<M>& k1, std::array<std::vector<index>, M>& cuts) const override {
+  void add_cuts(const Shape<M>& k0, const Shape<M>& k1, std::array<std::vector<Index>, M>& cuts) const override {
     if (snapshot) return;
     const auto& dist = a->distribution();
     std::size_t j = 0;
@@ -296,7 +296,7 @@ struct ViewSource final : LeafSource<M> {
       const auto& bd = dist.bounds(d);
       if (j < M && sec.step[d] != 0)
         for (std::size_t i = 1; i + 1 < bd.size(); ++i) {
-          const index c = boundary_cut(sec.start[d], sec.step[d], bd[i]);
+          const Index c = boundary_cut(sec.start[d], sec.step[d], bd[i]);
           if (k0[j] < c && c < k1[j]) cuts[j].push_back(c);
         }
       ++j;
@@ -344,7 +344,7 @@ struct FetchGroup final : FetchGroupBase {
 
   void fetch(ScratchArena& sc) override {
     Box<N> bb = members.front().piece.bounding_box();
-    index total = 0;
+    Index total = 0;
     for (const auto& m : members) {
       const Box<N> b = m.piece.bounding_box();
       for (std::size_t d = 0; d < N; ++d) {
@@ -392,7 +392,7 @@ struct Plan {
   // the output (assignments)
   bool has_out = false;
   std::uint64_t out_id = 0;
-  std::vector<index> out_start, out_step, out_count;
+  std::vector<Index> out_start, out_step, out_count;
   std::vector<unsigned char> out_dropped;
   bool alias = false;      // a leaf overlaps the output, not element-for-element
   bool pointwise = false;  // a leaf is the output itself (x += ...)
@@ -406,7 +406,7 @@ struct Plan {
   // the current sub-box [b0, b1) of the piece, and its iteration space after collapsing
   Shape<M> b0{}, b1{};
   int nd = 0;
-  std::array<index, max_dims> count{};
+  std::array<Index, max_dims> count{};
   bool unit = true;
   std::uint64_t sig = 0;
   std::uint64_t salt = 0;  // arguments outside the expression tree (iota's start, a seed, ...)
@@ -643,7 +643,7 @@ void collapse_iteration(Plan<M>& p, bool keep_coords) {
     for (std::size_t d = 0; d < M; ++d) p.count[d] = p.b1[d] - p.b0[d];
   } else {
     for (std::size_t d = 0; d < M; ++d) {
-      const index c = p.b1[d] - p.b0[d];
+      const Index c = p.b1[d] - p.b0[d];
       if (c == 1) continue;
       if (p.nd > 0) {
         const auto i = static_cast<std::size_t>(p.nd - 1);
@@ -723,16 +723,16 @@ struct Binder {
 /// after positioning the bound tree on it.
 template <std::size_t M, class B, class Row>
 void run_rows(const Plan<M>& p, B& b, Row&& row) {
-  std::array<index, max_dims> k{};
+  std::array<Index, max_dims> k{};
   Shape<M> abs = p.b0;
   RowPos pos{p.nd, k.data(), abs.data(), static_cast<int>(M)};
   if (p.nd == 0) {
     b.seek(pos);
-    row(b, pos, index{1});
+    row(b, pos, Index{1});
     return;
   }
   const int outer = p.nd - 1;
-  const index n = p.count[static_cast<std::size_t>(outer)];
+  const Index n = p.count[static_cast<std::size_t>(outer)];
   while (true) {
     if (p.nd == static_cast<int>(M))
       for (std::size_t d = 0; d < M; ++d) abs[d] = p.b0[d] + k[d];
@@ -756,7 +756,7 @@ void run_rows(const Plan<M>& p, B& b, Row&& row) {
 template <std::size_t M, class E, class Row>
 void execute(Plan<M>& p, const E& e, bool ordered, bool coords, Row&& row) {
   if (p.empty) return;
-  std::array<std::vector<index>, M> edges;
+  std::array<std::vector<Index>, M> edges;
   for (const auto& src : p.sources) src->add_cuts(p.k0, p.k1, edges);
   std::size_t nsub = 1;
   std::array<std::size_t, M> nb{};
@@ -790,9 +790,9 @@ void execute(Plan<M>& p, const E& e, bool ordered, bool coords, Row&& row) {
     for (std::size_t i = 0; i < p.sources.size(); ++i) p.sources[i]->bind(p.b0, p.b1, p.slots[i], *sc);
     if (p.has_out) {
       p.out_slot = p.out_piece;
-      index off = 0;
+      Index off = 0;
       for (std::size_t j = 0; j < M; ++j) off += (p.b0[j] - p.k0[j]) * p.out_piece.str[j];
-      p.out_slot.ptr = static_cast<const std::byte*>(p.out_piece.ptr) + off * static_cast<index>(p.out_elem);
+      p.out_slot.ptr = static_cast<const std::byte*>(p.out_piece.ptr) + off * static_cast<Index>(p.out_elem);
     }
     collapse_iteration(p, keep);
     Binder<M> binder{p};
@@ -820,7 +820,7 @@ void execute(Plan<M>& p, const E& e, bool ordered, bool coords, Row&& row) {
       Shape<M> b0, b1;
       Slot out;
       bool unit;
-      std::array<index, max_dims> count;
+      std::array<Index, max_dims> count;
     };
     std::vector<B> trees;
     std::vector<Sub> subs;
@@ -830,7 +830,7 @@ void execute(Plan<M>& p, const E& e, bool ordered, bool coords, Row&& row) {
       trees.push_back(bind_sub());
       subs.push_back({p.b0, p.b1, p.out_slot, p.unit, p.count});
     } while (next_iv());
-    std::array<index, max_dims> k{};
+    std::array<Index, max_dims> k{};
     Shape<M> x = p.k0;  // the row's coordinates (outer dims)
     std::array<std::size_t, M> jv{};
     while (true) {
@@ -868,8 +868,8 @@ void execute(Plan<M>& p, const E& e, bool ordered, bool coords, Row&& row) {
 }
 
 /// Offset of the current run in the slot's memory.
-inline index run_offset(const Slot& s, const RowPos& pos) noexcept {
-  index off = 0;
+inline Index run_offset(const Slot& s, const RowPos& pos) noexcept {
+  Index off = 0;
   for (int d = 0; d + 1 < pos.nd; ++d) off += pos.k[d] * s.str[static_cast<std::size_t>(d)];
   return off;
 }
