@@ -118,8 +118,10 @@ class View {
     assign(*this, e);  // found by ADL in numeric/elementwise.hpp
     return *this;
   }
+  /// **Collective**: copies `v`'s elements into this view (garray::copy, copy.hpp: the
+  /// same implementation as `copy(*this, v)`; shapes must match).
   View& operator=(const View& v) {
-    assign(*this, v);
+    copy(*this, v);  // copy.hpp (included by global_array.hpp after this header)
     return *this;
   }
 

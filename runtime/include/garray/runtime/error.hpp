@@ -27,6 +27,7 @@ namespace garray {
 class Error : public std::runtime_error {
  public:
   explicit Error(const std::string& what);
+  ~Error() override;  // out of line: vtables and type info live in libgarray_runtime
   int rank() const noexcept { return rank_; }
 
  private:
@@ -36,28 +37,34 @@ class Error : public std::runtime_error {
 class BoundsError : public Error {
  public:
   using Error::Error;
+  ~BoundsError() override;
 };
 class SizeMismatch : public Error {
  public:
   using Error::Error;
+  ~SizeMismatch() override;
 };
 class InvalidSlice : public Error {
  public:
   using Error::Error;
+  ~InvalidSlice() override;
 };
 /// Invalid shape, distribution or other argument.
 class InvalidArgument : public Error {
  public:
   using Error::Error;
+  ~InvalidArgument() override;
 };
 class TypeMismatch : public Error {
  public:
   using Error::Error;
+  ~TypeMismatch() override;
 };
 /// Ranks disagreed on which collective they called or on its arguments. Thrown on every rank.
 class CollectiveMismatch : public Error {
  public:
   using Error::Error;
+  ~CollectiveMismatch() override;
 };
 /// Thrown on every rank of a collective that failed on *another* rank after the collective's
 /// handshake (the failing rank throws its own exception). `failed_rank()` is the lowest
@@ -66,6 +73,7 @@ class CollectiveMismatch : public Error {
 class CollectiveFailure : public Error {
  public:
   CollectiveFailure(const std::string& what, int failed_rank) : Error(what), failed_rank_(failed_rank) {}
+  ~CollectiveFailure() override;
   int failed_rank() const noexcept { return failed_rank_; }
 
  private:
@@ -75,6 +83,7 @@ class CollectiveFailure : public Error {
 class MpiError : public Error {
  public:
   MpiError(const std::string& what, int code);
+  ~MpiError() override;
   int code() const noexcept { return code_; }
 
  private:
