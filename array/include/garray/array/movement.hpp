@@ -49,7 +49,6 @@
 #include <cstdint>
 #include <exception>
 #include <numeric>
-#include <ranges>
 #include <span>
 #include <sstream>
 #include <string>
@@ -356,16 +355,48 @@ struct IndexPair {
   Index global;  ///< the global index
 };
 
+/// The (local, global) pairs of a run of owned indices: a forward range (enumerate()).
+class IndexPairs {
+ public:
+  class iterator {
+   public:
+    using value_type = IndexPair;
+    using difference_type = std::ptrdiff_t;
+    iterator() = default;
+    iterator(Index k, Index lo) : k_(k), lo_(lo) {}
+    IndexPair operator*() const noexcept { return {k_, lo_ + k_}; }
+    iterator& operator++() noexcept {
+      ++k_;
+      return *this;
+    }
+    iterator operator++(int) noexcept {
+      iterator t = *this;
+      ++k_;
+      return t;
+    }
+    friend bool operator==(const iterator& a, const iterator& b) noexcept { return a.k_ == b.k_; }
+
+   private:
+    Index k_ = 0, lo_ = 0;
+  };
+  IndexPairs(Index lo, Index n) : lo_(lo), n_(n) {}
+  iterator begin() const noexcept { return {0, lo_}; }
+  iterator end() const noexcept { return {n_, lo_}; }
+  Index size() const noexcept { return n_; }
+  bool empty() const noexcept { return n_ == 0; }
+
+ private:
+  Index lo_, n_;
+};
+
 /// The owned indices along `axis` as (local, global) pairs (caput's `enumerate(axis)`):
 ///   for (auto [l, g] : garray::enumerate(a, 0)) ...
 /// Empty for an empty block. **Local.** Throws InvalidArgument if axis >= N.
 template <Element T, std::size_t N>
-auto enumerate(const GlobalArray<T, N>& a, std::size_t axis) {
+IndexPairs enumerate(const GlobalArray<T, N>& a, std::size_t axis) {
   if (axis >= N) detail::raise<InvalidArgument>("garray::enumerate: axis ", axis, " for a ", N, "-d array");
   const Box<N>& b = a.local_box();
-  const Index lo = b.empty() ? 0 : b.lo[axis];
-  const Index n = b.empty() ? 0 : b.extent(axis);
-  return std::views::iota(Index{0}, n) | std::views::transform([lo](Index k) { return IndexPair{k, lo + k}; });
+  return IndexPairs(b.empty() ? 0 : b.lo[axis], b.empty() ? 0 : b.extent(axis));
 }
 
 /// Calls f(local, global, value&) for every element this rank owns, in row-major order, where
