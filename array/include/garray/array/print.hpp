@@ -116,12 +116,19 @@ struct Parts {
 /// dragon4_positional(x, precision, unique=True, fractional=True, trim='.'): the shortest
 /// round-trip digits when they need at most `prec` fractional digits, else x correctly
 /// rounded (half to even, on the exact binary value) to `prec` fractional digits.
+/// `units`: as with min_digits=0 (the final pass of array printing): when the shortest
+/// digits stop before the units digit, the integer part is x's exact value rounded to an
+/// integer (float32 73648128 prints "73648128.", not the shortest "73648130.").
 template <class R>
-Parts positional(R x, int prec, bool plus) {
+Parts positional(R x, int prec, bool plus, bool units = false) {
   const Digits s = shortest(x);
   Parts p;
   const int nd = static_cast<int>(s.d.size());
-  if (std::max(0, nd - 1 - s.e) <= prec) {
+  if (units && s.e + 1 > nd) {
+    char buf[1024];
+    const auto res = std::to_chars(buf, buf + sizeof buf, x, std::chars_format::fixed, 0);
+    p.ip.assign(buf[0] == '-' ? buf + 1 : buf, res.ptr);
+  } else if (std::max(0, nd - 1 - s.e) <= prec) {
     if (s.e >= 0) {
       p.ip = s.d.substr(0, static_cast<std::size_t>(std::min(nd, s.e + 1)));
       if (nd < s.e + 1) p.ip.append(static_cast<std::size_t>(s.e + 1 - nd), '0');
@@ -256,7 +263,7 @@ class FloatFormat {
       s.append(exp_size_ - std::min(exp_size_, ed.size()), '0');
       return s + ed;
     }
-    const Parts p = positional(x, prec_, plus_);
+    const Parts p = positional(x, prec_, plus_, true);
     std::string s = pad_left(p.ip, pad_left_) + "." + p.fp;
     s.append(pad_right_ - std::min(pad_right_, p.fp.size()), ' ');
     return s;
