@@ -380,3 +380,36 @@ TEST_CASE("describe(): GA_Print_distribution's information, identical on every r
   MPI_Allreduce(&h, &hi, 1, MPI_UINT64_T, MPI_MAX, ctx.comm());
   CHECK(lo == hi);
 }
+
+TEST_CASE("user guide: Printing, and the print rows of 'Coming from NumPy'") {
+  garray::Context ctx;
+  using garray::_, garray::idx, garray::range;
+  const bool root = ctx.rank() == 0;
+  std::ostringstream out;
+  std::streambuf* const saved = std::cout.rdbuf(out.rdbuf());  // what the guide prints
+  std::string s, dist;
+  {
+    garray::GlobalArray<double, 2> a(ctx, {4, 3});
+    garray::iota(a, 0.0, 0.5);
+    garray::print(a);
+    std::cout << a[idx[range(_, _, -1)][1]];
+    s = garray::array_str(a, {.threshold = 5, .edgeitems = 1});
+    if (ctx.rank() == 0) std::cout << garray::describe(a);
+    dist = garray::describe(a);
+    garray::GlobalArray<double, 1> b(ctx, {30});
+    garray::iota(b, 0.0, 1.0);
+    b = b / 7.0;
+    garray::print(b[idx[range(_, _, -1)]], std::cout, {.threshold = 10, .edgeitems = 2, .linewidth = 60, .precision = 4});
+  }
+  std::cout.rdbuf(saved);
+  // The expected texts are NumPy's (str() of the same arrays under the same options).
+  if (root) {
+    CHECK(out.str() == "[[0.  0.5 1. ]\n [1.5 2.  2.5]\n [3.  3.5 4. ]\n [4.5 5.  5.5]]\n"
+                       "[5.  3.5 2.  0.5]" +
+                           dist + "[4.1429 4.     ... 0.1429 0.    ]\n");
+    CHECK(s == "[[0.  ... 1. ]\n ...\n [4.5 ... 5.5]]");
+  } else {
+    CHECK(out.str().empty());
+    CHECK(s.empty());
+  }
+}
