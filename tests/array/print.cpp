@@ -252,6 +252,18 @@ TEST_CASE("fixed cases: the formats NumPy documents, empty arrays, print() and i
   put(z, std::vector<c128>{{1, 2}, {-0.0, -1.5}, {std::nan(""), 1}});
   const std::string sz = garray::array_str(z);
   if (root) CHECK(sz == "[ 1.+2.j  -0.-1.5j nan+1.j ]");
+  // Exact ties at the 8th digit round half to even; float32 digits beyond the shortest form
+  // come from the exact value (NumPy's strings).
+  garray::GlobalArray<double, 1> ties(ctx, {3});
+  put(ties, std::vector<double>{1.0 / 512, 3.0 / 512, 0.5});
+  const std::string st = garray::array_str(ties);
+  if (root) CHECK(st == "[0.00195312 0.00585938 0.5       ]");
+  garray::GlobalArray<float, 1> f1(ctx, {2}), f2(ctx, {2});
+  put(f1, std::vector<float>{0.1f, 1.2345678e-6f});
+  put(f2, std::vector<float>{73648128.0f, 100000.5f});
+  const std::string s1 = garray::array_str(f1), s2 = garray::array_str(f2);
+  if (root) CHECK(s1 == "[1.0000000e-01 1.2345678e-06]");
+  if (root) CHECK(s2 == "[73648128.    100000.5]");
   garray::GlobalArray<std::int64_t, 2> big(ctx, {2, 1000});
   garray::iota(big, std::int64_t{0}, std::int64_t{1});
   const std::string sb = garray::array_str(big);
