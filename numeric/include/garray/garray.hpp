@@ -12,6 +12,7 @@
 #include <garray/array/local_block.hpp>
 #include <garray/array/movement.hpp>
 #include <garray/array/mutex.hpp>
+#include <garray/array/print.hpp>
 #include <garray/array/request.hpp>
 #include <garray/array/slice.hpp>
 #include <garray/array/view.hpp>
