@@ -1,6 +1,7 @@
 #pragma once
 // Umbrella header: everything a garray user needs. It lives in the top layer (numeric/),
-// the only one that sees every layer.
+// the only one that sees every layer. <garray/array.hpp> is the array layer alone.
+#include <garray/array.hpp>
 #include <garray/array/box.hpp>
 #include <garray/array/copy.hpp>
 #include <garray/array/distribution.hpp>

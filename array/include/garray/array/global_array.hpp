@@ -19,6 +19,11 @@
 //   a get sees this rank's own earlier puts/accumulates to the same place (read your writes)
 // Validation happens before any data moves: a call that throws changed nothing.
 
+#include <algorithm>
+#include <array>
+#include <boost/multi_array.hpp>
+#include <cstddef>
+#include <exception>
 #include <garray/array/box.hpp>
 #include <garray/array/detail/transfer_plan.hpp>
 #include <garray/array/distribution.hpp>
@@ -32,19 +37,12 @@
 #include <garray/runtime/stats.hpp>
 #include <garray/runtime/window.hpp>
 #include <garray/runtime/window_cache.hpp>
-
-#include <boost/multi_array.hpp>
-
-#include <algorithm>
-#include <array>
-#include <cstddef>
-#include <exception>
 #include <limits>
 #include <memory>
 #include <numeric>
 #include <optional>
-#include <sstream>
 #include <span>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -61,8 +59,24 @@ template <Element T, std::size_t N, std::size_t M>
 class View;
 
 namespace detail {
-enum class Dir;     // detail/transport.hpp
-enum class Call { create, get, put, acc, gather, scatter, scatter_acc, read_inc, fill, sync, owner, access, fence, count_ };
+struct ArrayAccess;  // below
+enum class Dir;      // detail/transport.hpp
+enum class Call {
+  create,
+  get,
+  put,
+  acc,
+  gather,
+  scatter,
+  scatter_acc,
+  read_inc,
+  fill,
+  sync,
+  owner,
+  access,
+  fence,
+  count_
+};
 }  // namespace detail
 
 namespace detail {
@@ -76,8 +90,8 @@ namespace detail {
 /// errors) first:
 /// a rank whose check fails throws its error, the others CollectiveMismatch with its message.
 template <class Validate>
-void begin_collective(std::span<const Window* const> wins, MPI_Comm comm, std::uint64_t sig, std::string_view what,
-                      std::string_view describe, Validate&& validate) {
+void begin_collective(std::span<const Window* const> wins, MPI_Comm comm, std::uint64_t sig,
+                      std::string_view what, std::string_view describe, Validate&& validate) {
   std::exception_ptr err;
   LocalFault fault = LocalFault::invalid;
   try {
@@ -129,22 +143,28 @@ class GlobalArray {
   /// zeroing constructor. Skips the zeroing pass and its barrier, so a cache hit costs one
   /// allreduce. Reading an element before writing it returns garbage (possibly the data of
   /// a destroyed array of this context).
-  GlobalArray(const Context& ctx, const shape_type& shape, const Distribution<N>& dist, const shape_type& ghost,
-              Uninitialized)
+  GlobalArray(const Context& ctx, const shape_type& shape, const Distribution<N>& dist,
+              const shape_type& ghost, Uninitialized)
       : GlobalArray(ctx, shape, dist, ghost, false) {}
   GlobalArray(const Context& ctx, const shape_type& shape, Uninitialized u)
       : GlobalArray(ctx, shape, Distribution<N>::blocked(), shape_type{}, u) {}
 
  private:
-  GlobalArray(const Context& ctx, const shape_type& shape, const Distribution<N>& dist, const shape_type& ghost,
-              bool zero);
+  GlobalArray(const Context& ctx, const shape_type& shape, const Distribution<N>& dist,
+              const shape_type& ghost, bool zero);
 
  public:
   /// Local. Takes over `o`'s array; `o` becomes empty (every operation on it, and on views
   /// made of it before the move, throws InvalidArgument).
   GlobalArray(GlobalArray&& o)
-      : ctx_(o.ctx_), dist_(std::move(o.dist_)), my_box_(o.my_box_), ghost_(o.ghost_), my_layout_(o.my_layout_),
-        win_(std::move(o.win_)), id_(o.id_), slot_(o.slot_),
+      : ctx_(o.ctx_),
+        dist_(std::move(o.dist_)),
+        my_box_(o.my_box_),
+        ghost_(o.ghost_),
+        my_layout_(o.my_layout_),
+        win_(std::move(o.win_)),
+        id_(o.id_),
+        slot_(o.slot_),
         alive_(win_ ? std::make_shared<bool>(true) : std::make_shared<bool>(false)) {
     o.retire();
   }
@@ -176,8 +196,7 @@ class GlobalArray {
   /// never rebinds: only the move assignment above (from an rvalue array, e.g. the result
   /// of garray::eval or zeros) replaces the array.
   template <class E>
-    requires(!std::is_same_v<std::remove_cvref_t<E>, GlobalArray>)
-  GlobalArray& operator=(const E& e) {
+  requires(!std::is_same_v<std::remove_cvref_t<E>, GlobalArray>) GlobalArray& operator=(const E& e) {
     assign(*this, e);  // found by ADL in numeric/elementwise.hpp
     return *this;
   }
@@ -226,7 +245,7 @@ class GlobalArray {
   /// Ghost width per dimension.
   const shape_type& ghost() const noexcept { return ghost_; }
   /// Where `rank`'s block lives in its window memory (ghost padding included).
-  detail::BlockLayout<N> layout_of(int rank) const noexcept {
+  BlockLayout<N> layout_of(int rank) const noexcept {
     return rank == ctx_.rank() ? my_layout_ : detail::block_layout(dist_.block(rank), ghost_);
   }
   /// The element offset of global index `i` in `rank`'s window memory.
@@ -316,12 +335,6 @@ class GlobalArray {
   Request get_section_nb(const Section<N>& sec, std::span<T> out) const;
   Request put_section_nb(const Section<N>& sec, std::span<const T> in);
   Request acc_section_nb(const Section<N>& sec, std::span<const T> in, T alpha = T{1});
-  /// One-sided. As get_section, but into a strided destination: selected element k goes to
-  /// out[sum_d k[d] * out_strides[d]] (element strides, any sign). For layers that fetch
-  /// straight into window memory (ghost updates, redistribution, transposes). Complete on
-  /// return (the _nb variant: at wait()). The caller guarantees the destination is valid.
-  void get_section_strided(const Section<N>& sec, T* out, const shape_type& out_strides) const;
-  Request get_section_strided_nb(const Section<N>& sec, T* out, const shape_type& out_strides) const;
   /// A view of the selection: no data moves; views compose (see view.hpp).
   template <std::size_t K, std::size_t M>
   View<T, N, selection_rank<N, K, M>> operator[](const Slice<K, M>& s);
@@ -371,11 +384,30 @@ class GlobalArray {
   /// Earlier operations of every rank complete first; on return every rank sees the values.
   void fill(const T& value);
 
+  /// Local. The kind of window behind this array (shared memory or MPI_Win_allocate).
+  WindowKind window_kind() const {
+    check_live(detail::Call::sync);
+    return win_->kind();
+  }
+  /// Local. A number identifying this array within its context (the same on every rank).
+  std::uint64_t id() const noexcept { return id_; }
+
+ private:
+  // ---- for the layers above (movement, halo, io, print, numeric: detail::ArrayAccess) ----
+  friend struct detail::ArrayAccess;
+  /// One-sided. As get_section, but into a strided destination: selected element k goes to
+  /// out[sum_d k[d] * out_strides[d]] (element strides, any sign). For layers that fetch
+  /// straight into window memory (ghost updates, redistribution, transposes). Complete on
+  /// return (the _nb variant: at wait()). The caller guarantees the destination is valid.
+  void get_section_strided(const Section<N>& sec, T* out, const shape_type& out_strides) const;
+  Request get_section_strided_nb(const Section<N>& sec, T* out, const shape_type& out_strides) const;
   /// The first half of every collective on this array: completes this rank's outstanding
   /// writes (flush + MPI_Win_sync), then one allreduce that compares `sig` and carries a
   /// failure of that completion (failure rule). Afterwards every rank's earlier operations
   /// are complete everywhere. Throws on every rank.
-  void begin_collective(std::uint64_t sig, detail::Call c) const { begin_collective(sig, name(c), [] {}); }
+  void begin_collective(std::uint64_t sig, detail::Call c) const {
+    begin_collective(sig, name(c), [] {});
+  }
   /// As above for a collective named `what` (data movement, numeric layer), running the
   /// local argument checks `validate()` first (see detail::begin_collective).
   template <class Validate>
@@ -389,14 +421,12 @@ class GlobalArray {
   /// "GlobalArray<double,2>::get" etc., for messages.
   static std::string_view name(detail::Call c);
 
-  /// Local. The window (for layers above that need raw access, e.g. the array cache).
+  /// Local. The window.
   const detail::Window& window() const {
     check_live(detail::Call::sync);
     return *win_;
   }
-  std::uint64_t id() const noexcept { return id_; }
 
- private:
   T* local_data() const noexcept { return reinterpret_cast<T*>(win_->base()); }
   T* block_ptr(int r) const noexcept {
     return reinterpret_cast<T*>(r == ctx_.rank() ? win_->base() : win_->peer(r));
@@ -464,7 +494,8 @@ class GlobalArray {
   /// checked before the first piece moves; if MPI fails mid-way, what was issued completes
   /// before any temporary is freed.
   template <detail::Dir D>
-  void transfer(const Section<N>& sec, T* buf, T alpha, Request* req, const shape_type* buf_strides = nullptr) const;
+  void transfer(const Section<N>& sec, T* buf, T alpha, Request* req,
+                const shape_type* buf_strides = nullptr) const;
 
   /// If the non-empty section `sec` lies inside one block: that owner's piece, as
   /// for_each_piece would give it, and true.
@@ -490,12 +521,39 @@ class GlobalArray {
   detail::BlockLayout<N> my_layout_{};
   std::unique_ptr<detail::Window> win_;
   std::uint64_t id_ = 0;
-  WindowCache::Slot slot_{};  // how the window is known to ctx_'s cache
+  WindowCache::Slot slot_{};     // how the window is known to ctx_'s cache
   std::shared_ptr<bool> alive_;  // liveness(): false once this object no longer holds the array
   mutable LastBlock last_{};     // single_owner_piece's memo (the distribution never changes)
 };
 
 }  // namespace garray
+
+namespace garray::detail {
+/// The layers above GlobalArray (movement, halo, io, print, copy, numeric) reach its
+/// internals through here, so that none of them is in GlobalArray's public interface.
+struct ArrayAccess {
+  template <class A>
+  static const Window& window(const A& a) {
+    return a.window();
+  }
+  template <class A>
+  static std::string_view name(Call c) {
+    return A::name(c);
+  }
+  template <class A, class... Args>
+  static void begin_collective(const A& a, Args&&... args) {
+    a.begin_collective(std::forward<Args>(args)...);
+  }
+  template <class A, class... Args>
+  static void get_section_strided(const A& a, Args&&... args) {
+    a.get_section_strided(std::forward<Args>(args)...);
+  }
+  template <class A, class... Args>
+  static Request get_section_strided_nb(const A& a, Args&&... args) {
+    return a.get_section_strided_nb(std::forward<Args>(args)...);
+  }
+};
+}  // namespace garray::detail
 
 #include <garray/array/detail/global_array_impl.hpp>
 
@@ -503,7 +561,7 @@ namespace garray {
 // The six element types at 1-4 dimensions are compiled once into libgarray_array
 // (array/src/instantiate_*.cpp): user translation units do not instantiate them again.
 #ifndef GARRAY_INSTANTIATING
-#define GARRAY_DETAIL_EXTERN(T)             \
+#define GARRAY_DETAIL_EXTERN(T)            \
   extern template class GlobalArray<T, 1>; \
   extern template class GlobalArray<T, 2>; \
   extern template class GlobalArray<T, 3>; \
@@ -518,5 +576,5 @@ GARRAY_DETAIL_EXTERN(std::complex<double>)
 #endif
 }  // namespace garray
 
-#include <garray/array/view.hpp>  // View is part of GlobalArray's interface
 #include <garray/array/copy.hpp>  // operator=(const GlobalArray&)
+#include <garray/array/view.hpp>  // View is part of GlobalArray's interface

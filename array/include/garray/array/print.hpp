@@ -27,6 +27,12 @@
 // agreement (failure rule) makes every rank leave together: a failed fetch throws on every
 // rank, and the stream is written only after that agreement. Nothing else changes.
 
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <complex>
+#include <cstddef>
+#include <cstdint>
 #include <garray/array/box.hpp>
 #include <garray/array/copy.hpp>
 #include <garray/array/distribution.hpp>
@@ -37,13 +43,6 @@
 #include <garray/runtime/datatype.hpp>
 #include <garray/runtime/error.hpp>
 #include <garray/runtime/fault.hpp>
-
-#include <algorithm>
-#include <charconv>
-#include <cmath>
-#include <complex>
-#include <cstddef>
-#include <cstdint>
 #include <iostream>
 #include <ostream>
 #include <sstream>
@@ -147,8 +146,10 @@ Parts positional(R x, int prec, bool plus, bool units = false) {
     if (dot != std::string::npos) p.fp = t.substr(dot + 1);
     trim_zeros(p.fp);
   }
-  if (s.neg) p.ip.insert(0, 1, '-');
-  else if (plus) p.ip.insert(0, 1, '+');
+  if (s.neg)
+    p.ip.insert(0, 1, '-');
+  else if (plus)
+    p.ip.insert(0, 1, '+');
   return p;
 }
 
@@ -168,8 +169,10 @@ Parts scientific(R x, int prec, bool plus, bool exact = false) {
   p.fp = s.d.substr(1);
   if (!exact) trim_zeros(p.fp);
   p.e = s.e;
-  if (s.neg) p.ip.insert(0, 1, '-');
-  else if (plus) p.ip.insert(0, 1, '+');
+  if (s.neg)
+    p.ip.insert(0, 1, '-');
+  else if (plus)
+    p.ip.insert(0, 1, '+');
   return p;
 }
 
@@ -191,7 +194,8 @@ class FloatFormat {
     std::vector<R> fin;
     bool nonfinite = false, neginf = false;
     for (R x : data) {
-      if (std::isfinite(x)) fin.push_back(x);
+      if (std::isfinite(x))
+        fin.push_back(x);
       else {
         nonfinite = true;
         neginf = neginf || (std::isinf(x) && x < 0);
@@ -247,8 +251,10 @@ class FloatFormat {
   std::string operator()(R x) const {
     if (!std::isfinite(x)) {
       std::string r;
-      if (std::isnan(x)) r = plus_ ? "+nan" : "nan";
-      else r = x < 0 ? "-inf" : plus_ ? "+inf" : "inf";
+      if (std::isnan(x))
+        r = plus_ ? "+nan" : "nan";
+      else
+        r = x < 0 ? "-inf" : plus_ ? "+inf" : "inf";
       return pad_left(r, pad_left_ + pad_right_ + 1);
     }
     if (exp_) {
@@ -322,9 +328,12 @@ struct is_cplx<std::complex<R>> : std::true_type {};
 
 template <class T>
 auto make_format(const std::vector<T>& data, int precision) {
-  if constexpr (is_cplx<T>::value) return ComplexFormat<typename T::value_type>(data, precision);
-  else if constexpr (std::is_floating_point_v<T>) return FloatFormat<T>(data, precision, false);
-  else return IntFormat<T>(data);
+  if constexpr (is_cplx<T>::value)
+    return ComplexFormat<typename T::value_type>(data, precision);
+  else if constexpr (std::is_floating_point_v<T>)
+    return FloatFormat<T>(data, precision, false);
+  else
+    return IntFormat<T>(data);
 }
 
 /// NumPy's _extendLine (separator ' ', no legacy mode).
@@ -350,7 +359,11 @@ class Layout {
  public:
   Layout(std::vector<Index> shape, std::vector<Index> sshape, bool summarise, Index edge, Index linewidth,
          Word word)
-      : shape_(std::move(shape)), sstr_(shape_.size(), 1), summ_(summarise), edge_(edge), word_(std::move(word)),
+      : shape_(std::move(shape)),
+        sstr_(shape_.size(), 1),
+        summ_(summarise),
+        edge_(edge),
+        word_(std::move(word)),
         linewidth_(linewidth) {
     for (std::size_t d = shape_.size(); d-- > 1;) sstr_[d - 1] = sstr_[d] * sshape[d];
   }
@@ -416,9 +429,12 @@ std::string format_summary(const std::vector<T>& data, const std::vector<Index>&
 }
 
 inline void check_options(const PrintOptions& o, std::string_view what) {
-  if (o.threshold < 0) raise<InvalidArgument>(what, ": PrintOptions::threshold ", o.threshold, " is negative");
-  if (o.edgeitems < 1) raise<InvalidArgument>(what, ": PrintOptions::edgeitems ", o.edgeitems, " is not >= 1");
-  if (o.linewidth < 1) raise<InvalidArgument>(what, ": PrintOptions::linewidth ", o.linewidth, " is not >= 1");
+  if (o.threshold < 0)
+    raise<InvalidArgument>(what, ": PrintOptions::threshold ", o.threshold, " is negative");
+  if (o.edgeitems < 1)
+    raise<InvalidArgument>(what, ": PrintOptions::edgeitems ", o.edgeitems, " is not >= 1");
+  if (o.linewidth < 1)
+    raise<InvalidArgument>(what, ": PrintOptions::linewidth ", o.linewidth, " is not >= 1");
   if (o.precision < 0 || o.precision > 100)
     raise<InvalidArgument>(what, ": PrintOptions::precision ", o.precision, " outside [0, 100]");
 }
@@ -435,7 +451,7 @@ std::string array_str_section(const GlobalArray<T, N>& a, const Section<N>& sec,
   sig = section_hash(sig, sec);
   for (Index v : {o.threshold, o.edgeitems, o.linewidth, static_cast<Index>(o.precision)})
     sig = hash_mix(sig, static_cast<std::uint64_t>(v));
-  a.begin_collective(sig, what, [&] { npprint::check_options(o, what); });
+  detail::ArrayAccess::begin_collective(a, sig, what, [&] { npprint::check_options(o, what); });
   const Context& ctx = a.context();
   std::string out;
   run_concluded(ctx.comm(), what, [&] {  // nobody changes its block before rank 0 has read it
@@ -482,7 +498,7 @@ std::string array_str_section(const GlobalArray<T, N>& a, const Section<N>& sec,
           box.hi[j] = o.edgeitems;
         }
       }
-      a.get_section_strided(sub_section(sec, box), data.data() + off, ostr);
+      detail::ArrayAccess::get_section_strided(a, sub_section(sec, box), data.data() + off, ostr);
     }
     out = npprint::format_summary(data, full, sshape, summ, o);
   });
@@ -526,12 +542,14 @@ std::ostream& operator<<(std::ostream& os, const View<T, N, M>& v) {
 /// GA_Print / Python's print(a): rank 0 writes str(x) and a newline to `os` (std::cout by
 /// default). **Collective** (see array_str).
 template <class X>
-  requires requires(const X& x) { array_str(x); }
+requires requires(const X& x) { array_str(x); }
 void print(const X& x, std::ostream& os = std::cout, const PrintOptions& o = {}) {
   const std::string s = array_str(x, o);
   int rank = 0;
-  if constexpr (requires { x.context(); }) rank = x.context().rank();
-  else rank = x.array().context().rank();
+  if constexpr (requires { x.context(); })
+    rank = x.context().rank();
+  else
+    rank = x.array().context().rank();
   if (rank == 0) os << s << '\n';
 }
 
@@ -545,15 +563,17 @@ std::string describe(const GlobalArray<T, N>& a) {
   const Distribution<N>& d = a.distribution();
   const int p = a.context().size();
   std::ostringstream os;
-  os << "GlobalArray<" << type_name<T>() << "," << N << "> #" << a.id() << ": shape " << detail::seq(a.shape())
-     << ", " << d.describe() << ", ghost " << detail::seq(a.ghost()) << ", "
-     << (a.window().kind() == WindowKind::shared ? "shared" : "rma") << " window, " << p
+  os << "GlobalArray<" << type_name<T>() << "," << N << "> #" << a.id() << ": shape "
+     << detail::seq(a.shape()) << ", " << d.describe() << ", ghost " << detail::seq(a.ghost()) << ", "
+     << (a.window_kind() == WindowKind::shared ? "shared" : "rma") << " window, " << p
      << (p == 1 ? " rank" : " ranks") << (d.is_replicated() ? " (every rank holds a copy)" : "") << "\n";
   for (int r = 0; r < p; ++r) {
     const Box<N> b = a.box_of(r);
     os << "  rank " << r << ": ";
-    if (b.empty()) os << "empty\n";
-    else os << b << " (" << b.volume() << (b.volume() == 1 ? " element)\n" : " elements)\n");
+    if (b.empty())
+      os << "empty\n";
+    else
+      os << b << " (" << b.volume() << (b.volume() == 1 ? " element)\n" : " elements)\n");
   }
   return os.str();
 }

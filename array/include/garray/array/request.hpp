@@ -7,11 +7,10 @@
 // destroyed without wait() waits in its destructor. With MPICH, test() may block until the
 // operation is locally complete (see detail::request_ops_ok).
 
-#include <garray/runtime/error.hpp>
-
 #include <mpi.h>
 
 #include <functional>
+#include <garray/runtime/error.hpp>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -30,6 +29,14 @@ inline constexpr bool request_ops_ok = true;
 #endif
 }  // namespace detail
 
+class Request;
+namespace detail {
+/// The array layer's access to a Request under construction.
+struct RequestAccess {
+  static MPI_Request* add_mpi(Request& r);
+  static void add_finisher(Request& r, std::function<void()> f);
+};
+}  // namespace detail
 
 class [[nodiscard]] Request {
  public:
@@ -72,11 +79,10 @@ class [[nodiscard]] Request {
   /// True when nothing is outstanding.
   bool done() const noexcept { return reqs_.empty() && finishers_.empty(); }
 
-  // ---- used by the array layer to build a request ----
+ private:
+  friend struct detail::RequestAccess;  // the array layer builds requests
   MPI_Request* add_mpi() { return &reqs_.emplace_back(MPI_REQUEST_NULL); }
   void add_finisher(std::function<void()> f) { finishers_.push_back(std::move(f)); }
-
- private:
   void run_finishers() {
     auto fs = std::move(finishers_);
     finishers_.clear();
@@ -96,5 +102,10 @@ class [[nodiscard]] Request {
   std::vector<MPI_Request> reqs_;
   std::vector<std::function<void()>> finishers_;
 };
+
+inline MPI_Request* detail::RequestAccess::add_mpi(Request& r) { return r.add_mpi(); }
+inline void detail::RequestAccess::add_finisher(Request& r, std::function<void()> f) {
+  r.add_finisher(std::move(f));
+}
 
 }  // namespace garray

@@ -20,6 +20,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 namespace garray {
 
@@ -141,4 +142,13 @@ SeqPrinter<Seq> seq(const Seq& s) {
 }
 
 }  // namespace detail
+/// Throws `E` (a garray::Error) with a message streamed from `args` plus " [rank r/p]", the
+/// way garray reports its own errors: for applications built on garray.
+///   garray::throw_error<garray::InvalidArgument>("app: bad grid '", text, "'");
+template <class E, class... Args>
+requires std::is_base_of_v<Error, E>
+[[noreturn]] void throw_error(const Args&... args) { detail::raise<E>(args...); }
+/// Local. Throws MpiError naming `call`, with MPI's text for `rc`, unless rc is MPI_SUCCESS.
+inline void check_mpi(int rc, std::string_view call) { detail::check_mpi(rc, call); }
+
 }  // namespace garray

@@ -6,13 +6,12 @@
 // translation unit instead of being instantiated again (`extern template` at the end of
 // global_array.hpp). Other element types and ranks instantiate from here as usual.
 
+#include <algorithm>
+#include <exception>
 #include <garray/array/detail/mpi_region.hpp>
 #include <garray/array/detail/transfer_plan.hpp>
 #include <garray/array/detail/transport.hpp>
 #include <garray/runtime/fault.hpp>
-
-#include <algorithm>
-#include <exception>
 #include <limits>
 #include <memory>
 #include <numeric>
@@ -35,7 +34,8 @@ GlobalArray<T, N>::GlobalArray(const Context& ctx, const shape_type& shape, cons
     resolved = dist.resolve(shape, ctx.size(), name(detail::Call::create));
     for (std::size_t d = 0; d < N; ++d)
       if (ghost[d] < 0)
-        detail::raise<InvalidArgument>(name(detail::Call::create), ": negative ghost width ", ghost[d], " in dim ", d);
+        detail::raise<InvalidArgument>(name(detail::Call::create), ": negative ghost width ", ghost[d],
+                                       " in dim ", d);
     // Every size derived from the shape and ghost width must fit: elements and bytes of
     // the largest (ghost-padded) block, which the cache charges and MPI allocates.
     charge = max_block_bytes(*resolved, ghost);
@@ -64,7 +64,8 @@ GlobalArray<T, N>::GlobalArray(const Context& ctx, const shape_type& shape, cons
   // A rank whose arguments are invalid throws its own error, the others CollectiveMismatch.
   detail::agree_signature(
       ctx.comm(), sig, name(detail::Call::create),
-      [&] { return describe_args(shape, dist) + ", " + cache.describe() + (plan.hit ? ", hit" : ", miss"); }, err);
+      [&] { return describe_args(shape, dist) + ", " + cache.describe() + (plan.hit ? ", hit" : ", miss"); },
+      err);
   dist_ = std::move(*resolved);
   my_box_ = dist_.block(ctx.rank());
   my_layout_ = detail::block_layout(my_box_, ghost_);
@@ -147,13 +148,15 @@ Request GlobalArray<T, N>::acc_section_nb(const Section<N>& sec, std::span<const
 }
 
 template <Element T, std::size_t N>
-void GlobalArray<T, N>::get_section_strided(const Section<N>& sec, T* out, const shape_type& out_strides) const {
+void GlobalArray<T, N>::get_section_strided(const Section<N>& sec, T* out,
+                                            const shape_type& out_strides) const {
   check_live(detail::Call::get);
   transfer<detail::Dir::get>(sec, out, T{1}, nullptr, &out_strides);
 }
 
 template <Element T, std::size_t N>
-Request GlobalArray<T, N>::get_section_strided_nb(const Section<N>& sec, T* out, const shape_type& out_strides) const {
+Request GlobalArray<T, N>::get_section_strided_nb(const Section<N>& sec, T* out,
+                                                  const shape_type& out_strides) const {
   check_live(detail::Call::get);
   Request r;
   transfer<detail::Dir::get>(sec, out, T{1}, &r, &out_strides);
@@ -230,10 +233,9 @@ void GlobalArray<T, N>::fill(const T& value) {
 template <Element T, std::size_t N>
 std::string_view GlobalArray<T, N>::name(detail::Call c) {
   static const auto names = [] {
-    const std::string prefix =
-        "GlobalArray<" + std::string(type_name<T>()) + "," + std::to_string(N) + ">::";
-    const char* ops[] = {"create",      "get",      "put",  "accumulate", "gather", "scatter", "scatter_acc",
-                         "read_inc",    "fill",     "sync", "owner",      "access", "fence"};
+    const std::string prefix = "GlobalArray<" + std::string(type_name<T>()) + "," + std::to_string(N) + ">::";
+    const char* ops[] = {"create",   "get",  "put",  "accumulate", "gather", "scatter", "scatter_acc",
+                         "read_inc", "fill", "sync", "owner",      "access", "fence"};
     std::array<std::string, static_cast<std::size_t>(detail::Call::count_)> n;
     for (std::size_t i = 0; i < n.size(); ++i) n[i] = prefix + ops[i];
     return n;
@@ -256,14 +258,15 @@ std::size_t GlobalArray<T, N>::checked_block_bytes(const Box<N>& box, const shap
     Index g2 = 0, ext = 0;
     if (__builtin_mul_overflow(ghost[d], Index{2}, &g2) || __builtin_add_overflow(box.extent(d), g2, &ext) ||
         __builtin_mul_overflow(elems, ext, &elems))
-      detail::raise<InvalidArgument>(name(detail::Call::create), ": a block of extents ", detail::seq(box.extents()),
-                                     " with ghost width ", detail::seq(ghost), " has more elements than int64 holds");
+      detail::raise<InvalidArgument>(name(detail::Call::create), ": a block of extents ",
+                                     detail::seq(box.extents()), " with ghost width ", detail::seq(ghost),
+                                     " has more elements than int64 holds");
   }
   Index b = 0;
   if (__builtin_mul_overflow(elems, static_cast<Index>(sizeof(T)), &b) ||
       static_cast<std::uint64_t>(b) > static_cast<std::uint64_t>(std::numeric_limits<MPI_Aint>::max() / 2))
-    detail::raise<InvalidArgument>(name(detail::Call::create), ": a block of ", elems, " elements of ", sizeof(T),
-                                   " bytes does not fit a window");
+    detail::raise<InvalidArgument>(name(detail::Call::create), ": a block of ", elems, " elements of ",
+                                   sizeof(T), " bytes does not fit a window");
   return static_cast<std::size_t>(b);
 }
 
@@ -284,18 +287,18 @@ std::size_t GlobalArray<T, N>::max_block_bytes(const Distribution<N>& d, const s
 template <Element T, std::size_t N>
 void GlobalArray<T, N>::check_size(const Section<N>& sec, std::size_t n, detail::Call c) const {
   if (static_cast<Index>(n) != sec.size())
-    detail::raise<SizeMismatch>(name(c), ": buffer has ", n, " elements but the selection ", sec,
-                                " has ", sec.size());
+    detail::raise<SizeMismatch>(name(c), ": buffer has ", n, " elements but the selection ", sec, " has ",
+                                sec.size());
 }
 
 template <Element T, std::size_t N>
 void GlobalArray<T, N>::check_list(std::size_t nidx, std::size_t nval, detail::Call c) const {
-  if (nidx != nval)
-    detail::raise<SizeMismatch>(name(c), ": ", nidx, " indices but ", nval, " values");
+  if (nidx != nval) detail::raise<SizeMismatch>(name(c), ": ", nidx, " indices but ", nval, " values");
 }
 
 template <Element T, std::size_t N>
-typename GlobalArray<T, N>::shape_type GlobalArray<T, N>::checked_index(const shape_type& i, detail::Call c) const {
+typename GlobalArray<T, N>::shape_type GlobalArray<T, N>::checked_index(const shape_type& i,
+                                                                        detail::Call c) const {
   shape_type g{};
   for (std::size_t d = 0; d < N; ++d) g[d] = detail::normalize_index(i[d], shape()[d], d, name(c));
   return g;
@@ -334,7 +337,8 @@ std::string GlobalArray<T, N>::to_string(const X& x) {
 
 template <Element T, std::size_t N>
 template <detail::Dir D>
-void GlobalArray<T, N>::transfer(const Section<N>& sec, T* buf, T alpha, Request* req, const shape_type* buf_strides) const {
+void GlobalArray<T, N>::transfer(const Section<N>& sec, T* buf, T alpha, Request* req,
+                                 const shape_type* buf_strides) const {
   auto& st = ctx_.stats();
   OpCounters& oc = st[D == detail::Dir::get ? Op::get : D == detail::Dir::put ? Op::put : Op::acc];
   ++oc.calls;
@@ -412,7 +416,7 @@ void GlobalArray<T, N>::transfer(const Section<N>& sec, T* buf, T alpha, Request
     st.mpi_rma_calls += tp.mpi_calls();
     if (tp.temp_bytes()) note_temp(tp.temp_bytes());
   });
-  if (req && scaled) req->add_finisher([s = std::move(scaled)] {});
+  if (req && scaled) detail::RequestAccess::add_finisher(*req, [s = std::move(scaled)] {});
 }
 
 template <Element T, std::size_t N>
@@ -468,8 +472,9 @@ void GlobalArray<T, N>::check_mpi_limits(const Section<N>& sec) const {
       const bool contiguous_inner = d == it.nd - 1 && it.sa[static_cast<std::size_t>(d)] == 1;
       if (!contiguous_inner && it.count[static_cast<std::size_t>(d)] > std::numeric_limits<int>::max())
         detail::raise<InvalidArgument>(name(detail::Call::get), ": a strided dimension of ",
-                                       it.count[static_cast<std::size_t>(d)], " elements in the piece on rank ",
-                                       p.rank, " exceeds what one MPI datatype can describe (INT_MAX)");
+                                       it.count[static_cast<std::size_t>(d)],
+                                       " elements in the piece on rank ", p.rank,
+                                       " exceeds what one MPI datatype can describe (INT_MAX)");
     }
   });
 }
@@ -477,7 +482,9 @@ void GlobalArray<T, N>::check_mpi_limits(const Section<N>& sec) const {
 template <Element T, std::size_t N>
 template <detail::Call C>
 void GlobalArray<T, N>::list_op(std::span<const shape_type> indices, T* vals, T alpha, int) const {
-  constexpr Op op = C == detail::Call::gather ? Op::gather : C == detail::Call::scatter ? Op::scatter : Op::scatter_acc;
+  constexpr Op op = C == detail::Call::gather    ? Op::gather
+                    : C == detail::Call::scatter ? Op::scatter
+                                                 : Op::scatter_acc;
   constexpr detail::ListOp L = C == detail::Call::gather    ? detail::ListOp::gather
                                : C == detail::Call::scatter ? detail::ListOp::scatter
                                                             : detail::ListOp::scatter_acc;
