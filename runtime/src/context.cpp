@@ -96,10 +96,10 @@ bool all_ok(MPI_Comm comm, bool ok) {
 }
 
 bool signatures_agree(MPI_Comm comm, std::uint64_t signature) {
-  // max(s) and max(~s) = ~min(s) in one allreduce: equal everywhere iff max == min.
-  std::uint64_t in[2] = {signature, ~signature}, out[2] = {0, 0};
-  check_mpi(MPI_Allreduce(in, out, 2, MPI_UINT64_T, MPI_MAX, comm), "MPI_Allreduce");
-  return out[0] == ~out[1];
+  // The same three-word allreduce as agree_with_errors: every handshake has one shape, so
+  // two different collectives meeting (a mismatch) still call MPI_Allreduce with equal
+  // counts, which MPI requires.
+  return agree_with_errors(comm, signature, LocalFault::none).signatures_equal;
 }
 
 Agreement agree_with_errors(MPI_Comm comm, std::uint64_t signature, LocalFault fault) {
@@ -259,10 +259,10 @@ void Context::progress() const {
 
 bool Context::agree(bool ok) const {
   check_valid("Context::agree");
-  const auto a = detail::agree_with_errors(comm_, detail::hash_string("Context::agree"),
-                                           ok ? detail::LocalFault::none : detail::LocalFault::invalid);
-  if (!a.signatures_equal) detail::throw_signature_mismatch("Context::agree", "Context::agree");
-  return a.failed_rank < 0;
+  // The handshake first (a rank in another collective makes every rank throw), then the
+  // vote. The vote is not a LocalFault: a "no" is an answer, not an error to broadcast.
+  detail::agree_signature(comm_, detail::hash_string("Context::agree"), "Context::agree", "agree");
+  return detail::all_ok(comm_, ok);
 }
 
 void Context::barrier() const {

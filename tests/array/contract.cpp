@@ -359,6 +359,18 @@ TEST_CASE("collectives called with an argument that differs on one rank throw on
     if (odd) ctx.barrier();
     else (void)ctx.split(0);
   });
+  expect_mismatch(ctx, "agree vs barrier", [&] {
+    if (odd) ctx.barrier();
+    else (void)ctx.agree(true);
+  });
+  expect_mismatch(ctx, "barrier vs sync", [&] {
+    if (odd) a.sync();
+    else ctx.barrier();
+  });
+  expect_mismatch(ctx, "agree vs sync", [&] {
+    if (odd) a.sync();
+    else (void)ctx.agree(false);
+  });
   expect_mismatch(ctx, "print_stats vs barrier", [&] {
     std::ostringstream os;
     if (odd) ctx.barrier();

@@ -1,6 +1,7 @@
 // The user guide's "Basics" section, compiled and checked (docs/user-guide.md).
 #include "support/test_support.hpp"
 
+#include <algorithm>
 #include <sstream>
 
 using garray::idx, garray::range, garray::all, garray::_;
@@ -52,3 +53,33 @@ TEST_CASE("user guide basics: one-sided operations, local loops, statistics") {
   garray::print_stats(ctx, os);
   if (ctx.rank() == 0) CHECK(os.str().find("get.calls") != std::string::npos);
 }
+
+TEST_CASE("user guide basics: ctx.agree and throw_error (Errors)") {
+  garray::Context ctx;
+  const std::vector<double> mine = ctx.rank() == 0 ? std::vector<double>{} : std::vector<double>{1.0, 3.0 + ctx.rank()};
+  const auto step = [&] {
+    return ctx.agree("app: read input", [&] {
+      if (mine.empty()) garray::throw_error<garray::InvalidArgument>("app: no input rows");
+      return *std::max_element(mine.begin(), mine.end());
+    });
+  };
+  if (ctx.size() == 1) {
+    CHECK_THROWS_AS(step(), garray::InvalidArgument);  // rank 0 has no rows
+  } else if (ctx.rank() == 0) {
+    CHECK_THROWS_WITH_AS(step(), doctest::Contains("app: no input rows [rank 0/"), garray::InvalidArgument);
+  } else {
+    try {
+      step();
+      FAIL("expected CollectiveFailure");
+    } catch (const garray::CollectiveFailure& e) {
+      CHECK(e.failed_rank() == 0);
+      CHECK(test::contains(e.what(), "app: no input rows"));
+    }
+  }
+  // The context still works, and a step that succeeds everywhere returns its value.
+  CHECK(ctx.agree("app: ok", [&] { return ctx.rank() * 2; }) == ctx.rank() * 2);
+  CHECK(ctx.agree(true));
+  CHECK(ctx.agree(ctx.rank() != ctx.size() - 1) == false);
+  CHECK_THROWS_AS(garray::check_mpi(MPI_ERR_ARG, "MPI_Fake"), garray::MpiError);
+}
+

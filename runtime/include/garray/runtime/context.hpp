@@ -96,7 +96,7 @@ class Context {
   std::string describe() const;
 
   /// **Collective.** True on every rank iff `ok` is true on every rank: the "did it work
-  /// everywhere?" question of an SPMD program (one allreduce). Handshaked like every
+  /// everywhere?" question of an SPMD program (two small allreduces). Handshaked like every
   /// collective: a rank calling another collective meanwhile makes every rank throw
   /// CollectiveMismatch.
   bool agree(bool ok) const;
