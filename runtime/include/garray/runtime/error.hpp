@@ -26,21 +26,29 @@ namespace garray {
 /// Base of every exception garray throws. `rank()` is the world rank that raised it.
 class Error : public std::runtime_error {
  public:
+  /// Local. An error with message `what`, stamped with this process's rank in
+  /// MPI_COMM_WORLD (-1 when MPI is not initialised or already finalised).
   explicit Error(const std::string& what);
+  /// Local. The MPI_COMM_WORLD rank that raised the error (-1 if raised outside MPI's lifetime).
   int rank() const noexcept { return rank_; }
 
  private:
   int rank_;
 };
 
+/// An index or an index list entry outside the array. Thrown before any data moves.
 class BoundsError : public Error {
  public:
   using Error::Error;
 };
+/// A buffer's size or an operand's shape differs from the section's it must match. Thrown
+/// before any data moves.
 class SizeMismatch : public Error {
  public:
   using Error::Error;
 };
+/// A slice that cannot be normalised: a zero step, a step that overflows, more indices
+/// than dimensions, two ellipses. Thrown before any data moves.
 class InvalidSlice : public Error {
  public:
   using Error::Error;
@@ -50,6 +58,8 @@ class InvalidArgument : public Error {
  public:
   using Error::Error;
 };
+/// Element types disagree: an array's and a file dataset's, or an attribute's stored type
+/// and the one asked for.
 class TypeMismatch : public Error {
  public:
   using Error::Error;
@@ -65,7 +75,9 @@ class CollectiveMismatch : public Error {
 /// rule in docs/semantics.md.
 class CollectiveFailure : public Error {
  public:
+  /// Local. The error with message `what` reporting that `failed_rank` failed.
   CollectiveFailure(const std::string& what, int failed_rank) : Error(what), failed_rank_(failed_rank) {}
+  /// Local. The lowest rank (of the collective's context) whose part failed.
   int failed_rank() const noexcept { return failed_rank_; }
 
  private:
@@ -74,15 +86,18 @@ class CollectiveFailure : public Error {
 /// An MPI call returned an error code. `code()` is that code; the message includes MPI's text.
 class MpiError : public Error {
  public:
+  /// Local. The error with message `what` for the MPI error code `code`.
   MpiError(const std::string& what, int code);
+  /// Local. The MPI error code the failing call returned.
   int code() const noexcept { return code_; }
 
  private:
   int code_;
 };
 
-/// Prints "garray: fatal on rank r: msg" to stderr and calls MPI_Abort. For states that
-/// cannot be recovered or are inconsistent across ranks.
+/// Local; never returns. Prints "garray: fatal [rank r/p]: msg" to stderr and calls
+/// MPI_Abort on MPI_COMM_WORLD (std::abort if MPI is not initialised or already finalised).
+/// For states that cannot be recovered or are inconsistent across ranks.
 [[noreturn]] void abort(std::string_view msg) noexcept;
 
 namespace detail {
