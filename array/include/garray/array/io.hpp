@@ -1137,8 +1137,8 @@ void read_section(const Group& loc, const std::string& name, GlobalArray<T, N>& 
 /// **Collective** over the file's context (which must be the array's). Writes the whole
 /// array as dataset `name` (a path relative to `loc`; missing groups are created) in C
 /// order, with the layout attributes. Completes every rank's outstanding operations on `a`
-/// first (as sync()); on return the dataset holds a's elements (on disk after flush() or
-/// close()). Throws on every rank: FileError (read-only file, the dataset exists and
+/// first (as sync()); on return the dataset holds a's elements (HDF5 may buffer: flush() or
+/// close() writes its buffers out). Throws on every rank: FileError (read-only file, the dataset exists and
 /// overwrite is off, HDF5 fails), InvalidArgument (bad options), CollectiveMismatch.
 template <Element T, std::size_t N>
 void write(const Group& loc, const std::string& name, GlobalArray<T, N>& a, const WriteOptions& o = {}) {
