@@ -745,8 +745,9 @@ class Group {
     if (file_->mode == Mode::read_only)
       gd::raise<FileError>(what, ": file '", file_->path, "' is open read-only");
   }
-  /// For garray's own calls; makes HDF5 calls that every rank must make (collective
-  /// metadata). Opens `object` ("." is this group). Throws FileError if it does not exist.
+  /// Collective in effect (HDF5 with collective metadata: every rank must make the same
+  /// calls); for garray's own calls. Opens `object` ("." is this group). Throws FileError if
+  /// it does not exist.
   detail::Hid open_object(const std::string& object, std::string_view what) const {
     if (object == ".") return detail::Hid(H5Oopen(id(), ".", H5P_DEFAULT), H5Oclose);
     if (!detail::link_exists(id(), object)) gd::raise<FileError>(what, ": ", where(object), " does not exist");
@@ -854,8 +855,8 @@ class File : public Group {
   /// Local. Takes over `o`'s handle on the file (dropping this one's: if it was the last
   /// handle on its file, that closes it, which is collective).
   File& operator=(File&& o) noexcept = default;
-  /// Drops this handle; the last handle on the file (File or Group) closes it, which is
-  /// **collective**: every rank destroys its handles together. Never throws.
+  /// Local, except that the last handle on the file (File or Group) closes it, which is
+  /// **Collective**: every rank destroys its handles together. Never throws.
   ~File() = default;
 
   /// Local. True until close().
