@@ -1,16 +1,15 @@
 // The Laplace solver: the three variants, the serial reference and small helpers.
 #include "laplace.hpp"
 
-#include <garray/garray.hpp>
-#include <garray/runtime/error.hpp>
-#include <garray/runtime/window_cache.hpp>
-
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <garray/garray.hpp>
+#include <garray/runtime/error.hpp>
+#include <garray/runtime/window_cache.hpp>
 #include <limits>
 #include <optional>
 #include <span>
@@ -22,9 +21,12 @@ namespace garray::laplace {
 
 std::string_view to_string(Variant v) noexcept {
   switch (v) {
-    case Variant::kernel: return "kernel";
-    case Variant::fused: return "fused";
-    case Variant::numpy: return "numpy";
+    case Variant::kernel:
+      return "kernel";
+    case Variant::fused:
+      return "fused";
+    case Variant::numpy:
+      return "numpy";
   }
   return "?";
 }
@@ -32,7 +34,8 @@ std::string_view to_string(Variant v) noexcept {
 Variant parse_variant(std::string_view name) {
   for (Variant v : all_variants)
     if (name == to_string(v)) return v;
-  garray::detail::raise<InvalidArgument>("laplace: unknown variant '", name, "' (kernel, fused or numpy)");
+  garray::throw_error<garray::InvalidArgument>("laplace: unknown variant '", name,
+                                               "' (kernel, fused or numpy)");
 }
 
 Coefficients Coefficients::of(const Problem& p) noexcept {
@@ -68,11 +71,13 @@ double initial_value(const Problem& p, Index i, Index j) noexcept {
   if (i == 0) return bc(0.0, static_cast<double>(j) * c.dy);
   if (i == p.nx - 1) return bc(1.0, static_cast<double>(j) * c.dy);
   if (p.init == Init::zero) return 0.0;
-  const auto h = mix(static_cast<std::uint64_t>(i) * static_cast<std::uint64_t>(p.ny) + static_cast<std::uint64_t>(j));
+  const auto h =
+      mix(static_cast<std::uint64_t>(i) * static_cast<std::uint64_t>(p.ny) + static_cast<std::uint64_t>(j));
   return static_cast<double>(h >> 11) * 0x1.0p-52 - 1.0;  // [-1, 1)
 }
 
-double sweep(const double* u, double* v, Index stride, Index rows, Index cols, const Coefficients& c) noexcept {
+double sweep(const double* u, double* v, Index stride, Index rows, Index cols,
+             const Coefficients& c) noexcept {
   double s = 0.0;  // never address-taken: stays in a register (stores to v cannot alias it)
   for (Index i = 0; i < rows; ++i) {
     const double* __restrict mid = u + i * stride;
@@ -93,10 +98,9 @@ double combine_partials(MPI_Comm comm, double partial) {
   // Every partial on every rank, then one sum in rank order: the same bits on every rank
   // for any MPI library, and reproducible by the serial reference.
   int p = 0;
-  garray::detail::check_mpi(MPI_Comm_size(comm, &p), "MPI_Comm_size");
+  garray::check_mpi(MPI_Comm_size(comm, &p), "MPI_Comm_size");
   std::vector<double> all(static_cast<std::size_t>(p));
-  garray::detail::check_mpi(MPI_Allgather(&partial, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, comm),
-                            "MPI_Allgather");
+  garray::check_mpi(MPI_Allgather(&partial, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, comm), "MPI_Allgather");
   return reference_combine(all);
 }
 
@@ -113,8 +117,8 @@ Distribution<2> parse_grid(std::string_view text) {
     int v = 0;
     const auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
     if (ec != std::errc{} || ptr != t.data() + t.size() || v < 1)
-      garray::detail::raise<InvalidArgument>("laplace: bad process grid '", text,
-                                             "' (expected PxQ with P, Q >= 1, e.g. 2x1, or auto)");
+      garray::throw_error<garray::InvalidArgument>("laplace: bad process grid '", text,
+                                                   "' (expected PxQ with P, Q >= 1, e.g. 2x1, or auto)");
     return v;
   };
   if (x == std::string_view::npos) num("");  // throws
@@ -125,7 +129,7 @@ void write_field(const std::string& path, const boost::multi_array<double, 2>& u
   const auto nx = static_cast<std::size_t>(u.shape()[0]), ny = static_cast<std::size_t>(u.shape()[1]);
   const bool npy = path.size() >= 4 && path.compare(path.size() - 4, 4, ".npy") == 0;
   std::ofstream out(path, std::ios::binary);
-  if (!out) garray::detail::raise<InvalidArgument>("laplace: cannot write '", path, "'");
+  if (!out) garray::throw_error<garray::InvalidArgument>("laplace: cannot write '", path, "'");
   if (npy) {
     // NPY format 1.0: magic, version, little-endian header length, a dict padded with
     // spaces and a newline so that the data starts at a multiple of 64 bytes.
@@ -139,7 +143,8 @@ void write_field(const std::string& path, const boost::multi_array<double, 2>& u
     const char len[2] = {static_cast<char>(hl & 0xff), static_cast<char>(hl >> 8)};
     out.write(len, 2);
     out << header;
-    out.write(reinterpret_cast<const char*>(u.data()), static_cast<std::streamsize>(nx * ny * sizeof(double)));
+    out.write(reinterpret_cast<const char*>(u.data()),
+              static_cast<std::streamsize>(nx * ny * sizeof(double)));
   } else {
     char buf[32];
     for (std::size_t i = 0; i < nx; ++i) {
@@ -150,7 +155,7 @@ void write_field(const std::string& path, const boost::multi_array<double, 2>& u
       out << '\n';
     }
   }
-  if (!out) garray::detail::raise<InvalidArgument>("laplace: error writing '", path, "'");
+  if (!out) garray::throw_error<garray::InvalidArgument>("laplace: error writing '", path, "'");
 }
 
 int cache_depth(const Context& ctx) { return ctx.cache().depth(); }
@@ -270,8 +275,8 @@ class KernelImpl final : public Impl {
       auto bu = u.access();
       auto bv = v.access();
       const auto lay = u.layout_of(ctx_.rank());  // the same for v: same distribution and ghosts
-      s = sweep(bu.data() + lay.offset({i0, j0}), bv.data() + lay.offset({i0, j0}), lay.strides[0], i1 - i0, j1 - j0,
-                c_);
+      s = sweep(bu.data() + lay.offset({i0, j0}), bv.data() + lay.offset({i0, j0}), lay.strides[0], i1 - i0,
+                j1 - j0, c_);
     }
     v.sync();  // everyone's new values complete and visible; nobody still reads u
     std::swap(cur_, nxt_);
@@ -293,7 +298,8 @@ class KernelImpl final : public Impl {
       s.start = {row, b.lo[1]};
       s.step = {1, 1};
       s.count = {1, b.extent(1)};
-      u.get_section(s, std::span<double>(mem + lay.offset({row, b.lo[1]}), static_cast<std::size_t>(b.extent(1))));
+      u.get_section(
+          s, std::span<double>(mem + lay.offset({row, b.lo[1]}), static_cast<std::size_t>(b.extent(1))));
     };
     auto cols = [&](Index col) {
       Section<2> s;
@@ -438,13 +444,17 @@ class NumpyImpl final : public Impl {
   std::optional<Array> old_;
 };
 
-std::unique_ptr<Impl> make_impl(const Context& ctx, const Problem& p, Variant v, const Distribution<2>& dist) {
+std::unique_ptr<Impl> make_impl(const Context& ctx, const Problem& p, Variant v,
+                                const Distribution<2>& dist) {
   switch (v) {
-    case Variant::kernel: return std::make_unique<KernelImpl>(ctx, p, dist);
-    case Variant::fused: return std::make_unique<FusedImpl>(ctx, p, dist);
-    case Variant::numpy: return std::make_unique<NumpyImpl>(ctx, p, dist);
+    case Variant::kernel:
+      return std::make_unique<KernelImpl>(ctx, p, dist);
+    case Variant::fused:
+      return std::make_unique<FusedImpl>(ctx, p, dist);
+    case Variant::numpy:
+      return std::make_unique<NumpyImpl>(ctx, p, dist);
   }
-  garray::detail::raise<InvalidArgument>("laplace: unknown variant ", static_cast<int>(v));
+  garray::throw_error<garray::InvalidArgument>("laplace: unknown variant ", static_cast<int>(v));
 }
 
 }  // namespace detail
@@ -453,11 +463,12 @@ std::unique_ptr<Impl> make_impl(const Context& ctx, const Problem& p, Variant v,
 
 Solver::Solver(const Context& ctx, const Problem& p, Variant v, const Distribution<2>& dist) {
   const bool ok = p.nx >= 2 && p.ny >= 2;
-  if (!garray::detail::all_ok(ctx.comm(), ok)) {
+  if (!ctx.agree(ok)) {
     if (!ok)
-      garray::detail::raise<InvalidArgument>("laplace::Solver: grid ", p.nx, "x", p.ny,
-                                             " too small (nx and ny must be >= 2)");
-    garray::detail::raise<InvalidArgument>("laplace::Solver: another rank was given a grid smaller than 2x2");
+      garray::throw_error<garray::InvalidArgument>("laplace::Solver: grid ", p.nx, "x", p.ny,
+                                                   " too small (nx and ny must be >= 2)");
+    garray::throw_error<garray::InvalidArgument>(
+        "laplace::Solver: another rank was given a grid smaller than 2x2");
   }
   impl_ = detail::make_impl(ctx, p, v, dist);
 }
@@ -471,7 +482,8 @@ double Solver::step() { return impl_->step(); }
 GlobalArray<double, 2>& Solver::current_array() noexcept { return impl_->current_mut(); }
 void Solver::restore(const std::function<void(GlobalArray<double, 2>&)>& load) { impl_->restore(load); }
 
-SolveResult Solver::solve(int n_iter, double eps, bool record_errors, const std::function<void(int, double)>& after_step) {
+SolveResult Solver::solve(int n_iter, double eps, bool record_errors,
+                          const std::function<void(int, double)>& after_step) {
   SolveResult r;
   impl_->ctx_.barrier();
   const double t0 = MPI_Wtime();
@@ -484,8 +496,8 @@ SolveResult Solver::solve(int n_iter, double eps, bool record_errors, const std:
     if (err <= eps) break;  // err is identical on every rank: all stop together
   }
   double dt = MPI_Wtime() - t0;
-  garray::detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, impl_->ctx_.comm()),
-                            "MPI_Allreduce");
+  garray::check_mpi(MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, impl_->ctx_.comm()),
+                    "MPI_Allreduce");
   r.seconds = dt;
   return r;
 }
@@ -502,8 +514,8 @@ void Solver::field_rows(Index row0, Index nrows, std::span<double> out) const {
   s.step = {1, 1};
   s.count = {nrows, impl_->p_.ny};
   if (row0 < 0 || nrows < 0 || row0 + nrows > impl_->p_.nx)
-    garray::detail::raise<BoundsError>("laplace::Solver::field_rows: rows [", row0, ", ", row0 + nrows,
-                                       ") outside [0, ", impl_->p_.nx, ")");
+    garray::throw_error<garray::BoundsError>("laplace::Solver::field_rows: rows [", row0, ", ", row0 + nrows,
+                                             ") outside [0, ", impl_->p_.nx, ")");
   impl_->current().get_section(s, out);
 }
 

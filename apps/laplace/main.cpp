@@ -6,32 +6,30 @@
 //   mpiexec -n 3 build/apps/laplace/laplace --nx 33 --ny 17 --init hash --check
 //   mpiexec -n 4 build/apps/laplace/laplace --iters 400 --checkpoint ck.h5 --checkpoint-every 50
 //   mpiexec -n 2 build/apps/laplace/laplace --iters 400 --restart ck.h5     # resumes at step 350
-#include "laplace.hpp"
-
+#include <boost/program_options.hpp>
 #include <garray/garray.hpp>
 
-#include <boost/program_options.hpp>
+#include "laplace.hpp"
 
 #ifdef GARRAY_HAVE_IO
-#include <garray/array/io.hpp>
-
 #include <fcntl.h>
 #include <unistd.h>
-#endif
 
-#include <csignal>
-#include <cstdlib>
+#include <garray/array/io.hpp>
+#endif
 
 #include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <functional>
-#include <tuple>
 #include <iostream>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace po = boost::program_options;
@@ -156,8 +154,8 @@ void write_state(io::File& f, lp::Solver& s, const Options& o, long step, double
 /// A checkpoint: written to path.tmp, closed (collective: every rank's data is in the file),
 /// then renamed over `path` by rank 0 (after an fsync) and agreed. A kill at any point leaves
 /// the previous checkpoint intact.
-void write_checkpoint(const garray::Context& ctx, const std::string& path, lp::Solver& s, const Options& o, long step,
-                      double err) {
+void write_checkpoint(const garray::Context& ctx, const std::string& path, lp::Solver& s, const Options& o,
+                      long step, double err) {
   const std::string tmp = path + ".tmp";
   {
     io::File f(ctx, tmp, io::Mode::create);
@@ -170,10 +168,11 @@ void write_checkpoint(const garray::Context& ctx, const std::string& path, lp::S
     const int fd = ::open(tmp.c_str(), O_RDONLY);
     if (fd < 0 || ::fsync(fd) != 0) why = "cannot fsync " + tmp;
     if (fd >= 0) ::close(fd);
-    if (why.empty() && std::rename(tmp.c_str(), path.c_str()) != 0) why = "cannot rename " + tmp + " to " + path;
+    if (why.empty() && std::rename(tmp.c_str(), path.c_str()) != 0)
+      why = "cannot rename " + tmp + " to " + path;
   }
-  garray::detail::run_concluded(ctx.comm(), "laplace: checkpoint", [&] {
-    if (!why.empty()) garray::detail::raise<garray::InvalidArgument>("laplace: checkpoint: ", why);
+  ctx.agree("laplace: checkpoint", [&] {
+    if (!why.empty()) garray::throw_error<garray::InvalidArgument>("laplace: checkpoint: ", why);
   });
 }
 
@@ -188,18 +187,22 @@ std::pair<long, double> read_checkpoint(const garray::Context& ctx, const std::s
   const long step = static_cast<long>(f.attribute<std::int64_t>("step"));
   const double err = f.attribute<double>("error");
   std::ostringstream bad;
-  if (nx != o.nx || ny != o.ny) bad << " grid " << nx << "x" << ny << " (this run: " << o.nx << "x" << o.ny << ")";
+  if (nx != o.nx || ny != o.ny)
+    bad << " grid " << nx << "x" << ny << " (this run: " << o.nx << "x" << o.ny << ")";
   if (init != o.init) bad << " init " << init << " (this run: " << o.init << ")";
   if (eps != o.eps) bad << " eps " << g17(eps) << " (this run: " << g17(o.eps) << ")";
   if (!bad.str().empty())
-    garray::detail::raise<garray::InvalidArgument>("laplace: --restart ", path, ": the checkpoint is for", bad.str());
+    garray::throw_error<garray::InvalidArgument>("laplace: --restart ", path, ": the checkpoint is for",
+                                                 bad.str());
   s.restore([&](garray::GlobalArray<double, 2>& a) { io::read(f, "u", a); });
   return {step, err};
 }
 #endif
 
 bool is_hdf5_name(const std::string& name) {
-  auto ends = [&](std::string_view e) { return name.size() >= e.size() && name.compare(name.size() - e.size(), e.size(), e) == 0; };
+  auto ends = [&](std::string_view e) {
+    return name.size() >= e.size() && name.compare(name.size() - e.size(), e.size(), e) == 0;
+  };
   return ends(".h5") || ends(".hdf5");
 }
 
@@ -217,7 +220,8 @@ int run(int argc, char** argv) {
   const lp::Problem prob{o.nx, o.ny, o.init == "hash" ? lp::Init::hash : lp::Init::zero};
   if (o.cache_depth >= 0) lp::set_cache_depth(ctx, o.cache_depth);
   if (o.check && o.nx * o.ny > (garray::Index{1} << 24))
-    throw garray::InvalidArgument("laplace: --check needs a grid of at most 2^24 points (it runs a serial copy)");
+    throw garray::InvalidArgument(
+        "laplace: --check needs a grid of at most 2^24 points (it runs a serial copy)");
 
   std::optional<lp::Solver> holder(std::in_place, ctx, prob, variant, lp::parse_grid(o.grid));
   lp::Solver& solver = *holder;
@@ -226,8 +230,9 @@ int run(int argc, char** argv) {
   std::ostringstream os;
   if (root && !o.quiet) {
     os << "app=laplace\nnx=" << o.nx << "\nny=" << o.ny << "\niters=" << o.iters << "\neps=" << o.eps
-       << "\nvariant=" << lp::to_string(variant) << "\ninit=" << o.init << "\nprocess_grid=" << dist.procs()[0] << 'x'
-       << dist.procs()[1] << "\ncache_depth=" << lp::cache_depth(ctx) << "\nrepeat=" << o.repeat << '\n'
+       << "\nvariant=" << lp::to_string(variant) << "\ninit=" << o.init
+       << "\nprocess_grid=" << dist.procs()[0] << 'x' << dist.procs()[1]
+       << "\ncache_depth=" << lp::cache_depth(ctx) << "\nrepeat=" << o.repeat << '\n'
        << ctx.describe();
     std::string text = os.str();
     std::erase(text, '\0');  // some MPI libraries count the terminator in the version length
@@ -240,12 +245,14 @@ int run(int argc, char** argv) {
 #ifdef GARRAY_HAVE_IO
   if (!o.restart.empty()) {
     std::tie(start_step, start_err) = read_checkpoint(ctx, o.restart, solver, o);
-    if (root && !o.quiet) std::cout << "restart=" << o.restart << "\nrestart_step=" << start_step << '\n' << std::flush;
+    if (root && !o.quiet)
+      std::cout << "restart=" << o.restart << "\nrestart_step=" << start_step << '\n' << std::flush;
   }
 #endif
   const bool converged = start_step > 0 && start_err <= o.eps;  // the checkpointed run had stopped
   const int todo = converged ? 0 : static_cast<int>(std::max<long>(0, o.iters - start_step));
-  if (o.check && start_step > 0) throw garray::InvalidArgument("laplace: --check cannot be combined with --restart");
+  if (o.check && start_step > 0)
+    throw garray::InvalidArgument("laplace: --check cannot be combined with --restart");
 
   std::function<void(int, double)> after_step;
   after_step = [&](int k, double err) {
@@ -271,7 +278,8 @@ int run(int argc, char** argv) {
   if (res.iterations == 0) res.error = start_err;  // nothing left to do: the checkpoint's error
 #ifdef GARRAY_HAVE_IO
   // The final state, unless the last step just wrote it.
-  if (!o.checkpoint.empty() && (o.checkpoint_every == 0 || final_step % o.checkpoint_every != 0 || res.iterations == 0))
+  if (!o.checkpoint.empty() &&
+      (o.checkpoint_every == 0 || final_step % o.checkpoint_every != 0 || res.iterations == 0))
     write_checkpoint(ctx, o.checkpoint, solver, o, final_step, res.error);
 #endif
 
@@ -303,10 +311,10 @@ int run(int argc, char** argv) {
       m << "error of step " << first_bad + 1 << " " << g17(res.errors[first_bad]) << " vs reference "
         << g17(ref.errors[first_bad]);
     if (bad_i >= 0)
-      m << (ok ? "" : "; ") << "u[" << bad_i << "][" << bad_j << "] = " << g17(u[bad_i][bad_j]) << " vs reference "
-        << g17(ref.u[bad_i][bad_j]);
+      m << (ok ? "" : "; ") << "u[" << bad_i << "][" << bad_j << "] = " << g17(u[bad_i][bad_j])
+        << " vs reference " << g17(ref.u[bad_i][bad_j]);
     ok = ok && bad_i < 0;
-    ok = garray::detail::all_ok(ctx.comm(), ok);
+    ok = ctx.agree(ok);
     status = ok ? 0 : 1;
     check_msg = ok ? "pass" : "FAIL " + m.str();
   }
@@ -317,14 +325,15 @@ int run(int argc, char** argv) {
     write_state(f, solver, o, final_step, res.error);
   } else
 #endif
-  if (!o.output.empty() && root) {
+      if (!o.output.empty() && root) {
     lp::write_field(o.output, solver.field());
   }
 
   if (root) {
     std::ostringstream r;
-    r << "iterations=" << res.iterations << "\nsteps=" << final_step << "\ntime_per_iter_ms=" << median(per_iter) * 1e3
-      << "\nsolve_time_s=" << median(total) << "\nerror=" << g17(res.error) << '\n';
+    r << "iterations=" << res.iterations << "\nsteps=" << final_step
+      << "\ntime_per_iter_ms=" << median(per_iter) * 1e3 << "\nsolve_time_s=" << median(total)
+      << "\nerror=" << g17(res.error) << '\n';
     if (o.check) r << "check=" << check_msg << '\n';
     if (!o.output.empty()) r << "output=" << o.output << '\n';
     std::cout << r.str() << std::flush;

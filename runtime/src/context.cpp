@@ -1,10 +1,8 @@
-#include <garray/runtime/context.hpp>
-
-#include <garray/runtime/error.hpp>
-#include <garray/runtime/window_cache.hpp>
-
 #include <cstdlib>
 #include <cstring>
+#include <garray/runtime/context.hpp>
+#include <garray/runtime/error.hpp>
+#include <garray/runtime/window_cache.hpp>
 #include <mutex>
 #include <sstream>
 
@@ -66,8 +64,7 @@ WindowKind choose_kind(MPI_Comm comm, int size) {
   // Every rank must choose the same kind: decide from the node split (collective) and let
   // rank agreement handle a per-rank environment that differs.
   MPI_Comm node = MPI_COMM_NULL;
-  check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node),
-            "MPI_Comm_split_type");
+  check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
   int node_size = 0;
   MPI_Comm_size(node, &node_size);
   MPI_Comm_free(&node);
@@ -111,8 +108,9 @@ Agreement agree_with_errors(MPI_Comm comm, std::uint64_t signature, LocalFault f
   // max(s), max(~s) = ~min(s) and max(~f) = ~min(f) in one allreduce, f = 4 * rank + kind
   // for a faulty rank: the lowest faulty rank and what went wrong there.
   constexpr std::uint64_t none = ~std::uint64_t{0} >> 1;
-  const std::uint64_t f =
-      fault == LocalFault::none ? none : static_cast<std::uint64_t>(me) * 4 + static_cast<std::uint64_t>(fault);
+  const std::uint64_t f = fault == LocalFault::none
+                              ? none
+                              : static_cast<std::uint64_t>(me) * 4 + static_cast<std::uint64_t>(fault);
   std::uint64_t in[3] = {signature, ~signature, ~f}, out[3] = {0, 0, 0};
   check_mpi(MPI_Allreduce(in, out, 3, MPI_UINT64_T, MPI_MAX, comm), "MPI_Allreduce");
   Agreement a;
@@ -155,13 +153,15 @@ std::string peer_message(MPI_Comm comm, int failed_rank, const std::exception_pt
 void throw_peer_error(MPI_Comm comm, int failed_rank, std::exception_ptr err, std::string_view what) {
   const std::string text = broadcast_message(comm, failed_rank, err);
   if (err) std::rethrow_exception(err);
-  throw CollectiveMismatch(message(what, ": invalid call on rank ", failed_rank, " of the context (", text, ")"));
+  throw CollectiveMismatch(
+      message(what, ": invalid call on rank ", failed_rank, " of the context (", text, ")"));
 }
 
 void throw_peer_failure(MPI_Comm comm, int failed_rank, std::exception_ptr err, std::string_view what) {
   const std::string text = broadcast_message(comm, failed_rank, err);
   if (err) std::rethrow_exception(err);
-  throw CollectiveFailure(message(what, ": failed on rank ", failed_rank, " of the context (", text, ")"), failed_rank);
+  throw CollectiveFailure(message(what, ": failed on rank ", failed_rank, " of the context (", text, ")"),
+                          failed_rank);
 }
 
 void throw_if_disagreed(MPI_Comm comm, const Agreement& a, std::exception_ptr err, std::string_view what,
@@ -175,8 +175,8 @@ void throw_if_disagreed(MPI_Comm comm, const Agreement& a, std::exception_ptr er
 
 void throw_signature_mismatch(std::string_view what, std::string_view describe_local) {
   throw CollectiveMismatch(message(
-      what, ": ranks called different collectives or passed different arguments (this rank: ",
-      describe_local, ")"));
+      what, ": ranks called different collectives or passed different arguments (this rank: ", describe_local,
+      ")"));
 }
 
 void agree_signature(MPI_Comm comm, std::uint64_t signature, std::string_view what,
@@ -225,8 +225,9 @@ Context::Context(std::shared_ptr<detail::ContextState> s) : state_(std::move(s))
 }
 
 void Context::throw_invalid(std::string_view what) {
-  detail::raise<InvalidArgument>(what, ": invalid Context (an empty context from split(MPI_UNDEFINED) or a "
-                                       "moved-from handle)");
+  detail::raise<InvalidArgument>(what,
+                                 ": invalid Context (an empty context from split(MPI_UNDEFINED) or a "
+                                 "moved-from handle)");
 }
 
 Context Context::split(int color, int key) const {
@@ -239,7 +240,6 @@ Context Context::split(int color, int key) const {
   MPI_Comm_free(&sub);
   return c;
 }
-
 
 WindowCache& Context::cache() const {
   check_valid("Context::cache");
@@ -257,9 +257,18 @@ void Context::progress() const {
   detail::check_mpi(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm_, &flag, MPI_STATUS_IGNORE), "MPI_Iprobe");
 }
 
+bool Context::agree(bool ok) const {
+  check_valid("Context::agree");
+  const auto a = detail::agree_with_errors(comm_, detail::hash_string("Context::agree"),
+                                           ok ? detail::LocalFault::none : detail::LocalFault::invalid);
+  if (!a.signatures_equal) detail::throw_signature_mismatch("Context::agree", "Context::agree");
+  return a.failed_rank < 0;
+}
+
 void Context::barrier() const {
   check_valid("Context::barrier");
-  detail::agree_signature(state_->comm, detail::hash_string("Context::barrier"), "Context::barrier", "barrier");
+  detail::agree_signature(state_->comm, detail::hash_string("Context::barrier"), "Context::barrier",
+                          "barrier");
 }
 
 std::string Context::describe() const {

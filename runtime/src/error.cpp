@@ -1,4 +1,5 @@
 #include <garray/runtime/error.hpp>
+#include <garray/runtime/fault.hpp>
 
 #include <cstdio>
 
@@ -18,6 +19,17 @@ int world_rank_or_minus_one() {
 Error::Error(const std::string& what) : std::runtime_error(what), rank_(world_rank_or_minus_one()) {}
 
 MpiError::MpiError(const std::string& what, int code) : Error(what), code_(code) {}
+
+// The key functions: one vtable and type_info per class, here.
+Error::~Error() = default;
+BoundsError::~BoundsError() = default;
+SizeMismatch::~SizeMismatch() = default;
+InvalidSlice::~InvalidSlice() = default;
+InvalidArgument::~InvalidArgument() = default;
+TypeMismatch::~TypeMismatch() = default;
+CollectiveMismatch::~CollectiveMismatch() = default;
+CollectiveFailure::~CollectiveFailure() = default;
+MpiError::~MpiError() = default;
 
 void abort(std::string_view msg) noexcept {
   std::fprintf(stderr, "garray: fatal%s: %.*s\n", detail::rank_suffix().c_str(),
@@ -61,3 +73,8 @@ void throw_mpi_error(int rc, std::string_view call) {
 
 }  // namespace detail
 }  // namespace garray
+
+namespace garray::detail {
+// See fault.hpp: set only by the test-only library garray_fault_injection.
+void (*fault_hook)(std::string_view point) = nullptr;
+}  // namespace garray::detail

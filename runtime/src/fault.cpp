@@ -1,4 +1,4 @@
-// Compiled only into garray_runtime_testing (GARRAY_FAULT_INJECTION): see fault.hpp.
+// The test-only library garray_fault_injection (never installed): see fault.hpp.
 #include <garray/runtime/fault.hpp>
 
 #include <algorithm>
@@ -31,8 +31,8 @@ bool fault_armed() noexcept { return armed().on; }
 const std::vector<std::string>& fault_points_seen() { return seen(); }
 }  // namespace testing
 
-namespace detail {
-void fault_point(std::string_view point) {
+namespace {
+void fault_point_hook(std::string_view point) {
   auto& s = seen();
   if (std::find(s.begin(), s.end(), point) == s.end()) s.emplace_back(point);
   Armed& a = armed();
@@ -40,7 +40,9 @@ void fault_point(std::string_view point) {
   if (a.skip-- > 0) return;
   a.on = false;
   if (a.bad_alloc) throw std::bad_alloc();
-  raise<testing::InjectedFault>("injected fault at ", point);
+  detail::raise<testing::InjectedFault>("injected fault at ", point);
 }
-}  // namespace detail
+// Installed before main() runs: every fault point of the program is seen.
+[[maybe_unused]] const bool installed = (detail::fault_hook = &fault_point_hook, true);
+}  // namespace
 }  // namespace garray

@@ -3,6 +3,9 @@
 #include <exception>
 #include <garray/runtime/context.hpp>
 
+#include <chrono>
+#include <thread>
+
 namespace garray::detail {
 
 // add_into: one clone per ISA, chosen at load time (ifunc), like MPI's own MPI_SUM kernels.
@@ -143,6 +146,14 @@ Window::~Window() {
   MPI_Win_free(&win_);
   ++st.windows_freed;
   st.window_bytes -= static_cast<std::int64_t>(bytes_);
+}
+
+void yield_cpu() noexcept { std::this_thread::yield(); }
+
+void backoff(unsigned spin) noexcept {
+  // A sleep costs ~50 us of timer slack: only a long wait (thousands of polls) sleeps.
+  if (spin < 4096) std::this_thread::yield();
+  else std::this_thread::sleep_for(std::chrono::microseconds(20));
 }
 
 }  // namespace garray::detail

@@ -247,6 +247,11 @@ TEST_CASE("a fault injected on one rank at any collective's failure point: every
     expect_fault(ctx, "update_ghosts.fetch", victim, [&] { garray::update_ghosts(g); });
     expect_fault(ctx, "gather.read", victim, [&] { (void)garray::gather(a, 0); });
     expect_fault(ctx, "allgather.read", victim, [&] { (void)garray::allgather(a); });
+    expect_fault(ctx, "collective.complete", victim, [&] { (void)garray::array_str(a); });
+    expect_fault(ctx, "print.fetch", victim, [&] {
+      std::ostringstream os;
+      os << a[idx[range(1, 4)]];
+    });
     boost::multi_array<double, 2> full(boost::extents[9][7]);
     expect_fault(ctx, "scatter_from.put", victim, [&] { (void)garray::scatter_from(ctx, 0, full, {9, 7}); });
     boost::multi_array<double, 1> mine(boost::extents[3]);
@@ -321,6 +326,17 @@ TEST_CASE("collectives called with an argument that differs on one rank throw on
     else (void)garray::allgather(a);
   });
   expect_mismatch(ctx, "gather root", [&] { (void)garray::gather(a, odd ? 1 : 0); });
+  expect_mismatch(ctx, "print of different arrays", [&] { (void)garray::array_str(odd ? b : a); });
+  expect_mismatch(ctx, "print of different views", [&] { (void)garray::array_str(a[idx[range(0, odd ? 2 : 3)]]); });
+  expect_mismatch(ctx, "print options", [&] {
+    garray::PrintOptions o;
+    o.linewidth = odd ? 60 : 75;
+    (void)garray::array_str(a, o);
+  });
+  expect_mismatch(ctx, "print vs sync", [&] {
+    if (odd) a.sync();
+    else (void)garray::array_str(a);
+  });
   expect_mismatch(ctx, "assign scalar", [&] { garray::assign(b, a + (odd ? 2.0 : 1.0)); });
   expect_mismatch(ctx, "assign view", [&] { garray::assign(b, odd ? a[idx[range()]] : b[idx[range()]]); });
   expect_mismatch(ctx, "iota start", [&] { garray::iota(b, odd ? 1.0 : 0.0, 1.0); });

@@ -5,12 +5,11 @@
 //
 // Every rank draws the same random numbers (shared seed), so every rank applies every
 // rank's operations to its reference and executes only its own.
-#include "support/test_support.hpp"
-
-#include <garray/array/copy.hpp>
-
 #include <complex>
+#include <garray/array/copy.hpp>
 #include <set>
+
+#include "support/test_support.hpp"
 
 using garray::Index;
 
@@ -91,7 +90,8 @@ void with_random_view(test::Rng& g, View<T, N, M> v, RefView<N> rv, int depth, F
     for (std::size_t j = 0; j < M; ++j)
       if (!rv.ids[kd[j]].empty()) droppable.push_back(j);
     if (choice == 0 && !droppable.empty()) {  // one integer Index: M -> M-1
-      const std::size_t q = droppable[static_cast<std::size_t>(test::uniform(g, 0, static_cast<Index>(droppable.size()) - 1))];
+      const std::size_t q =
+          droppable[static_cast<std::size_t>(test::uniform(g, 0, static_cast<Index>(droppable.size()) - 1))];
       garray::Slice<M, M - 1> s;
       std::vector<test::RefItem> items(M);
       for (std::size_t j = 0; j < M; ++j) {
@@ -216,14 +216,14 @@ bool copy_to_other(const garray::Context& ctx, test::Rng& g, View<T, N, M> v, co
 
 /// Every operation that takes a region, on view `v` of `a`, against the reference.
 template <class T, std::size_t N, std::size_t M>
-void exercise(const garray::Context& ctx, test::Rng& g, garray::GlobalArray<T, N>& a, test::Reference<T, N>& ref,
-              View<T, N, M> v, const RefView<N>& rv) {
+void exercise(const garray::Context& ctx, test::Rng& g, garray::GlobalArray<T, N>& a,
+              test::Reference<T, N>& ref, View<T, N, M> v, const RefView<N>& rv) {
   const int p = ctx.size(), me = ctx.rank();
   const auto els = elements(rv);
   const auto n = static_cast<Index>(els.size());
   const auto shp = v.shape();
-  INFO("view " << v.describe() << " shape " << garray::detail::seq(shp) << " of " << garray::detail::seq(a.shape())
-               << " " << a.distribution().describe());
+  INFO("view " << v.describe() << " shape " << garray::detail::seq(shp) << " of "
+               << garray::detail::seq(a.shape()) << " " << a.distribution().describe());
   CHECK(v.size() == n);
   auto expected = [&] {
     std::vector<T> e;
@@ -234,8 +234,10 @@ void exercise(const garray::Context& ctx, test::Rng& g, garray::GlobalArray<T, N
   // get (blocking, nonblocking, as a value / boost array)
   {
     std::vector<T> out(static_cast<std::size_t>(n));
-    if (test::uniform(g, 0, 1)) v.get(out);
-    else v.get_nb(out).wait();
+    if (test::uniform(g, 0, 1))
+      v.get(out);
+    else
+      v.get_nb(out).wait();
     CHECK(out == expected());
     if constexpr (M == 0) {
       CHECK(v.get() == ref.at(els[0]));
@@ -249,10 +251,13 @@ void exercise(const garray::Context& ctx, test::Rng& g, garray::GlobalArray<T, N
   {
     const int writer = static_cast<int>(test::uniform(g, 0, p - 1));
     const auto vals = random_values<T>(g, n);
-    for (Index q = 0; q < n; ++q) ref.at(els[static_cast<std::size_t>(q)]) = vals[static_cast<std::size_t>(q)];
+    for (Index q = 0; q < n; ++q)
+      ref.at(els[static_cast<std::size_t>(q)]) = vals[static_cast<std::size_t>(q)];
     if (me == writer) {
-      if constexpr (M == 0) v.put(vals[0]);
-      else v.put(vals);
+      if constexpr (M == 0)
+        v.put(vals[0]);
+      else
+        v.put(vals);
     }
     a.sync();
   }
@@ -260,10 +265,13 @@ void exercise(const garray::Context& ctx, test::Rng& g, garray::GlobalArray<T, N
   for (int r = 0; r < p; ++r) {
     const auto vals = random_values<T>(g, n);
     const T alpha = test::make_value<T>(test::uniform(g, -2, 3));
-    for (Index q = 0; q < n; ++q) ref.at(els[static_cast<std::size_t>(q)]) += alpha * vals[static_cast<std::size_t>(q)];
+    for (Index q = 0; q < n; ++q)
+      ref.at(els[static_cast<std::size_t>(q)]) += alpha * vals[static_cast<std::size_t>(q)];
     if (me == r) {
-      if (test::uniform(g, 0, 1)) v.accumulate(vals, alpha);
-      else v.acc_nb(vals, alpha).wait();
+      if (test::uniform(g, 0, 1))
+        v.accumulate(vals, alpha);
+      else
+        v.acc_nb(vals, alpha).wait();
     } else {
       (void)test::uniform(g, 0, 1);
     }
@@ -364,8 +372,10 @@ void exercise(const garray::Context& ctx, test::Rng& g, garray::GlobalArray<T, N
   {
     const T val = test::make_value<T>(test::uniform(g, -9, 9));
     for (const auto& i : els) ref.at(i) = val;
-    if (test::uniform(g, 0, 1)) garray::fill(v, val);
-    else v.fill(val);
+    if (test::uniform(g, 0, 1))
+      garray::fill(v, val);
+    else
+      v.fill(val);
     CHECK(test::equal_on_all_ranks(a, ref));
   }
 
@@ -375,11 +385,14 @@ void exercise(const garray::Context& ctx, test::Rng& g, garray::GlobalArray<T, N
 
   // copy within the same array: overlapping in general; numpy result (source read first)
   {
-    auto [dv, drv] = view_with_shape<T, N, M>(g, a, [&] {
-      std::array<bool, N> k{};
-      for (std::size_t d = 0; d < N; ++d) k[d] = !rv.dropped[d];
-      return k;
-    }(), shp);
+    auto [dv, drv] = view_with_shape<T, N, M>(
+        g, a,
+        [&] {
+          std::array<bool, N> k{};
+          for (std::size_t d = 0; d < N; ++d) k[d] = !rv.dropped[d];
+          return k;
+        }(),
+        shp);
     INFO("overlapping copy into " << dv.describe());
     const auto dst = elements(drv);
     std::vector<T> src;
@@ -421,8 +434,8 @@ bool contains(const std::string& s, const std::string& part) { return s.find(par
 
 }  // namespace
 
-TEST_CASE_TEMPLATE("random views with every operation match the serial reference (2-d)", T, double, std::int64_t,
-                   std::complex<float>) {
+TEST_CASE_TEMPLATE("random views with every operation match the serial reference (2-d)", T, double,
+                   std::int64_t, std::complex<float>) {
   garray::Context ctx;
   const auto seed = test::shared_seed();
   INFO("seed " << seed);
@@ -450,15 +463,15 @@ TEST_CASE("numpy examples: composed views, rank-0 views, access in view coordina
   u.sync();
   auto inner = u[idx[range(1, -1)][range(1, -1)]];  // u[1:-1, 1:-1]
   CHECK(inner.shape() == Shape<2>{4, 5});
-  auto rev = inner[idx[range(_, _, -2)][all]];       // inner[::-2, :] = u[4:0:-2, 1:-1]
+  auto rev = inner[idx[range(_, _, -2)][all]];  // inner[::-2, :] = u[4:0:-2, 1:-1]
   CHECK(rev.shape() == Shape<2>{2, 5});
   const auto r = rev.get();
   CHECK(r[0][0] == 41.0);
   CHECK(r[1][4] == 25.0);
-  auto col = u[idx[all][3]];                          // u[:, 3]
+  auto col = u[idx[all][3]];  // u[:, 3]
   CHECK(col.shape() == Shape<1>{6});
-  CHECK(col[idx[-1]].get() == 53.0);                  // u[:, 3][-1]
-  CHECK(u[idx[3][4]].get() == 34.0);                  // 0-d view: a value
+  CHECK(col[idx[-1]].get() == 53.0);  // u[:, 3][-1]
+  CHECK(u[idx[3][4]].get() == 34.0);  // 0-d view: a value
   CHECK(u[idx[3]][idx[4]].get() == 34.0);
   CHECK(u[idx[range(_, _, -1)]][idx[0][range(_, _, 3)]].get()[2] == 56.0);  // u[::-1][0, ::3]
 
@@ -497,7 +510,8 @@ TEST_CASE("numpy examples: composed views, rank-0 views, access in view coordina
     for (auto i = vb.lo(0); i < vb.hi(0); ++i)
       for (auto j = vb.lo(1); j < vb.hi(1); ++j) {
         const auto gi = rev.base_index({i, j});
-        ok = ok && gi[0] == 4 - 2 * i && gi[1] == 1 + j && vb.view()[i][j] == static_cast<double>(10 * gi[0] + gi[1]);
+        ok = ok && gi[0] == 4 - 2 * i && gi[1] == 1 + j &&
+             vb.view()[i][j] == static_cast<double>(10 * gi[0] + gi[1]);
       }
     CHECK(ok);
   }
@@ -510,7 +524,7 @@ TEST_CASE("negative steps cost no extra communication") {
   std::vector<double> fwd(6 * 11), bwd(6 * 11);
   std::vector<double> vals(6 * 11);
   for (std::size_t q = 0; q < vals.size(); ++q) vals[q] = static_cast<double>(q);
-  auto f = a[idx[range(1, 12, 2)][all]];                          // rows 1, 3, ..., 11
+  auto f = a[idx[range(1, 12, 2)][all]];                                   // rows 1, 3, ..., 11
   auto b = a[idx[range(_, _, -1)]][idx[range(1, _, 2)][range(_, _, -1)]];  // rows 11..1, cols reversed
   auto delta = [&](auto&& op, garray::Op kind) {
     const garray::Stats before = ctx.stats();
@@ -581,8 +595,9 @@ TEST_CASE("copy lands in destination memory, one get per destination piece") {
             before[garray::Op::get].remote_pieces ==
         owners);
   CHECK(st.temp_bytes_peak == 0);
-  if (a.window().kind() == garray::WindowKind::rma)
-    CHECK(st.mpi_rma_calls - before.mpi_rma_calls == go.remote_pieces - before[garray::Op::get].remote_pieces);
+  if (a.window_kind() == garray::WindowKind::rma)
+    CHECK(st.mpi_rma_calls - before.mpi_rma_calls ==
+          go.remote_pieces - before[garray::Op::get].remote_pieces);
   bool ok = true;
   const auto all_d = d.view().get();
   for (Index i = 0; i < 9; ++i)
@@ -593,7 +608,8 @@ TEST_CASE("copy lands in destination memory, one get per destination piece") {
   const auto shifted = d.view().get();
   ok = true;
   for (Index i = 0; i < 9; ++i)
-    for (Index j = 0; j < 10; ++j) ok = ok && shifted[i][j] == static_cast<double>(10 * std::max<Index>(0, i - 1) + j);
+    for (Index j = 0; j < 10; ++j)
+      ok = ok && shifted[i][j] == static_cast<double>(10 * std::max<Index>(0, i - 1) + j);
   CHECK(ok);
   // reversing in place: x = x[::-1] (also a hazard within one rank's block)
   garray::GlobalArray<double, 1> x(ctx, {11});

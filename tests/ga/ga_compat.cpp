@@ -9,12 +9,18 @@
 #include <garray/garray.hpp>
 
 #if defined(GARRAY_TEST_HAVE_GA)
+#include <fcntl.h>
 #include <ga.h>
 #include <macdecls.h>
+#include <unistd.h>
 #endif
 
 #include <algorithm>
+#include <cstdio>
+#include <fstream>
 #include <numeric>
+#include <sstream>
+#include <string>
 #include <vector>
 
 using garray::_;
@@ -411,22 +417,173 @@ TEST_CASE("GA row: GA_Add / GA_Scale / GA_Zero / GA_Fill / GA_Copy / NGA_Copy_pa
 #endif
 }
 
-TEST_CASE("GA row: NGA_Select_elem (max value only; garray has no argmax) and GA_Print (gather + print)") {
+TEST_CASE("GA row: NGA_Select_elem (argmax / argmin + get)") {
   garray::Context ctx;
   A2 a(ctx, {R, C});
-  load(a);
-  const double mx = garray::max(a);  // the value; the index (NGA_Select_elem's subscript) is missing
-  CHECK(mx == val(R - 1, C - 1));
-  auto on_root = garray::gather(a, 0);  // GA_Print: gather to rank 0 and print there
-  if (ctx.rank() == 0) CHECK(on_root[3][4] == val(3, 4));
+  // A permutation of 0 .. R*C-1 (37 is prime to 120): one maximum and one minimum, inside.
+  const auto perm = [](gidx i, gidx j) { return static_cast<double>((i * C + j) * 37 % (R * C)); };
+  {
+    auto blk = a.access();
+    for (auto i = blk.lo(0); i < blk.hi(0); ++i)
+      for (auto j = blk.lo(1); j < blk.hi(1); ++j) blk.view()[i][j] = perm(i, j);
+  }
+  a.sync();
+  // NGA_Select_elem(g, "max", &v, sub): the flat index, its subscript, the value
+  const auto imax = garray::unravel_index(garray::argmax(a), a.shape());
+  const double vmax = a.get(idx[imax[0]][imax[1]]);
+  const auto imin = garray::unravel_index(garray::argmin(a), a.shape());  // "min"
+  const double vmin = a.get(idx[imin[0]][imin[1]]);
+  CHECK(vmax == R * C - 1);
+  CHECK(vmin == 0);
+  CHECK(perm(imax[0], imax[1]) == vmax);
+  CHECK(perm(imin[0], imin[1]) == vmin);
 #if defined(GARRAY_TEST_HAVE_GA)
   const int g = ga_create();
+  int lo[2], hi[2], ld[1];
+  NGA_Distribution(g, GA_Nodeid(), lo, hi);
+  if (lo[0] <= hi[0] && lo[1] <= hi[1]) {
+    double* p = nullptr;
+    NGA_Access(g, lo, hi, &p, ld);
+    for (int i = lo[0]; i <= hi[0]; ++i)
+      for (int j = lo[1]; j <= hi[1]; ++j) p[(i - lo[0]) * ld[0] + (j - lo[1])] = perm(i, j);
+    NGA_Release_update(g, lo, hi);
+  }
+  GA_Sync();
+  double gmx = 0, gmn = 0;
+  int wmax[2], wmin[2];
+  NGA_Select_elem(g, const_cast<char*>("max"), &gmx, wmax);
+  NGA_Select_elem(g, const_cast<char*>("min"), &gmn, wmin);
+  CHECK(gmx == vmax);
+  CHECK(gmn == vmin);
+  CHECK((wmax[0] == imax[0] && wmax[1] == imax[1]));
+  CHECK((wmin[0] == imin[0] && wmin[1] == imin[1]));
+  GA_Destroy(g);
+#endif
+}
+
+namespace {
+/// The numbers of a printed array, in the order printed (garray: NumPy's str(), C order).
+std::vector<double> numbers_of(const std::string& text) {
+  std::string t = text;
+  for (char& c : t)
+    if (c == '[' || c == ']') c = ' ';
+  std::istringstream is(t);
+  std::vector<double> v;
+  for (double x; is >> x;) v.push_back(x);
+  return v;
+}
+/// "  rank r: [lo0:hi0, lo1:hi1) (n elements)" lines of describe(): the non-empty boxes.
+std::vector<std::array<gidx, 4>> boxes_of(const std::string& text) {
+  std::vector<std::array<gidx, 4>> b;
+  std::istringstream is(text);
+  for (std::string line; std::getline(is, line);) {
+    std::array<gidx, 4> x{};
+    int r = 0;
+    long long l0, h0, l1, h1;
+    if (std::sscanf(line.c_str(), " rank %d: [%lld:%lld, %lld:%lld)", &r, &l0, &h0, &l1, &h1) == 5) {
+      x = {l0, h0, l1, h1};
+      b.push_back(x);
+    }
+  }
+  std::sort(b.begin(), b.end());
+  return b;
+}
+#if defined(GARRAY_TEST_HAVE_GA)
+/// What GA prints to stdout during f() on this rank (stdout redirected to a file).
+template <class F>
+std::string captured_stdout(F&& f) {
+  std::fflush(stdout);
+  char path[] = "/tmp/garray_ga_stdout_XXXXXX";
+  const int fd = mkstemp(path);
+  const int saved = dup(1);
+  dup2(fd, 1);
+  close(fd);
+  f();
+  std::fflush(stdout);
+  dup2(saved, 1);
+  close(saved);
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::remove(path);
+  return ss.str();
+}
+/// GA_Print's table of a 2-d array: GA shows it in Fortran order (rows = C's last index,
+/// columns = C's first), 1-based, in blocks of columns headed by their numbers. The values
+/// in C order.
+std::vector<double> ga_printed_values(const std::string& text, int r, int c) {
+  std::vector<double> v(static_cast<std::size_t>(r * c), -1);
+  std::istringstream is(text);
+  std::vector<int> cols;
+  for (std::string line; std::getline(is, line);) {
+    std::istringstream ls(line);
+    std::vector<std::string> tok;
+    for (std::string w; ls >> w;) tok.push_back(w);
+    if (tok.empty() || tok[0].find_first_not_of("0123456789") != std::string::npos) continue;
+    const bool header = std::all_of(tok.begin(), tok.end(), [](const std::string& w) {
+      return w.find_first_not_of("0123456789") == std::string::npos;
+    });
+    if (header) {
+      cols.clear();
+      for (const auto& w : tok) cols.push_back(std::stoi(w));
+      continue;
+    }
+    const int row = std::stoi(tok[0]);  // C's last index + 1
+    for (std::size_t k = 1; k < tok.size() && k - 1 < cols.size(); ++k)
+      v[static_cast<std::size_t>((cols[k - 1] - 1) * c + (row - 1))] = std::stod(tok[k]);
+  }
+  return v;
+}
+/// "Process=0	 owns array section: [0:5,0:9]" lines (inclusive bounds): the boxes.
+std::vector<std::array<gidx, 4>> ga_printed_boxes(const std::string& text) {
+  std::vector<std::array<gidx, 4>> b;
+  std::istringstream is(text);
+  for (std::string line; std::getline(is, line);) {
+    int p = 0, l0, h0, l1, h1;
+    if (std::sscanf(line.c_str(), "Process=%d owns array section: [%d:%d,%d:%d]", &p, &l0, &h0, &l1, &h1) == 5 &&
+        l0 <= h0 && l1 <= h1)
+      b.push_back({l0, h0 + 1, l1, h1 + 1});
+  }
+  std::sort(b.begin(), b.end());
+  return b;
+}
+#endif
+}  // namespace
+
+TEST_CASE("GA row: GA_Print (std::cout << a) and GA_Print_distribution (describe)") {
+  garray::Context ctx;
+  const int nb = std::min(2, ctx.size());
+  std::vector<gidx> rows = {0};
+  if (nb == 2) rows.push_back(5);
+  A2 a(ctx, {R, C}, D2::irregular({rows, {0}}));
+  load(a);
+  std::ostringstream os;
+  os << a;                                    // GA_Print(g): collective, rank 0 prints
+  const std::string dist = garray::describe(a);  // GA_Print_distribution(g): local here
+  const std::vector<double> printed = numbers_of(os.str());
+  if (ctx.rank() == 0) CHECK(printed == expected_initial());  // every element, C order, exact
+  else CHECK(os.str().empty());
+  std::vector<std::array<gidx, 4>> boxes;
+  for (int r = 0; r < ctx.size(); ++r) {
+    const auto b = a.box_of(r);
+    if (!b.empty()) boxes.push_back({b.lo[0], b.hi[0], b.lo[1], b.hi[1]});
+  }
+  std::sort(boxes.begin(), boxes.end());
+  CHECK(boxes_of(dist) == boxes);
+#if defined(GARRAY_TEST_HAVE_GA)
+  int dims[2] = {R, C}, block[2] = {nb, 1};
+  std::vector<int> map(rows.begin(), rows.end());
+  map.push_back(0);
+  const int g = NGA_Create_irreg(C_DBL, 2, dims, const_cast<char*>("printed"), block, map.data());
   ga_load(g);
-  double gmx = 0;
-  int where[2];
-  NGA_Select_elem(g, const_cast<char*>("max"), &gmx, where);
-  CHECK(gmx == mx);
-  CHECK((where[0] == R - 1 && where[1] == C - 1));
+  const std::string gp = captured_stdout([&] { GA_Print(g); });
+  const std::string gd = captured_stdout([&] { GA_Print_distribution(g); });
+  if (GA_Nodeid() == 0) {
+    CAPTURE(gp);
+    CAPTURE(gd);
+    CHECK(ga_printed_values(gp, R, C) == printed);  // the same values, where each is
+    CHECK(ga_printed_boxes(gd) == boxes_of(dist));  // the same blocks
+  }
   GA_Destroy(g);
 #endif
 }

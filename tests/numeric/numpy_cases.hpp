@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <complex>
 #include <cstdio>
 #include <cstdlib>
@@ -43,6 +44,7 @@ std::string js(const T& v) {
     os << "[" << js(v.real()) << ", " << js(v.imag()) << "]";
   } else if constexpr (std::is_floating_point_v<T>) {
     if (v != v) os << "NaN";
+    else if (v == 0 && std::signbit(v)) os << "-0.0";  // "-0" would read back as the integer 0
     else if (v == std::numeric_limits<T>::infinity()) os << "Infinity";
     else if (v == -std::numeric_limits<T>::infinity()) os << "-Infinity";
     else os << static_cast<double>(v);

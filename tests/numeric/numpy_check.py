@@ -34,6 +34,12 @@ def scal(o, dtype):
     return dt.type(o)
 
 
+def view_index(items):
+    """A view as a tuple of ints (dropped dimensions) and [start, stop, step] slices (stop
+    null: past the beginning)."""
+    return tuple(i if isinstance(i, int) else slice(i[0], i[1], i[2]) for i in items)
+
+
 def expected(c):
     op, a = c["op"], c.get("args", {})
     x = arr(c["x"]) if "x" in c else None
@@ -82,6 +88,10 @@ def expected(c):
         if op == "mul_scalar": return x * s
         if op == "add_scalar": return x + s
         if op == "scalar_div": return s / (x * x + 1)
+    if op == "str":  # str() of a view of x under print options (tests/array/print.cpp)
+        v = x[view_index(a["view"])] if "view" in a else x
+        with np.printoptions(**a.get("options", {})):
+            return str(v)
     if op == "sum": return np.sum(x)
     if op == "prod": return np.prod(x)
     if op == "mean": return np.mean(x)
@@ -106,6 +116,8 @@ def tol(dt):
 
 def compare(c, want):
     got = c["got"]
+    if isinstance(got, str):  # printed text: identical, character for character
+        return got == want, f"got\n{got}\nnumpy\n{want}"
     exact = c.get("exact", False)
     if isinstance(got, dict):
         g = arr(got)

@@ -1,6 +1,7 @@
 #pragma once
 // Umbrella header: everything a garray user needs. It lives in the top layer (numeric/),
-// the only one that sees every layer.
+// the only one that sees every layer. <garray/array.hpp> is the array layer alone.
+#include <garray/array.hpp>
 #include <garray/array/box.hpp>
 #include <garray/array/copy.hpp>
 #include <garray/array/distribution.hpp>
@@ -12,6 +13,7 @@
 #include <garray/array/local_block.hpp>
 #include <garray/array/movement.hpp>
 #include <garray/array/mutex.hpp>
+#include <garray/array/print.hpp>
 #include <garray/array/request.hpp>
 #include <garray/array/slice.hpp>
 #include <garray/array/view.hpp>

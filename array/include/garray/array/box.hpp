@@ -97,4 +97,24 @@ std::ostream& operator<<(std::ostream& os, const Box<N>& b) {
   return os << ')';
 }
 
+/// Where a rank's block lives in its window memory (GlobalArray::layout_of): the block `box`
+/// is stored row-major inside a frame padded by the ghost width on each side of every
+/// dimension. Element i of the block is at element offset
+/// origin + sum_d (i[d] - box.lo[d]) * strides[d]; `elements` counts the padded frame (0 for
+/// an empty block). For kernels that walk window memory directly (apps/laplace).
+template <std::size_t N>
+struct BlockLayout {
+  Box<N> box{};
+  Shape<N> strides{};
+  Index origin = 0;
+  Index elements = 0;  ///< elements of window memory, ghosts included (0 for an empty block)
+
+  /// The element offset of global index `i` (inside box) in the window memory.
+  Index offset(const Shape<N>& i) const noexcept {
+    Index off = origin;
+    for (std::size_t d = 0; d < N; ++d) off += (i[d] - box.lo[d]) * strides[d];
+    return off;
+  }
+};
+
 }  // namespace garray

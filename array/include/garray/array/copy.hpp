@@ -25,18 +25,17 @@
 //
 // Ghost cells of dst are not updated (call update_ghosts()).
 
-#include <garray/array/detail/transfer_plan.hpp>
-#include <garray/array/global_array.hpp>
-#include <garray/array/view.hpp>
-#include <garray/runtime/fault.hpp>
-#include <garray/runtime/context.hpp>
-#include <garray/runtime/error.hpp>
-
 #include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <garray/array/detail/transfer_plan.hpp>
+#include <garray/array/global_array.hpp>
+#include <garray/array/view.hpp>
+#include <garray/runtime/context.hpp>
+#include <garray/runtime/error.hpp>
+#include <garray/runtime/fault.hpp>
 #include <memory>
 #include <span>
 #include <string>
@@ -84,20 +83,20 @@ void copy(const View<T, N1, M>& dst, const View<T, N2, M>& src) {
   sig = detail::section_hash(sig, dst.section());
   sig = detail::hash_mix(sig, sa.id());
   sig = detail::section_hash(sig, src.section());
-  const detail::Window* wins[2] = {&da.window(), &sa.window()};
-  detail::begin_collective(std::span<const detail::Window* const>(wins, same ? 1 : 2), da.context().comm(), sig,
-                           what, dst.describe() + " <- " + src.describe(), [&] {
-                             if (dst.shape() != src.shape())
-                               detail::raise<SizeMismatch>(what, ": destination shape ", detail::seq(dst.shape()),
-                                                           " differs from source shape ", detail::seq(src.shape()));
-                             int cmp = MPI_UNEQUAL;
-                             detail::check_mpi(MPI_Comm_compare(da.context().comm(), sa.context().comm(), &cmp),
-                                               "MPI_Comm_compare");
-                             if (cmp != MPI_IDENT && cmp != MPI_CONGRUENT)
-                               detail::raise<InvalidArgument>(what, ": source array #", sa.id(),
-                                                              " and destination array #", da.id(),
-                                                              " live on different process groups");
-                           });
+  const detail::Window* wins[2] = {&detail::ArrayAccess::window(da), &detail::ArrayAccess::window(sa)};
+  detail::begin_collective(
+      std::span<const detail::Window* const>(wins, same ? 1 : 2), da.context().comm(), sig, what,
+      dst.describe() + " <- " + src.describe(), [&] {
+        if (dst.shape() != src.shape())
+          detail::raise<SizeMismatch>(what, ": destination shape ", detail::seq(dst.shape()),
+                                      " differs from source shape ", detail::seq(src.shape()));
+        int cmp = MPI_UNEQUAL;
+        detail::check_mpi(MPI_Comm_compare(da.context().comm(), sa.context().comm(), &cmp),
+                          "MPI_Comm_compare");
+        if (cmp != MPI_IDENT && cmp != MPI_CONGRUENT)
+          detail::raise<InvalidArgument>(what, ": source array #", sa.id(), " and destination array #",
+                                         da.id(), " live on different process groups");
+      });
 
   // Same array and intersecting bounding boxes: reading and writing may overlap.
   bool overlap = false;
@@ -127,9 +126,8 @@ void copy(const View<T, N1, M>& dst, const View<T, N2, M>& src) {
       std::array<Index, M == 0 ? 1 : M> kept_str{};
       for (std::size_t d = 0, j = 0; d < N1; ++d)
         if (!dst.section().dropped[d]) kept_str[j++] = p->block_str[d];
-      for (std::size_t d = 0, j = 0; d < N2; ++d)
-        out_str[d] = src.section().dropped[d] ? 0 : kept_str[j++];
-      sa.get_section_strided(ssub, blk.data() + p->block_off, out_str);
+      for (std::size_t d = 0, j = 0; d < N2; ++d) out_str[d] = src.section().dropped[d] ? 0 : kept_str[j++];
+      detail::ArrayAccess::get_section_strided(sa, ssub, blk.data() + p->block_off, out_str);
     } else {
       wr = detail::collapse(p->count, p->block_str, row_major_strides(p->count));
       tmp.reset(new T[static_cast<std::size_t>(n)]);
@@ -153,8 +151,7 @@ void copy(const View<T, N1, M>& dst, const View<T, N2, M>& src) {
 
 /// Views of different ranks: a readable compile-time error.
 template <Element T, std::size_t N1, std::size_t N2, std::size_t M1, std::size_t M2>
-  requires(M1 != M2)
-void copy(const View<T, N1, M1>&, const View<T, N2, M2>&) {
+requires(M1 != M2) void copy(const View<T, N1, M1>&, const View<T, N2, M2>&) {
   static_assert(M1 == M2, "garray::copy: destination and source views have different numbers of dimensions");
 }
 

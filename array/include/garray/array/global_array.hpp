@@ -19,10 +19,13 @@
 //   a get sees this rank's own earlier puts/accumulates to the same place (read your writes)
 // Validation happens before any data moves: a call that throws changed nothing.
 
+#include <algorithm>
+#include <array>
+#include <boost/multi_array.hpp>
+#include <cstddef>
+#include <exception>
 #include <garray/array/box.hpp>
-#include <garray/array/detail/mpi_region.hpp>
 #include <garray/array/detail/transfer_plan.hpp>
-#include <garray/array/detail/transport.hpp>
 #include <garray/array/distribution.hpp>
 #include <garray/array/local_block.hpp>
 #include <garray/array/request.hpp>
@@ -34,19 +37,12 @@
 #include <garray/runtime/stats.hpp>
 #include <garray/runtime/window.hpp>
 #include <garray/runtime/window_cache.hpp>
-
-#include <boost/multi_array.hpp>
-
-#include <algorithm>
-#include <array>
-#include <cstddef>
-#include <exception>
 #include <limits>
 #include <memory>
 #include <numeric>
 #include <optional>
-#include <sstream>
 #include <span>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -63,7 +59,24 @@ template <Element T, std::size_t N, std::size_t M>
 class View;
 
 namespace detail {
-enum class Call { create, get, put, acc, gather, scatter, scatter_acc, read_inc, fill, sync, owner, access, fence, count_ };
+struct ArrayAccess;  // below
+enum class Dir;      // detail/transport.hpp
+enum class Call {
+  create,
+  get,
+  put,
+  acc,
+  gather,
+  scatter,
+  scatter_acc,
+  read_inc,
+  fill,
+  sync,
+  owner,
+  access,
+  fence,
+  count_
+};
 }  // namespace detail
 
 namespace detail {
@@ -77,8 +90,8 @@ namespace detail {
 /// errors) first:
 /// a rank whose check fails throws its error, the others CollectiveMismatch with its message.
 template <class Validate>
-void begin_collective(std::span<const Window* const> wins, MPI_Comm comm, std::uint64_t sig, std::string_view what,
-                      std::string_view describe, Validate&& validate) {
+void begin_collective(std::span<const Window* const> wins, MPI_Comm comm, std::uint64_t sig,
+                      std::string_view what, std::string_view describe, Validate&& validate) {
   std::exception_ptr err;
   LocalFault fault = LocalFault::invalid;
   try {
@@ -130,93 +143,28 @@ class GlobalArray {
   /// zeroing constructor. Skips the zeroing pass and its barrier, so a cache hit costs one
   /// allreduce. Reading an element before writing it returns garbage (possibly the data of
   /// a destroyed array of this context).
-  GlobalArray(const Context& ctx, const shape_type& shape, const Distribution<N>& dist, const shape_type& ghost,
-              Uninitialized)
+  GlobalArray(const Context& ctx, const shape_type& shape, const Distribution<N>& dist,
+              const shape_type& ghost, Uninitialized)
       : GlobalArray(ctx, shape, dist, ghost, false) {}
   GlobalArray(const Context& ctx, const shape_type& shape, Uninitialized u)
       : GlobalArray(ctx, shape, Distribution<N>::blocked(), shape_type{}, u) {}
 
  private:
-  GlobalArray(const Context& ctx, const shape_type& shape, const Distribution<N>& dist, const shape_type& ghost,
-              bool zero)
-      : ctx_(ctx), ghost_(ghost) {
-    ctx.check_valid(name(detail::Call::create));
-    std::exception_ptr err;
-    std::optional<Distribution<N>> resolved;
-    std::size_t bytes = 0, charge = 0;
-    try {
-      resolved = dist.resolve(shape, ctx.size(), name(detail::Call::create));
-      for (std::size_t d = 0; d < N; ++d)
-        if (ghost[d] < 0)
-          detail::raise<InvalidArgument>(name(detail::Call::create), ": negative ghost width ", ghost[d], " in dim ", d);
-      // Every size derived from the shape and ghost width must fit: elements and bytes of
-      // the largest (ghost-padded) block, which the cache charges and MPI allocates.
-      charge = max_block_bytes(*resolved, ghost);
-      bytes = checked_block_bytes(resolved->block(ctx.rank()), ghost);
-      detail::fault_point("create.validate");
-    } catch (const Error&) {
-      err = std::current_exception();
-    }
-    std::uint64_t sig = detail::hash_string("create-invalid");
-    WindowCache& cache = ctx.cache();
-    WindowCache::Plan plan;
-    if (!err) {
-      // The cache key: everything that makes two windows interchangeable (the group is the
-      // context, whose cache this is). It doubles as the create signature.
-      sig = detail::hash_mix(detail::hash_string("create"), static_cast<std::uint64_t>(detail::type_code<T>()));
-      sig = detail::hash_mix(sig, N);
-      sig = detail::hash_mix(sig, resolved->signature());
-      for (auto g : ghost) sig = detail::hash_mix(sig, static_cast<std::uint64_t>(g));
-      slot_.key = sig | 1;  // never 0 (reserved by the cache)
-      slot_.charge = charge;
-      // The cache's decision (hit/miss, evictions, its state, live arrays) is part of the
-      // signature: a rank that destroyed an array the others keep fails here, everywhere.
-      plan = cache.plan(slot_, bytes);
-      sig = detail::hash_mix(sig, plan.signature);
-    }
-    // A rank whose arguments are invalid throws its own error, the others CollectiveMismatch.
-    detail::agree_signature(
-        ctx.comm(), sig, name(detail::Call::create),
-        [&] { return describe_args(shape, dist) + ", " + cache.describe() + (plan.hit ? ", hit" : ", miss"); }, err);
-    dist_ = std::move(*resolved);
-    my_box_ = dist_.block(ctx.rank());
-    my_layout_ = detail::block_layout(my_box_, ghost_);
-    // After the allreduce above every rank has released the old array of a reused window
-    // (flush_all at release), so nobody reads or writes this memory any more. acquire()
-    // is collective and throws on every rank if the allocation fails anywhere.
-    win_ = cache.acquire(ctx_, slot_, bytes);
-    // From here on a failure on one rank must not leave the others waiting: the closing
-    // agreement below carries it (failure rule), and the window goes back to the cache.
-    std::exception_ptr late;
-    try {
-      detail::fault_point("create.init");
-      if (zero) std::fill_n(local_data(), my_layout_.elements, T{});
-      win_->memory_sync();
-    } catch (...) {
-      late = std::current_exception();
-    }
-    if (zero || late) {
-      // The zeroing must be complete everywhere before any rank's first put can land: the
-      // agreement doubles as that barrier. An uninitialised create needs no barrier.
-      try {
-        detail::conclude(ctx_.comm(), late, name(detail::Call::create));
-      } catch (...) {
-        ctx_.cache().release(slot_, std::move(win_));
-        throw;
-      }
-    }
-    id_ = ctx_.next_array_id();
-    ++ctx_.stats().arrays_created;
-    alive_ = std::make_shared<bool>(true);
-    win_->memory_sync();
-  }
+  GlobalArray(const Context& ctx, const shape_type& shape, const Distribution<N>& dist,
+              const shape_type& ghost, bool zero);
 
  public:
   /// Local. Takes over `o`'s array; `o` becomes empty (every operation on it, and on views
   /// made of it before the move, throws InvalidArgument).
   GlobalArray(GlobalArray&& o)
-      : ctx_(o.ctx_), dist_(std::move(o.dist_)), my_box_(o.my_box_), ghost_(o.ghost_), my_layout_(o.my_layout_),
-        win_(std::move(o.win_)), id_(o.id_), slot_(o.slot_),
+      : ctx_(o.ctx_),
+        dist_(std::move(o.dist_)),
+        my_box_(o.my_box_),
+        ghost_(o.ghost_),
+        my_layout_(o.my_layout_),
+        win_(std::move(o.win_)),
+        id_(o.id_),
+        slot_(o.slot_),
         alive_(win_ ? std::make_shared<bool>(true) : std::make_shared<bool>(false)) {
     o.retire();
   }
@@ -248,8 +196,7 @@ class GlobalArray {
   /// never rebinds: only the move assignment above (from an rvalue array, e.g. the result
   /// of garray::eval or zeros) replaces the array.
   template <class E>
-    requires(!std::is_same_v<std::remove_cvref_t<E>, GlobalArray>)
-  GlobalArray& operator=(const E& e) {
+  requires(!std::is_same_v<std::remove_cvref_t<E>, GlobalArray>) GlobalArray& operator=(const E& e) {
     assign(*this, e);  // found by ADL in numeric/elementwise.hpp
     return *this;
   }
@@ -259,9 +206,11 @@ class GlobalArray {
   GlobalArray<U, N> astype() const {
     return eval<U>(cast<U>(const_cast<GlobalArray&>(*this)));  // ADL: numeric/creation.hpp
   }
-  /// **Collective**: copies `o`'s elements into this array (shapes must match), as above.
+  /// **Collective**: copies `o`'s elements into this array (shapes must match, else
+  /// SizeMismatch on every rank, nothing written): garray::copy (copy.hpp), the one
+  /// implementation behind `copy`, `a = b` and `view = view`.
   GlobalArray& operator=(const GlobalArray& o) {
-    assign(*this, o);
+    copy(*this, const_cast<GlobalArray&>(o));  // copy.hpp, included below
     return *this;
   }
   /// Returns the window to the context's cache: **Local** (flush of pending writes, no
@@ -296,7 +245,7 @@ class GlobalArray {
   /// Ghost width per dimension.
   const shape_type& ghost() const noexcept { return ghost_; }
   /// Where `rank`'s block lives in its window memory (ghost padding included).
-  detail::BlockLayout<N> layout_of(int rank) const noexcept {
+  BlockLayout<N> layout_of(int rank) const noexcept {
     return rank == ctx_.rank() ? my_layout_ : detail::block_layout(dist_.block(rank), ghost_);
   }
   /// The element offset of global index `i` in `rank`'s window memory.
@@ -380,56 +329,12 @@ class GlobalArray {
   }
 
   // ---- the same over canonical sections (used by views) --------------------------------
-  void get_section(const Section<N>& sec, std::span<T> out) const {
-    check_live(detail::Call::get);
-    check_size(sec, out.size(), detail::Call::get);
-    transfer<detail::Dir::get>(sec, out.data(), T{1}, nullptr);
-  }
-  void put_section(const Section<N>& sec, std::span<const T> in) {
-    check_live(detail::Call::put);
-    check_size(sec, in.size(), detail::Call::put);
-    transfer<detail::Dir::put>(sec, const_cast<T*>(in.data()), T{1}, nullptr);
-  }
-  void acc_section(const Section<N>& sec, std::span<const T> in, T alpha = T{1}) {
-    check_live(detail::Call::acc);
-    check_size(sec, in.size(), detail::Call::acc);
-    transfer<detail::Dir::acc>(sec, const_cast<T*>(in.data()), alpha, nullptr);
-  }
-  Request get_section_nb(const Section<N>& sec, std::span<T> out) const {
-    check_live(detail::Call::get);
-    check_size(sec, out.size(), detail::Call::get);
-    Request r;
-    transfer<detail::Dir::get>(sec, out.data(), T{1}, &r);
-    return r;
-  }
-  Request put_section_nb(const Section<N>& sec, std::span<const T> in) {
-    check_live(detail::Call::put);
-    check_size(sec, in.size(), detail::Call::put);
-    Request r;
-    transfer<detail::Dir::put>(sec, const_cast<T*>(in.data()), T{1}, &r);
-    return r;
-  }
-  Request acc_section_nb(const Section<N>& sec, std::span<const T> in, T alpha = T{1}) {
-    check_live(detail::Call::acc);
-    check_size(sec, in.size(), detail::Call::acc);
-    Request r;
-    transfer<detail::Dir::acc>(sec, const_cast<T*>(in.data()), alpha, &r);
-    return r;
-  }
-  /// One-sided. As get_section, but into a strided destination: selected element k goes to
-  /// out[sum_d k[d] * out_strides[d]] (element strides, any sign). For layers that fetch
-  /// straight into window memory (ghost updates, redistribution, transposes). Complete on
-  /// return (the _nb variant: at wait()). The caller guarantees the destination is valid.
-  void get_section_strided(const Section<N>& sec, T* out, const shape_type& out_strides) const {
-    check_live(detail::Call::get);
-    transfer<detail::Dir::get>(sec, out, T{1}, nullptr, &out_strides);
-  }
-  Request get_section_strided_nb(const Section<N>& sec, T* out, const shape_type& out_strides) const {
-    check_live(detail::Call::get);
-    Request r;
-    transfer<detail::Dir::get>(sec, out, T{1}, &r, &out_strides);
-    return r;
-  }
+  void get_section(const Section<N>& sec, std::span<T> out) const;
+  void put_section(const Section<N>& sec, std::span<const T> in);
+  void acc_section(const Section<N>& sec, std::span<const T> in, T alpha = T{1});
+  Request get_section_nb(const Section<N>& sec, std::span<T> out) const;
+  Request put_section_nb(const Section<N>& sec, std::span<const T> in);
+  Request acc_section_nb(const Section<N>& sec, std::span<const T> in, T alpha = T{1});
   /// A view of the selection: no data moves; views compose (see view.hpp).
   template <std::size_t K, std::size_t M>
   View<T, N, selection_rank<N, K, M>> operator[](const Slice<K, M>& s);
@@ -445,47 +350,20 @@ class GlobalArray {
   // ---- index lists (GA's NGA_Gather / NGA_Scatter / NGA_Scatter_acc) -------------------
   /// One-sided. out[j] = a[indices[j]]. One MPI call per owner. Complete on return.
   /// Throws BoundsError (naming the position in the list) or SizeMismatch.
-  void gather(std::span<const shape_type> indices, std::span<T> out) const {
-    check_live(detail::Call::gather);
-    check_list(indices.size(), out.size(), detail::Call::gather);
-    list_op<detail::Call::gather>(indices, out.data(), T{1}, -1);
-  }
+  void gather(std::span<const shape_type> indices, std::span<T> out) const;
   /// One-sided. a[indices[j]] = values[j]; with repeated indices one of the values wins.
-  void scatter(std::span<const shape_type> indices, std::span<const T> values) {
-    check_live(detail::Call::scatter);
-    check_list(indices.size(), values.size(), detail::Call::scatter);
-    list_op<detail::Call::scatter>(indices, const_cast<T*>(values.data()), T{1}, -1);
-  }
+  void scatter(std::span<const shape_type> indices, std::span<const T> values);
   /// One-sided. a[indices[j]] += alpha * values[j], atomic per element; repeated indices
   /// all contribute.
-  void scatter_acc(std::span<const shape_type> indices, std::span<const T> values, T alpha = T{1}) {
-    check_live(detail::Call::scatter_acc);
-    check_list(indices.size(), values.size(), detail::Call::scatter_acc);
-    list_op<detail::Call::scatter_acc>(indices, const_cast<T*>(values.data()), alpha, -1);
-  }
+  void scatter_acc(std::span<const shape_type> indices, std::span<const T> values, T alpha = T{1});
 
   /// One-sided. Atomically adds `inc` to element `i` and returns its previous value (the
   /// shared counter of dynamic load balancing). Integer element types only.
-  T read_inc(const shape_type& i, T inc = T{1}) {
-    static_assert(std::is_integral_v<T>,
+  template <class I = T>  // a template so that explicit instantiations skip it for non-integers
+  T read_inc(const shape_type& i, std::type_identity_t<I> inc = I{1}) {
+    static_assert(std::is_integral_v<I>,
                   "garray: read_inc needs an integer element type (std::int32_t or std::int64_t)");
-    check_live(detail::Call::read_inc);
-    const auto g = checked_index(i, detail::Call::read_inc);
-    // A replicated array: copy 0 is the atomic one; the other copies receive the same
-    // increment through the same atomicity domain, so copies agree after sync().
-    const bool rep = dist_.is_replicated();
-    const int r = rep ? 0 : dist_.owner(g);
-    const Index off = offset_in_block(r, g);
-    auto& oc = ctx_.stats()[Op::read_inc];
-    ++oc.calls;
-    count_piece(oc, r, sizeof(T));
-    return with_transport([&](auto& tp) {
-      const T old = tp.fetch_add(r, off, inc);
-      if (rep)
-        for (int q = 1; q < ctx_.size(); ++q) tp.add_one(q, off, inc);
-      ctx_.stats().mpi_rma_calls += tp.mpi_calls();
-      return old;
-    });
+    return fetch_add(i, inc);
   }
 
   // ---- synchronisation ----------------------------------------------------------------
@@ -500,36 +378,36 @@ class GlobalArray {
   /// barrier: afterwards local blocks and remote views agree. Throws CollectiveMismatch on
   /// every rank if ranks sync different arrays or call another collective; if completing
   /// fails on one rank, that rank throws its error and the others CollectiveFailure.
-  void sync() {
-    check_live(detail::Call::sync);
-    begin_collective(detail::hash_mix(detail::hash_string("GlobalArray::sync"), id_), detail::Call::sync);
-    ++ctx_.stats().syncs;
-  }
+  void sync();
   /// **Collective.** Sets every element (ghosts included: they mirror neighbours) to `value`
   /// on every rank; every rank must pass the same value (else CollectiveMismatch).
   /// Earlier operations of every rank complete first; on return every rank sees the values.
-  void fill(const T& value) {
-    check_live(detail::Call::fill);
-    std::uint64_t sig = detail::hash_mix(detail::hash_string("GlobalArray::fill"), id_);
-    sig = detail::value_hash(sig, value);
-    begin_collective(sig, detail::Call::fill);
-    std::exception_ptr err;
-    try {
-      detail::fault_point("fill.local");
-      std::fill_n(local_data(), my_layout_.elements, value);
-      win_->memory_sync();
-    } catch (...) {
-      err = std::current_exception();
-    }
-    detail::conclude(ctx_.comm(), err, name(detail::Call::fill));  // doubles as the barrier
-    ++ctx_.stats().syncs;
-  }
+  void fill(const T& value);
 
+  /// Local. The kind of window behind this array (shared memory or MPI_Win_allocate).
+  WindowKind window_kind() const {
+    check_live(detail::Call::sync);
+    return win_->kind();
+  }
+  /// Local. A number identifying this array within its context (the same on every rank).
+  std::uint64_t id() const noexcept { return id_; }
+
+ private:
+  // ---- for the layers above (movement, halo, io, print, numeric: detail::ArrayAccess) ----
+  friend struct detail::ArrayAccess;
+  /// One-sided. As get_section, but into a strided destination: selected element k goes to
+  /// out[sum_d k[d] * out_strides[d]] (element strides, any sign). For layers that fetch
+  /// straight into window memory (ghost updates, redistribution, transposes). Complete on
+  /// return (the _nb variant: at wait()). The caller guarantees the destination is valid.
+  void get_section_strided(const Section<N>& sec, T* out, const shape_type& out_strides) const;
+  Request get_section_strided_nb(const Section<N>& sec, T* out, const shape_type& out_strides) const;
   /// The first half of every collective on this array: completes this rank's outstanding
   /// writes (flush + MPI_Win_sync), then one allreduce that compares `sig` and carries a
   /// failure of that completion (failure rule). Afterwards every rank's earlier operations
   /// are complete everywhere. Throws on every rank.
-  void begin_collective(std::uint64_t sig, detail::Call c) const { begin_collective(sig, name(c), [] {}); }
+  void begin_collective(std::uint64_t sig, detail::Call c) const {
+    begin_collective(sig, name(c), [] {});
+  }
   /// As above for a collective named `what` (data movement, numeric layer), running the
   /// local argument checks `validate()` first (see detail::begin_collective).
   template <class Validate>
@@ -541,37 +419,21 @@ class GlobalArray {
   }
 
   /// "GlobalArray<double,2>::get" etc., for messages.
-  static std::string_view name(detail::Call c) {
-    static const auto names = [] {
-      const std::string prefix =
-          "GlobalArray<" + std::string(type_name<T>()) + "," + std::to_string(N) + ">::";
-      const char* ops[] = {"create",      "get",      "put",  "accumulate", "gather", "scatter", "scatter_acc",
-                           "read_inc",    "fill",     "sync", "owner",      "access", "fence"};
-      std::array<std::string, static_cast<std::size_t>(detail::Call::count_)> n;
-      for (std::size_t i = 0; i < n.size(); ++i) n[i] = prefix + ops[i];
-      return n;
-    }();
-    return names[static_cast<std::size_t>(c)];
-  }
+  static std::string_view name(detail::Call c);
 
-  /// Local. The window (for layers above that need raw access, e.g. the array cache).
+  /// Local. The window.
   const detail::Window& window() const {
     check_live(detail::Call::sync);
     return *win_;
   }
-  std::uint64_t id() const noexcept { return id_; }
 
- private:
   T* local_data() const noexcept { return reinterpret_cast<T*>(win_->base()); }
   T* block_ptr(int r) const noexcept {
     return reinterpret_cast<T*>(r == ctx_.rank() ? win_->base() : win_->peer(r));
   }
 
-  void release() noexcept {
-    if (!win_) return;
-    ++ctx_.stats().arrays_destroyed;
-    ctx_.cache().release(slot_, std::move(win_));
-  }
+  void release() noexcept;
+  T fetch_add(const shape_type& i, T inc);  // read_inc's engine
   void retire() noexcept {
     if (alive_) *alive_ = false;
   }
@@ -581,46 +443,12 @@ class GlobalArray {
   }
   /// Runs f(transport) with the transport of this array's window kind.
   template <class F>
-  decltype(auto) with_transport(F&& f) const {
-    if (win_->kind() == WindowKind::shared) {
-      detail::ShmTransport<T> tp(*win_);
-      return f(tp);
-    }
-    detail::RmaTransport<T> tp(*win_);
-    return f(tp);
-  }
+  decltype(auto) with_transport(F&& f) const;
   /// Bytes of a block of `box` padded by `ghost`, overflow-checked (InvalidArgument).
-  static std::size_t checked_block_bytes(const Box<N>& box, const shape_type& ghost) {
-    if (box.empty()) return 0;
-    Index elems = 1;
-    for (std::size_t d = 0; d < N; ++d) {
-      Index g2 = 0, ext = 0;
-      if (__builtin_mul_overflow(ghost[d], Index{2}, &g2) || __builtin_add_overflow(box.extent(d), g2, &ext) ||
-          __builtin_mul_overflow(elems, ext, &elems))
-        detail::raise<InvalidArgument>(name(detail::Call::create), ": a block of extents ", detail::seq(box.extents()),
-                                       " with ghost width ", detail::seq(ghost), " has more elements than int64 holds");
-    }
-    Index b = 0;
-    if (__builtin_mul_overflow(elems, static_cast<Index>(sizeof(T)), &b) ||
-        static_cast<std::uint64_t>(b) > static_cast<std::uint64_t>(std::numeric_limits<MPI_Aint>::max() / 2))
-      detail::raise<InvalidArgument>(name(detail::Call::create), ": a block of ", elems, " elements of ", sizeof(T),
-                                     " bytes does not fit a window");
-    return static_cast<std::size_t>(b);
-  }
+  static std::size_t checked_block_bytes(const Box<N>& box, const shape_type& ghost);
   // The cache's charge for a window: the largest block of any rank (ghosts included), in
   // bytes. Identical on every rank, so byte-cap decisions are too.
-  static std::size_t max_block_bytes(const Distribution<N>& d, const shape_type& ghost) {
-    if (d.nblocks() == 0) return 0;
-    Box<N> widest_box{};
-    for (std::size_t k = 0; k < N; ++k) {
-      const auto& b = d.bounds(k);
-      Index widest = 0;
-      for (std::size_t i = 0; i + 1 < b.size(); ++i) widest = std::max(widest, b[i + 1] - b[i]);
-      if (widest == 0) return 0;  // every block is empty (and has no ghosts)
-      widest_box.hi[k] = widest;
-    }
-    return checked_block_bytes(widest_box, ghost);
-  }
+  static std::size_t max_block_bytes(const Distribution<N>& d, const shape_type& ghost);
 
   template <std::size_t K, std::size_t M>
   Section<N> select(const Slice<K, M>& s, detail::Call c) const {
@@ -636,11 +464,7 @@ class GlobalArray {
     }
   }
 
-  void check_size(const Section<N>& sec, std::size_t n, detail::Call c) const {
-    if (static_cast<Index>(n) != sec.size())
-      detail::raise<SizeMismatch>(name(c), ": buffer has ", n, " elements but the selection ", sec,
-                                  " has ", sec.size());
-  }
+  void check_size(const Section<N>& sec, std::size_t n, detail::Call c) const;
   template <std::size_t R, class SizeT>
   void check_shape(const Section<N>& sec, const SizeT* shp, const boost::general_storage_order<R>& order,
                    detail::Call c) const {
@@ -654,39 +478,14 @@ class GlobalArray {
                                   " (row-major required) for a selection of shape ", detail::seq(want));
     }
   }
-  void check_list(std::size_t nidx, std::size_t nval, detail::Call c) const {
-    if (nidx != nval)
-      detail::raise<SizeMismatch>(name(c), ": ", nidx, " indices but ", nval, " values");
-  }
-  shape_type checked_index(const shape_type& i, detail::Call c) const {
-    shape_type g{};
-    for (std::size_t d = 0; d < N; ++d) g[d] = detail::normalize_index(i[d], shape()[d], d, name(c));
-    return g;
-  }
-  void count_piece(OpCounters& oc, int r, std::size_t bytes) const noexcept {
-    if (r == ctx_.rank()) {
-      ++oc.local_pieces;
-      oc.local_bytes += static_cast<std::int64_t>(bytes);
-    } else {
-      ++oc.remote_pieces;
-      oc.remote_bytes += static_cast<std::int64_t>(bytes);
-    }
-  }
-  void note_temp(std::size_t bytes) const noexcept {
-    auto& p = ctx_.stats().temp_bytes_peak;
-    p = std::max<std::int64_t>(p, static_cast<std::int64_t>(bytes));
-  }
+  void check_list(std::size_t nidx, std::size_t nval, detail::Call c) const;
+  shape_type checked_index(const shape_type& i, detail::Call c) const;
+  void count_piece(OpCounters& oc, int r, std::size_t bytes) const noexcept;
+  void note_temp(std::size_t bytes) const noexcept;
 
-  static std::string describe_args(const shape_type& shape, const Distribution<N>& dist) {
-    return "type " + std::string(type_name<T>()) + ", shape " + to_string(detail::seq(shape)) + ", " +
-           dist.describe();
-  }
+  static std::string describe_args(const shape_type& shape, const Distribution<N>& dist);
   template <class X>
-  static std::string to_string(const X& x) {
-    std::ostringstream os;
-    os << x;
-    return os.str();
-  }
+  static std::string to_string(const X& x);
 
   /// The engine of get/put/accumulate: one strided piece per owner (index math), each
   /// moved by this window kind's transport (detail/transport.hpp). A replicated array
@@ -695,130 +494,12 @@ class GlobalArray {
   /// checked before the first piece moves; if MPI fails mid-way, what was issued completes
   /// before any temporary is freed.
   template <detail::Dir D>
-  void transfer(const Section<N>& sec, T* buf, T alpha, Request* req, const shape_type* buf_strides = nullptr) const {
-    auto& st = ctx_.stats();
-    OpCounters& oc = st[D == detail::Dir::get ? Op::get : D == detail::Dir::put ? Op::put : Op::acc];
-    ++oc.calls;
-    if (sec.size() > std::numeric_limits<int>::max() && win_->kind() == WindowKind::rma) check_mpi_limits(sec);
-    const int me = ctx_.rank();
-    const bool rep = dist_.is_replicated();
-
-    std::shared_ptr<T[]> scaled;  // alpha * in, when alpha != 1 (alive until completion)
-    T* src = buf;
-    if constexpr (D == detail::Dir::acc) {
-      if (alpha != T{1}) {
-        const auto n = static_cast<std::size_t>(sec.size());
-        scaled.reset(new T[n]);
-        for (std::size_t i = 0; i < n; ++i) scaled[i] = alpha * buf[i];
-        src = scaled.get();
-        note_temp(n * sizeof(T));
-      }
-    }
-    with_transport([&](auto& tp) {
-      tp.use_request(req);
-      if (!buf_strides && !rep) {
-        // Fast path: the section lies in one owner's block (every small transfer that does
-        // not straddle a boundary): its piece without walking the grid.
-        detail::Piece<N> p;
-        if (single_owner_piece(sec, p)) {
-          count_piece(oc, p.rank, static_cast<std::size_t>(p.size()) * sizeof(T));
-          try {
-            tp.template move<D>(p, src);
-            tp.finish(req);
-          } catch (...) {
-            tp.abandon();
-            throw;
-          }
-          st.mpi_rma_calls += tp.mpi_calls();
-          if (tp.temp_bytes()) note_temp(tp.temp_bytes());
-          return;
-        }
-      }
-      const auto move = [&](const detail::Piece<N>& p) {
-        count_piece(oc, p.rank, static_cast<std::size_t>(p.size()) * sizeof(T));
-        tp.template move<D>(p, src);
-      };
-      try {
-        if (!buf_strides && !rep) {  // hot path: no copy of the piece
-          detail::for_each_piece(dist_, sec, ghost_, move);
-        } else {
-          const Shape<N> dense = row_major_strides(sec.count);
-          detail::for_each_piece(dist_, sec, ghost_, [&](const detail::Piece<N>& piece) {
-            detail::Piece<N> p = piece;
-            if (buf_strides) {  // re-base the buffer side: k0[d] = (buf_off / dense[d]) % count[d]
-              Index off = 0;
-              for (std::size_t d = 0; d < N; ++d) {
-                off += (p.buf_off / dense[d]) % sec.count[d] * (*buf_strides)[d];
-                p.buf_str[d] = (*buf_strides)[d];
-              }
-              p.buf_off = off;
-            }
-            if (!rep) return move(p);
-            if constexpr (D == detail::Dir::get) {
-              p.rank = me;  // our own copy
-              move(p);
-            } else {
-              for (int c = 0; c < ctx_.size(); ++c) {  // every copy
-                p.rank = c;
-                move(p);
-              }
-            }
-          });
-        }
-        tp.finish(req);
-      } catch (...) {
-        tp.abandon();
-        throw;
-      }
-      st.mpi_rma_calls += tp.mpi_calls();
-      if (tp.temp_bytes()) note_temp(tp.temp_bytes());
-    });
-    if (req && scaled) req->add_finisher([s = std::move(scaled)] {});
-  }
+  void transfer(const Section<N>& sec, T* buf, T alpha, Request* req,
+                const shape_type* buf_strides = nullptr) const;
 
   /// If the non-empty section `sec` lies inside one block: that owner's piece, as
   /// for_each_piece would give it, and true.
-  bool single_owner_piece(const Section<N>& sec, detail::Piece<N>& p) const noexcept {
-    Box<N> bb;
-    for (std::size_t d = 0; d < N; ++d) {
-      if (sec.count[d] == 0) return false;
-      const Index last = sec.start[d] + (sec.count[d] - 1) * sec.step[d];
-      bb.lo[d] = std::min(sec.start[d], last);
-      bb.hi[d] = std::max(sec.start[d], last) + 1;
-    }
-    // The block of the previous single-owner transfer is the likeliest owner (a loop over
-    // one remote block); else find the block holding bb's low corner.
-    LastBlock& lb = last_;
-    bool inside = lb.rank >= 0;
-    for (std::size_t d = 0; d < N && inside; ++d) inside = bb.lo[d] >= lb.box.lo[d] && bb.hi[d] <= lb.box.hi[d];
-    if (!inside) {
-      int r = 0;
-      Box<N> blk;
-      for (std::size_t d = 0; d < N; ++d) {
-        const int c = dist_.coord_of(d, bb.lo[d]);
-        const auto& b = dist_.bounds(d);
-        blk.lo[d] = b[static_cast<std::size_t>(c)];
-        blk.hi[d] = b[static_cast<std::size_t>(c) + 1];
-        if (bb.hi[d] > blk.hi[d]) return false;
-        r += c * dist_.grid_stride(d);
-      }
-      lb.rank = r;
-      lb.box = blk;
-      lb.layout = r == ctx_.rank() ? my_layout_ : detail::block_layout(blk, ghost_);
-    }
-    const detail::BlockLayout<N>& lay = lb.layout;
-    const Shape<N> buf_str = row_major_strides(sec.count);
-    p.rank = lb.rank;
-    p.block_off = lay.origin;
-    p.buf_off = 0;
-    for (std::size_t d = 0; d < N; ++d) {
-      p.count[d] = sec.count[d];
-      p.block_off += (sec.start[d] - lb.box.lo[d]) * lay.strides[d];
-      p.block_str[d] = sec.step[d] * lay.strides[d];
-      p.buf_str[d] = buf_str[d];
-    }
-    return true;
-  }
+  bool single_owner_piece(const Section<N>& sec, detail::Piece<N>& p) const noexcept;
   struct LastBlock {  // single_owner_piece's memo: a block and its layout
     int rank = -1;
     Box<N> box{};
@@ -827,81 +508,11 @@ class GlobalArray {
 
   /// Datatype limits of the MPI path, checked for the whole section before anything moves
   /// (only sections of more than INT_MAX elements can exceed them).
-  void check_mpi_limits(const Section<N>& sec) const {
-    detail::for_each_piece(dist_, sec, ghost_, [&](const detail::Piece<N>& p) {
-      Shape<N> ts = p.block_str;
-      for (auto& t : ts) t = t < 0 ? -t : t;
-      const auto it = detail::collapse(p.count, ts, p.buf_str);
-      for (int d = 0; d < it.nd; ++d) {
-        const bool contiguous_inner = d == it.nd - 1 && it.sa[static_cast<std::size_t>(d)] == 1;
-        if (!contiguous_inner && it.count[static_cast<std::size_t>(d)] > std::numeric_limits<int>::max())
-          detail::raise<InvalidArgument>(name(detail::Call::get), ": a strided dimension of ",
-                                         it.count[static_cast<std::size_t>(d)], " elements in the piece on rank ",
-                                         p.rank, " exceeds what one MPI datatype can describe (INT_MAX)");
-      }
-    });
-  }
+  void check_mpi_limits(const Section<N>& sec) const;
 
   /// gather / scatter / scatter_acc over a list of indices: one transport call per owner.
   template <detail::Call C>
-  void list_op(std::span<const shape_type> indices, T* vals, T alpha, int) const {
-    constexpr Op op = C == detail::Call::gather ? Op::gather : C == detail::Call::scatter ? Op::scatter : Op::scatter_acc;
-    constexpr detail::ListOp L = C == detail::Call::gather    ? detail::ListOp::gather
-                                 : C == detail::Call::scatter ? detail::ListOp::scatter
-                                                              : detail::ListOp::scatter_acc;
-    const std::size_t n = indices.size();
-    const bool rep = dist_.is_replicated();
-    const int me = ctx_.rank(), p = ctx_.size();
-    // Validate everything first: a call that throws moves nothing.
-    std::vector<int> owner(n);
-    std::vector<Index> off(n);
-    for (std::size_t j = 0; j < n; ++j) {
-      shape_type g{};
-      for (std::size_t d = 0; d < N; ++d) {
-        const Index v = indices[j][d] < 0 ? indices[j][d] + shape()[d] : indices[j][d];
-        if (v < 0 || v >= shape()[d])
-          detail::raise<BoundsError>(name(C), ": index list entry ", j, " ", detail::seq(indices[j]),
-                                     " out of range for shape ", detail::seq(shape()), " (dim ", d, ")");
-        g[d] = v;
-      }
-      owner[j] = rep ? me : dist_.owner(g);  // replicated: every copy has the same layout
-      off[j] = offset_in_block(owner[j], g);
-    }
-    auto& st = ctx_.stats();
-    OpCounters& oc = st[op];
-    ++oc.calls;
-    // Bucket positions by owner (counting sort keeps list order within an owner).
-    std::vector<std::size_t> first(static_cast<std::size_t>(p) + 1, 0), order(n);
-    for (std::size_t j = 0; j < n; ++j) ++first[static_cast<std::size_t>(owner[j]) + 1];
-    std::partial_sum(first.begin(), first.end(), first.begin());
-    {
-      std::vector<std::size_t> pos(first.begin(), first.end() - 1);
-      for (std::size_t j = 0; j < n; ++j) order[pos[static_cast<std::size_t>(owner[j])]++] = j;
-    }
-    with_transport([&](auto& tp) {
-      try {
-        for (int r = 0; r < p; ++r) {
-          const std::size_t b = first[static_cast<std::size_t>(r)], e = first[static_cast<std::size_t>(r) + 1];
-          if (b == e) continue;
-          const std::span<const std::size_t> part(order.data() + b, e - b);
-          if (!rep || C == detail::Call::gather) {
-            count_piece(oc, r, (e - b) * sizeof(T));
-            tp.template list<L>(r, part, off.data(), vals, alpha);
-          } else {
-            for (int c = 0; c < p; ++c) {  // a write to a replicated array goes to every copy
-              count_piece(oc, c, (e - b) * sizeof(T));
-              tp.template list<L>(c, part, off.data(), vals, alpha);
-            }
-          }
-        }
-        tp.finish(nullptr);
-      } catch (...) {
-        tp.abandon();
-        throw;
-      }
-      st.mpi_rma_calls += tp.mpi_calls();
-    });
-  }
+  void list_op(std::span<const shape_type> indices, T* vals, T alpha, int) const;
 
   Context ctx_;
   Distribution<N> dist_ = Distribution<N>::blocked();
@@ -910,11 +521,60 @@ class GlobalArray {
   detail::BlockLayout<N> my_layout_{};
   std::unique_ptr<detail::Window> win_;
   std::uint64_t id_ = 0;
-  WindowCache::Slot slot_{};  // how the window is known to ctx_'s cache
+  WindowCache::Slot slot_{};     // how the window is known to ctx_'s cache
   std::shared_ptr<bool> alive_;  // liveness(): false once this object no longer holds the array
   mutable LastBlock last_{};     // single_owner_piece's memo (the distribution never changes)
 };
 
 }  // namespace garray
 
+namespace garray::detail {
+/// The layers above GlobalArray (movement, halo, io, print, copy, numeric) reach its
+/// internals through here, so that none of them is in GlobalArray's public interface.
+struct ArrayAccess {
+  template <class A>
+  static const Window& window(const A& a) {
+    return a.window();
+  }
+  template <class A>
+  static std::string_view name(Call c) {
+    return A::name(c);
+  }
+  template <class A, class... Args>
+  static void begin_collective(const A& a, Args&&... args) {
+    a.begin_collective(std::forward<Args>(args)...);
+  }
+  template <class A, class... Args>
+  static void get_section_strided(const A& a, Args&&... args) {
+    a.get_section_strided(std::forward<Args>(args)...);
+  }
+  template <class A, class... Args>
+  static Request get_section_strided_nb(const A& a, Args&&... args) {
+    return a.get_section_strided_nb(std::forward<Args>(args)...);
+  }
+};
+}  // namespace garray::detail
+
+#include <garray/array/detail/global_array_impl.hpp>
+
+namespace garray {
+// The six element types at 1-4 dimensions are compiled once into libgarray_array
+// (array/src/instantiate_*.cpp): user translation units do not instantiate them again.
+#ifndef GARRAY_INSTANTIATING
+#define GARRAY_DETAIL_EXTERN(T)            \
+  extern template class GlobalArray<T, 1>; \
+  extern template class GlobalArray<T, 2>; \
+  extern template class GlobalArray<T, 3>; \
+  extern template class GlobalArray<T, 4>;
+GARRAY_DETAIL_EXTERN(float)
+GARRAY_DETAIL_EXTERN(double)
+GARRAY_DETAIL_EXTERN(std::int32_t)
+GARRAY_DETAIL_EXTERN(std::int64_t)
+GARRAY_DETAIL_EXTERN(std::complex<float>)
+GARRAY_DETAIL_EXTERN(std::complex<double>)
+#undef GARRAY_DETAIL_EXTERN
+#endif
+}  // namespace garray
+
+#include <garray/array/copy.hpp>  // operator=(const GlobalArray&)
 #include <garray/array/view.hpp>  // View is part of GlobalArray's interface

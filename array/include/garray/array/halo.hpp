@@ -22,16 +22,15 @@
 // Along a periodic dimension the frame wraps around (even several times, if g exceeds the
 // extent). Ranks with empty blocks have no frame and only take part in the synchronisation.
 
-#include <garray/array/box.hpp>
-#include <garray/array/global_array.hpp>
-#include <garray/runtime/fault.hpp>
-#include <garray/array/movement.hpp>  // detail::box_section
-#include <garray/runtime/context.hpp>
-#include <garray/runtime/error.hpp>
-
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <garray/array/box.hpp>
+#include <garray/array/global_array.hpp>
+#include <garray/array/movement.hpp>  // detail::box_section
+#include <garray/runtime/context.hpp>
+#include <garray/runtime/error.hpp>
+#include <garray/runtime/fault.hpp>
 #include <string>
 #include <vector>
 
@@ -139,7 +138,7 @@ void update_ghosts(GlobalArray<T, N>& a, const std::array<bool, N>& periodic = {
   }
   args += "]";
   // As sync(), with our own signature: my writes complete and visible, then the handshake.
-  a.begin_collective(sig, "garray::update_ghosts", [] {});
+  detail::ArrayAccess::begin_collective(a, sig, "garray::update_ghosts", [] {});
   bool any = false;
   for (auto g : a.ghost()) any = any || g > 0;
   // Frames filled everywhere at the closing agreement; nobody changes its block before its
@@ -153,8 +152,8 @@ void update_ghosts(GlobalArray<T, N>& a, const std::array<bool, N>& periodic = {
     std::vector<Request> reqs;
     detail::for_each_ghost_piece(a.local_box(), a.ghost(), a.shape(), periodic,
                                  [&](const Box<N>& src, const Shape<N>& dst) {
-                                   reqs.push_back(a.get_section_strided_nb(detail::box_section(src),
-                                                                           base + lay.offset(dst), lay.strides));
+                                   reqs.push_back(detail::ArrayAccess::get_section_strided_nb(
+                                       a, detail::box_section(src), base + lay.offset(dst), lay.strides));
                                  });
     for (auto& r : reqs) r.wait();
   });

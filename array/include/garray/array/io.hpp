@@ -35,6 +35,15 @@
 // written: a read that throws left the array unchanged. HDF5's error printing is switched
 // off; its messages go into the exceptions (FileError, SizeMismatch, TypeMismatch).
 
+#include <hdf5.h>
+#include <mpi.h>
+
+#include <array>
+#include <complex>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <garray/array/box.hpp>
 #include <garray/array/detail/transfer_plan.hpp>
 #include <garray/array/distribution.hpp>
@@ -46,16 +55,6 @@
 #include <garray/runtime/datatype.hpp>
 #include <garray/runtime/error.hpp>
 #include <garray/runtime/fault.hpp>
-
-#include <hdf5.h>
-#include <mpi.h>
-
-#include <array>
-#include <complex>
-#include <cstddef>
-#include <cstdint>
-#include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <optional>
 #include <span>
@@ -252,12 +251,18 @@ std::string str(const X& x) {
 /// NumPy's name of an element type, as recorded in garray_type.
 template <class T>
 constexpr std::string_view numpy_name() noexcept {
-  if constexpr (std::is_same_v<T, float>) return "float32";
-  else if constexpr (std::is_same_v<T, double>) return "float64";
-  else if constexpr (std::is_same_v<T, std::int32_t>) return "int32";
-  else if constexpr (std::is_same_v<T, std::int64_t>) return "int64";
-  else if constexpr (std::is_same_v<T, std::complex<float>>) return "complex64";
-  else return "complex128";
+  if constexpr (std::is_same_v<T, float>)
+    return "float32";
+  else if constexpr (std::is_same_v<T, double>)
+    return "float64";
+  else if constexpr (std::is_same_v<T, std::int32_t>)
+    return "int32";
+  else if constexpr (std::is_same_v<T, std::int64_t>)
+    return "int64";
+  else if constexpr (std::is_same_v<T, std::complex<float>>)
+    return "complex64";
+  else
+    return "complex128";
 }
 
 template <class T>
@@ -267,10 +272,14 @@ struct is_complex<std::complex<R>> : std::true_type {};
 
 template <class R>
 hid_t native_real() noexcept {
-  if constexpr (std::is_same_v<R, float>) return H5T_NATIVE_FLOAT;
-  else if constexpr (std::is_same_v<R, double>) return H5T_NATIVE_DOUBLE;
-  else if constexpr (std::is_same_v<R, std::int32_t>) return H5T_NATIVE_INT32;
-  else return H5T_NATIVE_INT64;
+  if constexpr (std::is_same_v<R, float>)
+    return H5T_NATIVE_FLOAT;
+  else if constexpr (std::is_same_v<R, double>)
+    return H5T_NATIVE_DOUBLE;
+  else if constexpr (std::is_same_v<R, std::int32_t>)
+    return H5T_NATIVE_INT32;
+  else
+    return H5T_NATIVE_INT64;
 }
 
 /// The HDF5 memory (and file) type of T: native numbers; complex as the compound {r, i}.
@@ -293,8 +302,10 @@ inline std::string describe_type(hid_t t) {
   switch (H5Tget_class(t)) {
     case H5T_INTEGER:
       return std::string(H5Tget_sign(t) == H5T_SGN_NONE ? "uint" : "int") + std::to_string(8 * size);
-    case H5T_FLOAT: return "float" + std::to_string(8 * size);
-    case H5T_STRING: return "string";
+    case H5T_FLOAT:
+      return "float" + std::to_string(8 * size);
+    case H5T_STRING:
+      return "string";
     case H5T_COMPOUND: {
       std::string s = "compound{";
       const int n = H5Tget_nmembers(t);
@@ -306,14 +317,16 @@ inline std::string describe_type(hid_t t) {
       }
       return s + "}";
     }
-    default: return "HDF5 class " + std::to_string(static_cast<int>(H5Tget_class(t))) + " of " +
-                    std::to_string(size) + " bytes";
+    default:
+      return "HDF5 class " + std::to_string(static_cast<int>(H5Tget_class(t))) + " of " +
+             std::to_string(size) + " bytes";
   }
 }
 
 template <class R>
 bool real_matches(hid_t t) {
-  if constexpr (std::is_floating_point_v<R>) return H5Tget_class(t) == H5T_FLOAT && H5Tget_size(t) == sizeof(R);
+  if constexpr (std::is_floating_point_v<R>)
+    return H5Tget_class(t) == H5T_FLOAT && H5Tget_size(t) == sizeof(R);
   else
     return H5Tget_class(t) == H5T_INTEGER && H5Tget_size(t) == sizeof(R) && H5Tget_sign(t) == H5T_SGN_2;
 }
@@ -486,7 +499,8 @@ std::pair<Hid, Hid> plan_spaces(hid_t dset, const Plan<N>& p) {
   H5Sselect_hyperslab(fsp.get(), H5S_SELECT_SET, p.fstart.data(), p.fstride.data(), p.fcount.data(), nullptr);
   if (p.direct) {
     msp = Hid(H5Screate_simple(static_cast<int>(N), p.mdims.data(), nullptr), H5Sclose);
-    H5Sselect_hyperslab(msp.get(), H5S_SELECT_SET, p.mstart.data(), p.mstride.data(), p.mcount.data(), nullptr);
+    H5Sselect_hyperslab(msp.get(), H5S_SELECT_SET, p.mstart.data(), p.mstride.data(), p.mcount.data(),
+                        nullptr);
   } else {
     const hsize_t n = static_cast<hsize_t>(p.n);
     msp = Hid(H5Screate_simple(1, &n, nullptr), H5Sclose);
@@ -551,7 +565,8 @@ inline std::optional<std::string> get_string_attr(hid_t obj, const char* key) {
   Hid at(H5Aopen(obj, key, H5P_DEFAULT), H5Aclose);
   Hid ft(H5Aget_type(at.get()), H5Tclose);
   Hid sp(H5Aget_space(at.get()), H5Sclose);
-  if (H5Tget_class(ft.get()) != H5T_STRING || H5Sget_simple_extent_npoints(sp.get()) != 1) return std::nullopt;
+  if (H5Tget_class(ft.get()) != H5T_STRING || H5Sget_simple_extent_npoints(sp.get()) != 1)
+    return std::nullopt;
   if (H5Tis_variable_str(ft.get()) > 0) {
     Hid mt(H5Tcopy(H5T_C_S1), H5Tclose);
     H5Tset_size(mt.get(), H5T_VARIABLE);
@@ -670,7 +685,12 @@ class Group {
     constexpr bool is_string = std::is_same_v<V, std::string>;
     static_assert(is_string || Element<V>, "garray::io: attributes are element types or strings");
     const std::string what = "garray::io::attribute";
-    begin(what, detail::Sig(what).add(key).add(object).add(static_cast<std::uint64_t>(is_string ? 0 : gd::type_code<V>())).h,
+    begin(what,
+          detail::Sig(what)
+              .add(key)
+              .add(object)
+              .add(static_cast<std::uint64_t>(is_string ? 0 : gd::type_code<V>()))
+              .h,
           where(object) + " attribute '" + key + "'", [] {});
     return detail::concluded(comm(), what, [&]() -> V {
       detail::silence_hdf5();
@@ -689,13 +709,16 @@ class Group {
       } else {
         const auto cls = H5Tget_class(ft.get());
         bool ok = H5Sget_simple_extent_npoints(sp.get()) == 1;
-        if constexpr (detail::is_complex<V>::value) ok = ok && detail::type_matches<V>(ft.get());
-        else if constexpr (std::is_floating_point_v<V>) ok = ok && (cls == H5T_FLOAT || cls == H5T_INTEGER);
-        else ok = ok && cls == H5T_INTEGER;
+        if constexpr (detail::is_complex<V>::value)
+          ok = ok && detail::type_matches<V>(ft.get());
+        else if constexpr (std::is_floating_point_v<V>)
+          ok = ok && (cls == H5T_FLOAT || cls == H5T_INTEGER);
+        else
+          ok = ok && cls == H5T_INTEGER;
         if (!ok)
-          gd::raise<TypeMismatch>(what, ": attribute '", key, "' of ", where(object), " is ",
-                                  detail::describe_type(ft.get()), " with ", H5Sget_simple_extent_npoints(sp.get()),
-                                  " value(s), not one ", type_name<V>());
+          gd::raise<TypeMismatch>(
+              what, ": attribute '", key, "' of ", where(object), " is ", detail::describe_type(ft.get()),
+              " with ", H5Sget_simple_extent_npoints(sp.get()), " value(s), not one ", type_name<V>());
         V v{};
         detail::Hid mt = detail::h5_type<V>();
         if (H5Aread(at.get(), mt.get(), &v) < 0)
@@ -750,7 +773,8 @@ class Group {
   /// it does not exist.
   detail::Hid open_object(const std::string& object, std::string_view what) const {
     if (object == ".") return detail::Hid(H5Oopen(id(), ".", H5P_DEFAULT), H5Oclose);
-    if (!detail::link_exists(id(), object)) gd::raise<FileError>(what, ": ", where(object), " does not exist");
+    if (!detail::link_exists(id(), object))
+      gd::raise<FileError>(what, ": ", where(object), " does not exist");
     detail::Hid o(H5Oopen(id(), object.c_str(), H5P_DEFAULT), H5Oclose);
     if (!o.valid()) gd::raise<FileError>(what, ": cannot open ", where(object), ": ", detail::hdf5_message());
     return o;
@@ -815,13 +839,15 @@ class File : public Group {
     std::exception_ptr err;
     try {
 #ifndef H5_HAVE_PARALLEL
-      gd::raise<FileError>(what, ": file '", path, "': this HDF5 is built without MPI (parallel HDF5 needed)");
+      gd::raise<FileError>(what, ": file '", path,
+                           "': this HDF5 is built without MPI (parallel HDF5 needed)");
 #endif
       if (path.empty()) gd::raise<InvalidArgument>(what, ": empty file name");
     } catch (const Error&) {
       err = std::current_exception();
     }
-    detail::handshake(ctx, sig.h, what, "file '" + path + "', mode " + mode_names[static_cast<int>(mode)], err);
+    detail::handshake(ctx, sig.h, what, "file '" + path + "', mode " + mode_names[static_cast<int>(mode)],
+                      err);
     auto st = std::make_shared<detail::FileState>(ctx, path, mode);
     std::shared_ptr<detail::Hid> root;  // declared after st: on a throw it closes first
     gd::run_concluded(ctx.comm(), what, [&] {
@@ -830,17 +856,19 @@ class File : public Group {
 #ifdef H5_HAVE_PARALLEL
       H5Pset_fapl_mpio(fapl.get(), ctx.comm(), MPI_INFO_NULL);
       H5Pset_all_coll_metadata_ops(fapl.get(), true);  // metadata reads: rank 0 reads, broadcasts
-      H5Pset_coll_metadata_write(fapl.get(), true);     // metadata writes: one collective write
+      H5Pset_coll_metadata_write(fapl.get(), true);    // metadata writes: one collective write
 #endif
       if (mode == Mode::create)
         st->fid = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get());
       else
         st->fid = H5Fopen(path.c_str(), mode == Mode::read_only ? H5F_ACC_RDONLY : H5F_ACC_RDWR, fapl.get());
       if (st->fid < 0)
-        gd::raise<FileError>(what, ": cannot ", mode == Mode::create ? "create" : "open", " file '", path, "' (",
-                             mode_names[static_cast<int>(mode)], "): ", detail::hdf5_message());
+        gd::raise<FileError>(what, ": cannot ", mode == Mode::create ? "create" : "open", " file '", path,
+                             "' (", mode_names[static_cast<int>(mode)], "): ", detail::hdf5_message());
       const hid_t g = H5Gopen2(st->fid, "/", H5P_DEFAULT);
-      if (g < 0) gd::raise<FileError>(what, ": file '", path, "': cannot open its root group: ", detail::hdf5_message());
+      if (g < 0)
+        gd::raise<FileError>(what, ": file '", path,
+                             "': cannot open its root group: ", detail::hdf5_message());
       root = std::make_shared<detail::Hid>(g, H5Gclose);
       gd::fault_point("io.open");  // after the collective open: every rank closes it again
     });
@@ -890,7 +918,8 @@ class File : public Group {
       const herr_t rc = H5Fclose(file_->fid);
       file_->fid = H5I_INVALID_HID;
       gd::fault_point("io.close");
-      if (rc < 0) gd::raise<FileError>(what, ": cannot close file '", file_->path, "': ", detail::hdf5_message());
+      if (rc < 0)
+        gd::raise<FileError>(what, ": cannot close file '", file_->path, "': ", detail::hdf5_message());
     });
   }
 };
@@ -898,7 +927,8 @@ class File : public Group {
 namespace detail {
 
 /// Checks the arguments every array call shares (on this rank). Throws.
-inline void check_target(const Group& loc, const Context& ctx, const std::string& name, std::string_view what) {
+inline void check_target(const Group& loc, const Context& ctx, const std::string& name,
+                         std::string_view what) {
   if (loc.comm() != ctx.comm())
     gd::raise<InvalidArgument>(what, ": the array lives on another context than ", loc.where("."),
                                " (open the file on the array's context)");
@@ -942,22 +972,25 @@ void write_section(const Group& loc, const std::string& name, GlobalArray<T, N>&
   sig.h = gd::section_hash(sig.h, sec);
   sig.add(static_cast<std::uint64_t>(o.transfer)).add(o.overwrite ? 1u : 0u);
   const std::string ds = loc.dataset_where(name);
-  loc.begin(what, sig.h,
-            cat("dataset '", name, "', type ", type_name<T>(), ", shape ", gd::seq(dims), ", section ", sec,
-                        ", chunk ", gd::seq(o.chunk)),
-            [&] {
-              check_target(loc, ctx, name, what);
-              loc.writable(what);
-              if (dims.empty()) gd::raise<InvalidArgument>(what, ": ", ds, ": a 0-d selection cannot be written");
-              if (!o.chunk.empty()) {
-                if (o.chunk.size() != dims.size())
-                  gd::raise<InvalidArgument>(what, ": ", ds, ": chunk ", gd::seq(o.chunk), " has ", o.chunk.size(),
-                                             " extents for a ", dims.size(), "-d dataset");
-                for (auto c : o.chunk)
-                  if (c < 1) gd::raise<InvalidArgument>(what, ": ", ds, ": chunk ", gd::seq(o.chunk), " has an extent < 1");
-              }
-            },
-            &a.window());  // every rank's outstanding puts complete (as sync()) before the handshake's barrier
+  loc.begin(
+      what, sig.h,
+      cat("dataset '", name, "', type ", type_name<T>(), ", shape ", gd::seq(dims), ", section ", sec,
+          ", chunk ", gd::seq(o.chunk)),
+      [&] {
+        check_target(loc, ctx, name, what);
+        loc.writable(what);
+        if (dims.empty()) gd::raise<InvalidArgument>(what, ": ", ds, ": a 0-d selection cannot be written");
+        if (!o.chunk.empty()) {
+          if (o.chunk.size() != dims.size())
+            gd::raise<InvalidArgument>(what, ": ", ds, ": chunk ", gd::seq(o.chunk), " has ", o.chunk.size(),
+                                       " extents for a ", dims.size(), "-d dataset");
+          for (auto c : o.chunk)
+            if (c < 1)
+              gd::raise<InvalidArgument>(what, ": ", ds, ": chunk ", gd::seq(o.chunk), " has an extent < 1");
+        }
+      },
+      &garray::detail::ArrayAccess::window(
+          a));  // every rank's outstanding puts complete (as sync()) before the handshake's barrier
 
   // This rank's part. A replicated array is written by rank 0's copy alone.
   const bool mine = !(a.distribution().is_replicated() && ctx.rank() != 0);
@@ -969,7 +1002,8 @@ void write_section(const Group& loc, const std::string& name, GlobalArray<T, N>&
     silence_hdf5();
     exists = link_exists(loc.id(), name);
     if (exists && !o.overwrite)
-      gd::raise<FileError>(what, ": ", ds, " already exists (pass WriteOptions{.overwrite = true} to replace it)");
+      gd::raise<FileError>(what, ": ", ds,
+                           " already exists (pass WriteOptions{.overwrite = true} to replace it)");
     if (!plan.empty && !plan.direct) tmp.reset(new T[static_cast<std::size_t>(plan.n)]);
     ftype = h5_type<T>();
     const auto hd = to_hsize(dims);
@@ -979,7 +1013,8 @@ void write_section(const Group& loc, const std::string& name, GlobalArray<T, N>&
     for (auto e : dims) nonzero = nonzero && e > 0;
     if (!o.chunk.empty() && nonzero) {
       std::vector<hsize_t> ch;
-      for (std::size_t k = 0; k < dims.size(); ++k) ch.push_back(static_cast<hsize_t>(std::min(o.chunk[k], dims[k])));
+      for (std::size_t k = 0; k < dims.size(); ++k)
+        ch.push_back(static_cast<hsize_t>(std::min(o.chunk[k], dims[k])));
       H5Pset_chunk(dcpl.get(), static_cast<int>(ch.size()), ch.data());
     }
     H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER);  // every element is written
@@ -995,11 +1030,13 @@ void write_section(const Group& loc, const std::string& name, GlobalArray<T, N>&
   std::string err;
   Index total = 1;
   for (auto e : dims) total *= e;
-  if (exists && H5Ldelete(loc.id(), name.c_str(), H5P_DEFAULT) < 0) err = "cannot remove the old dataset: " + hdf5_message();
+  if (exists && H5Ldelete(loc.id(), name.c_str(), H5P_DEFAULT) < 0)
+    err = "cannot remove the old dataset: " + hdf5_message();
   Hid dset;
   if (err.empty()) {
-    dset = Hid(H5Dcreate2(loc.id(), name.c_str(), ftype.get(), space.get(), lcpl.get(), dcpl.get(), H5P_DEFAULT),
-               H5Dclose);
+    dset =
+        Hid(H5Dcreate2(loc.id(), name.c_str(), ftype.get(), space.get(), lcpl.get(), dcpl.get(), H5P_DEFAULT),
+            H5Dclose);
     if (!dset.valid()) err = "cannot create it: " + hdf5_message();
   }
   if (err.empty()) {
@@ -1034,8 +1071,8 @@ void write_section(const Group& loc, const std::string& name, GlobalArray<T, N>&
 /// Opens dataset `name` and checks its type and shape against T and `want` (the file-side
 /// shape a read needs; empty to skip the shape check). Throws on this rank.
 template <Element T>
-Hid open_checked(const Group& loc, const std::string& name, const std::vector<Index>* want, std::string_view what,
-                 std::vector<Index>* shape_out = nullptr) {
+Hid open_checked(const Group& loc, const std::string& name, const std::vector<Index>* want,
+                 std::string_view what, std::vector<Index>* shape_out = nullptr) {
   const std::string ds = loc.dataset_where(name);
   if (!link_exists(loc.id(), name)) gd::raise<FileError>(what, ": ", ds, " does not exist");
   {
@@ -1076,12 +1113,15 @@ void read_section(const Group& loc, const std::string& name, GlobalArray<T, N>& 
   sig.add(name).add(static_cast<std::uint64_t>(gd::type_code<T>())).seq(dims).add(a.id());
   sig.h = gd::section_hash(sig.h, sec);
   sig.add(static_cast<std::uint64_t>(o.transfer));
-  if (fsel) sig.seq(fsel->start).seq(fsel->step).seq(fsel->count).seq(fsel->dropped).seq(file_shape_for_slice);
+  if (fsel)
+    sig.seq(fsel->start).seq(fsel->step).seq(fsel->count).seq(fsel->dropped).seq(file_shape_for_slice);
   const std::string ds = loc.dataset_where(name);
-  loc.begin(what, sig.h,
-            cat("dataset '", name, "', type ", type_name<T>(), ", shape ", gd::seq(dims), ", section ", sec),
-            [&] { check_target(loc, ctx, name, what); },
-            &a.window());  // as sync(): nobody's puts to my block are in flight when the file data lands
+  loc.begin(
+      what, sig.h,
+      cat("dataset '", name, "', type ", type_name<T>(), ", shape ", gd::seq(dims), ", section ", sec),
+      [&] { check_target(loc, ctx, name, what); },
+      &garray::detail::ArrayAccess::window(
+          a));  // as sync(): nobody's puts to my block are in flight when the file data lands
 
   const FileSel fs = fsel ? *fsel : FileSel::full(dims);
   const Plan<N> plan = make_plan(a.local_box(), a.ghost(), sec, fs);
@@ -1123,11 +1163,12 @@ void read_section(const Group& loc, const std::string& name, GlobalArray<T, N>& 
   if (reversed) {
     if (!plan.empty && !plan.direct) {
       auto blk = a.access();
-      gd::strided_copy(gd::collapse(plan.cnt, plan.bstr, dense_strides(plan)), blk.data() + plan.boff, tmp.get());
+      gd::strided_copy(gd::collapse(plan.cnt, plan.bstr, dense_strides(plan)), blk.data() + plan.boff,
+                       tmp.get());
     }
     a.sync();  // everyone's new elements visible everywhere
   } else {
-    a.window().memory_sync();  // the conclude above was the barrier after everyone's read
+    garray::detail::ArrayAccess::window(a).memory_sync();  // the conclude above was the barrier after everyone's read
   }
 }
 
@@ -1174,7 +1215,8 @@ void read(const Group& loc, const std::string& name, GlobalArray<T, N>& a, const
 template <Element T, std::size_t N, std::size_t M>
 void read(const Group& loc, const std::string& name, const View<T, N, M>& v, const ReadOptions& o = {}) {
   static_assert(M >= 1, "garray::io::read: a 0-d view is a value, not a dataset");
-  detail::read_section(loc, name, v.array(), v.section(), std::nullopt, {}, o, detail::call_name<T, N>("read"));
+  detail::read_section(loc, name, v.array(), v.section(), std::nullopt, {}, o,
+                       detail::call_name<T, N>("read"));
 }
 
 /// **Collective** over the file's context. Reads the selection `file_slice` of dataset
@@ -1184,7 +1226,8 @@ void read(const Group& loc, const std::string& name, const View<T, N, M>& v, con
 template <Element T, std::size_t N, std::size_t M, std::size_t K, std::size_t MS>
 void read(const Group& loc, const std::string& name, const Slice<K, MS>& file_slice, const View<T, N, M>& v,
           const ReadOptions& o = {}) {
-  static_assert(MS == M, "garray::io::read: the file selection keeps a different number of dimensions than the view");
+  static_assert(MS == M,
+                "garray::io::read: the file selection keeps a different number of dimensions than the view");
   const std::string what = detail::call_name<T, N>("read");
   // The dataset's shape, to normalise the slice: a small collective query of its own.
   std::vector<Index> fshape;
@@ -1264,7 +1307,8 @@ Distribution<N> recorded_distribution(const DatasetInfo& inf, std::string_view w
   if (inf.distribution.empty()) return Distribution<N>::blocked();
   if (inf.distribution == "replicated") return Distribution<N>::replicated();
   if (inf.process_grid.size() != N)
-    gd::raise<InvalidArgument>(what, ": recorded process grid ", gd::seq(inf.process_grid), " is not ", N, "-d");
+    gd::raise<InvalidArgument>(what, ": recorded process grid ", gd::seq(inf.process_grid), " is not ", N,
+                               "-d");
   std::array<int, N> procs{};
   std::size_t total = 0;
   for (std::size_t d = 0; d < N; ++d) {
@@ -1273,8 +1317,8 @@ Distribution<N> recorded_distribution(const DatasetInfo& inf, std::string_view w
   }
   if (inf.distribution != "irregular") return Distribution<N>::grid(procs);
   if (inf.block_starts.size() != total)
-    gd::raise<InvalidArgument>(what, ": recorded block starts ", gd::seq(inf.block_starts), " do not match the grid ",
-                               gd::seq(procs));
+    gd::raise<InvalidArgument>(what, ": recorded block starts ", gd::seq(inf.block_starts),
+                               " do not match the grid ", gd::seq(procs));
   std::array<std::vector<Index>, N> starts;
   std::size_t k = 0;
   for (std::size_t d = 0; d < N; ++d)
@@ -1292,7 +1336,8 @@ GlobalArray<T, N> read_array(const Group& loc, const std::string& name, const Di
   const std::string what = detail::call_name<T, N>("read_array");
   const DatasetInfo inf = info(loc, name);
   if (inf.shape.size() != N)
-    gd::raise<SizeMismatch>(what, ": ", loc.dataset_where(name), " has ", inf.shape.size(), " dimensions, not ", N);
+    gd::raise<SizeMismatch>(what, ": ", loc.dataset_where(name), " has ", inf.shape.size(),
+                            " dimensions, not ", N);
   Shape<N> shape{};
   for (std::size_t d = 0; d < N; ++d) shape[d] = inf.shape[d];
   auto a = gd::make_overwritten<T, N>(loc.context(), shape, dist, ghost);

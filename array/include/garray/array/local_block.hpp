@@ -11,12 +11,11 @@
 // the next collective sync() (see docs/semantics.md). Bind views by reference or `auto&`:
 // boost::multi_array_ref's operator= copies elements.
 
-#include <garray/array/box.hpp>
-#include <garray/runtime/window.hpp>
-
 #include <boost/multi_array.hpp>
-
 #include <cstddef>
+#include <garray/array/box.hpp>
+#include <garray/runtime/datatype.hpp>
+#include <garray/runtime/window.hpp>
 
 namespace garray {
 
@@ -32,17 +31,6 @@ class LocalBlock {
   /// index bases.
   using view_type = boost::multi_array_ref<T, N>;
 
-  /// Local (made by GlobalArray::access()). `data` is the block's window memory: row-major,
-  /// extents of `box` plus `ghost` cells on each side (an empty block has no memory and no
-  /// ghosts). On return the view is set up and, with a window, MPI_Win_sync has made
-  /// earlier stores to the window visible to this rank's loads.
-  LocalBlock(T* data, const Box<N>& box, const Shape<N>& ghost, const detail::Window* win)
-      : box_(box), ghost_(box.empty() ? Shape<N>{} : ghost), win_(win), view_(data, padded(box, ghost_)) {
-    Shape<N> base{};
-    for (std::size_t d = 0; d < N; ++d) base[d] = box.lo[d] - ghost_[d];
-    view_.reindex(base);
-    if (win_) win_->memory_sync();
-  }
   /// Local. MPI_Win_sync: this rank's stores through the view are ordered before the next
   /// synchronisation (sync() makes them visible to other ranks). Never throws.
   ~LocalBlock() {
@@ -69,6 +57,18 @@ class LocalBlock {
   T* data() const noexcept { return const_cast<T*>(view_.data()); }
 
  private:
+  template <Element U, std::size_t M>
+  friend class GlobalArray;  // made by GlobalArray::access()
+  // `data` is the block's window memory: row-major, extents of `box` plus `ghost` cells on
+  // each side (an empty block has no memory and no ghosts).
+  LocalBlock(T* data, const Box<N>& box, const Shape<N>& ghost, const detail::Window* win)
+      : box_(box), ghost_(box.empty() ? Shape<N>{} : ghost), win_(win), view_(data, padded(box, ghost_)) {
+    Shape<N> base{};
+    for (std::size_t d = 0; d < N; ++d) base[d] = box.lo[d] - ghost_[d];
+    view_.reindex(base);
+    if (win_) win_->memory_sync();
+  }
+
   static Shape<N> padded(const Box<N>& b, const Shape<N>& g) noexcept {
     Shape<N> e = b.extents();
     if (!b.empty())

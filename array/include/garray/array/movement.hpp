@@ -33,23 +33,20 @@
 // All functions here are collective over the array's (or given) context and validate before
 // anything moves: a call that throws has changed nothing and throws on every rank.
 
+#include <mpi.h>
+
+#include <array>
+#include <boost/multi_array.hpp>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
 #include <garray/array/box.hpp>
 #include <garray/array/distribution.hpp>
 #include <garray/array/global_array.hpp>
 #include <garray/runtime/context.hpp>
 #include <garray/runtime/error.hpp>
 #include <garray/runtime/fault.hpp>
-
-#include <boost/multi_array.hpp>
-
-#include <mpi.h>
-
-#include <array>
-#include <cstddef>
-#include <cstdint>
-#include <exception>
 #include <numeric>
-#include <ranges>
 #include <span>
 #include <sstream>
 #include <string>
@@ -135,15 +132,15 @@ GlobalArray<T, N> make_overwritten(const Context& ctx, const Shape<N>& shape, co
 /// Fetches `src`'s elements `sec` into this rank's block memory of `dst` at the strides
 /// `dst_str` (already permuted as needed), starting at element `dst_off`. One-sided.
 template <Element T, std::size_t N>
-void fetch_into_block(const GlobalArray<T, N>& src, const Section<N>& sec, GlobalArray<T, N>& dst, Index dst_off,
-                      const Shape<N>& dst_str) {
+void fetch_into_block(const GlobalArray<T, N>& src, const Section<N>& sec, GlobalArray<T, N>& dst,
+                      Index dst_off, const Shape<N>& dst_str) {
   auto blk = dst.access();  // Win_sync around our local stores into the window
   if (sec.size() == 0) return;
   T* base = blk.data() + dst_off;
   if (dst_str == row_major_strides(sec.count))
     src.get_section(sec, std::span<T>(base, static_cast<std::size_t>(sec.size())));
   else
-    src.get_section_strided(sec, base, dst_str);
+    detail::ArrayAccess::get_section_strided(src, sec, base, dst_str);
 }
 
 }  // namespace detail
@@ -156,12 +153,14 @@ void fetch_into_block(const GlobalArray<T, N>& src, const Section<N>& sec, Globa
 /// row-major) and CollectiveMismatch (ranks disagree on root, shape, distribution), on every
 /// rank and before anything moves.
 template <class T, std::size_t N, class TPtr>
-  requires Element<T>
-GlobalArray<T, N> scatter_from(const Context& ctx, int root, const boost::const_multi_array_ref<T, N, TPtr>& data,
-                               const Shape<N>& shape, const Distribution<N>& dist = Distribution<N>::blocked(),
-                               const Shape<N>& ghost = {}) {
+requires Element<T> GlobalArray<T, N> scatter_from(const Context& ctx, int root,
+                                                   const boost::const_multi_array_ref<T, N, TPtr>& data,
+                                                   const Shape<N>& shape,
+                                                   const Distribution<N>& dist = Distribution<N>::blocked(),
+                                                   const Shape<N>& ghost = {}) {
   const std::string what = detail::movement_name<T, N>("scatter_from");
-  const auto sig = detail::hash_mix(detail::movement_sig<T, N>(what, shape), static_cast<std::uint64_t>(root));
+  const auto sig =
+      detail::hash_mix(detail::movement_sig<T, N>(what, shape), static_cast<std::uint64_t>(root));
   detail::collective_check<SizeMismatch>(ctx, sig, what, "root " + std::to_string(root), [&] {
     detail::check_root(root, ctx.size(), what);
     if (ctx.rank() != root) return;
@@ -178,7 +177,8 @@ GlobalArray<T, N> scatter_from(const Context& ctx, int root, const boost::const_
   detail::finish_collective(ctx, what, [&] {
     detail::fault_point("scatter_from.put");
     if (ctx.rank() == root) {
-      a.put_section(Section<N>::full(shape), std::span<const T>(data.data(), static_cast<std::size_t>(volume(shape))));
+      a.put_section(Section<N>::full(shape),
+                    std::span<const T>(data.data(), static_cast<std::size_t>(volume(shape))));
       a.fence();  // the root's puts complete before the closing agreement
     }
   });
@@ -195,7 +195,7 @@ boost::multi_array<T, N> gather(GlobalArray<T, N>& a, int root) {
   const std::string what = detail::movement_name<T, N>("gather");
   const auto sig = detail::hash_mix(detail::hash_mix(detail::hash_string("garray::gather"), a.id()),
                                     static_cast<std::uint64_t>(root));
-  a.begin_collective(sig, what, [&] { detail::check_root(root, ctx.size(), what); });
+  detail::ArrayAccess::begin_collective(a, sig, what, [&] { detail::check_root(root, ctx.size(), what); });
   boost::multi_array<T, N> out;
   detail::finish_collective(ctx, what, [&] {  // nobody changes its block before the root has read it
     detail::fault_point("gather.read");
@@ -212,7 +212,8 @@ boost::multi_array<T, N> gather(GlobalArray<T, N>& a, int root) {
 template <Element T, std::size_t N>
 boost::multi_array<T, N> allgather(GlobalArray<T, N>& a) {
   const std::string what = detail::movement_name<T, N>("allgather");
-  a.begin_collective(detail::hash_mix(detail::hash_string("garray::allgather"), a.id()), what, [] {});
+  detail::ArrayAccess::begin_collective(a, detail::hash_mix(detail::hash_string("garray::allgather"), a.id()),
+                                        what, [] {});
   boost::multi_array<T, N> out;
   detail::finish_collective(a.context(), what, [&] {  // nobody changes its block before all have read it
     detail::fault_point("allgather.read");
@@ -229,9 +230,9 @@ boost::multi_array<T, N> allgather(GlobalArray<T, N>& a) {
 /// ctx.** Throws InvalidArgument (axis >= N, differing extents off the axis, named with the
 /// ranks), SizeMismatch (a local array not row-major) or CollectiveMismatch, on every rank.
 template <class T, std::size_t N, class TPtr>
-  requires Element<T>
-GlobalArray<T, N> from_local(const Context& ctx, const boost::const_multi_array_ref<T, N, TPtr>& local,
-                             std::size_t axis, const Shape<N>& ghost = {}) {
+requires Element<T> GlobalArray<T, N> from_local(const Context& ctx,
+                                                 const boost::const_multi_array_ref<T, N, TPtr>& local,
+                                                 std::size_t axis, const Shape<N>& ghost = {}) {
   const std::string what = detail::movement_name<T, N>("from_local");
   Shape<N> mine{};
   for (std::size_t d = 0; d < N; ++d) mine[d] = static_cast<Index>(local.shape()[d]);
@@ -243,8 +244,8 @@ GlobalArray<T, N> from_local(const Context& ctx, const boost::const_multi_array_
   });
   const int p = ctx.size();
   std::vector<Index> all(static_cast<std::size_t>(p) * N);
-  detail::check_mpi(MPI_Allgather(mine.data(), static_cast<int>(N), MPI_INT64_T, all.data(), static_cast<int>(N),
-                                  MPI_INT64_T, ctx.comm()),
+  detail::check_mpi(MPI_Allgather(mine.data(), static_cast<int>(N), MPI_INT64_T, all.data(),
+                                  static_cast<int>(N), MPI_INT64_T, ctx.comm()),
                     "MPI_Allgather");
   // Every rank sees every shape, so this check throws the same error everywhere.
   Shape<N> shape = mine;
@@ -256,8 +257,9 @@ GlobalArray<T, N> from_local(const Context& ctx, const boost::const_multi_array_
     const Index* s = &all[static_cast<std::size_t>(r) * N];
     for (std::size_t d = 0; d < N; ++d)
       if (d != axis && s[d] != all[d])
-        detail::raise<InvalidArgument>(what, ": local arrays must agree off axis ", axis, ": rank 0 has extent ",
-                                       all[d], " but rank ", r, " has ", s[d], " in dim ", d);
+        detail::raise<InvalidArgument>(what, ": local arrays must agree off axis ", axis,
+                                       ": rank 0 has extent ", all[d], " but rank ", r, " has ", s[d],
+                                       " in dim ", d);
     starts[axis].push_back(shape[axis]);
     shape[axis] += s[axis];
   }
@@ -289,7 +291,8 @@ GlobalArray<T, N> redistribute(GlobalArray<T, N>& src, const Distribution<N>& di
   const std::string what = detail::movement_name<T, N>("redistribute");
   std::uint64_t sig = detail::hash_mix(detail::hash_string("garray::redistribute"), src.id());
   for (auto g : ghost) sig = detail::hash_mix(sig, static_cast<std::uint64_t>(g));
-  src.begin_collective(sig, what, [] {});  // the new array's creation checks dist and ghost
+  detail::ArrayAccess::begin_collective(src, sig, what,
+                                        [] {});  // the new array's creation checks dist and ghost
   auto dst = detail::make_overwritten<T, N>(src.context(), src.shape(), dist, ghost);
   const auto lay = dst.layout_of(dst.context().rank());
   // The closing agreement also keeps src unchanged until every rank has read it.
@@ -314,13 +317,14 @@ GlobalArray<T, N> redistribute(GlobalArray<T, N>& src, const Distribution<N>& di
 /// distribution) or CollectiveMismatch on every rank before anything moves.
 template <Element T, std::size_t N>
 GlobalArray<T, N> transpose(GlobalArray<T, N>& src, const std::array<std::size_t, N>& perm,
-                            const Distribution<N>& dist = Distribution<N>::blocked(), const Shape<N>& ghost = {}) {
+                            const Distribution<N>& dist = Distribution<N>::blocked(),
+                            const Shape<N>& ghost = {}) {
   const Context& ctx = src.context();
   const std::string what = detail::movement_name<T, N>("transpose");
   std::uint64_t sig = detail::hash_mix(detail::hash_string("garray::transpose"), src.id());
   for (auto p : perm) sig = detail::hash_mix(sig, p);
   for (auto g : ghost) sig = detail::hash_mix(sig, static_cast<std::uint64_t>(g));
-  src.begin_collective(sig, what, [&] {
+  detail::ArrayAccess::begin_collective(src, sig, what, [&] {
     std::array<bool, N> seen{};
     for (auto p : perm) {
       if (p >= N || seen[p])
@@ -356,16 +360,48 @@ struct IndexPair {
   Index global;  ///< the global index
 };
 
+/// The (local, global) pairs of a run of owned indices: a forward range (enumerate()).
+class IndexPairs {
+ public:
+  class iterator {
+   public:
+    using value_type = IndexPair;
+    using difference_type = std::ptrdiff_t;
+    iterator() = default;
+    iterator(Index k, Index lo) : k_(k), lo_(lo) {}
+    IndexPair operator*() const noexcept { return {k_, lo_ + k_}; }
+    iterator& operator++() noexcept {
+      ++k_;
+      return *this;
+    }
+    iterator operator++(int) noexcept {
+      iterator t = *this;
+      ++k_;
+      return t;
+    }
+    friend bool operator==(const iterator& a, const iterator& b) noexcept { return a.k_ == b.k_; }
+
+   private:
+    Index k_ = 0, lo_ = 0;
+  };
+  IndexPairs(Index lo, Index n) : lo_(lo), n_(n) {}
+  iterator begin() const noexcept { return {0, lo_}; }
+  iterator end() const noexcept { return {n_, lo_}; }
+  Index size() const noexcept { return n_; }
+  bool empty() const noexcept { return n_ == 0; }
+
+ private:
+  Index lo_, n_;
+};
+
 /// The owned indices along `axis` as (local, global) pairs (caput's `enumerate(axis)`):
 ///   for (auto [l, g] : garray::enumerate(a, 0)) ...
 /// Empty for an empty block. **Local.** Throws InvalidArgument if axis >= N.
 template <Element T, std::size_t N>
-auto enumerate(const GlobalArray<T, N>& a, std::size_t axis) {
+IndexPairs enumerate(const GlobalArray<T, N>& a, std::size_t axis) {
   if (axis >= N) detail::raise<InvalidArgument>("garray::enumerate: axis ", axis, " for a ", N, "-d array");
   const Box<N>& b = a.local_box();
-  const Index lo = b.empty() ? 0 : b.lo[axis];
-  const Index n = b.empty() ? 0 : b.extent(axis);
-  return std::views::iota(Index{0}, n) | std::views::transform([lo](Index k) { return IndexPair{k, lo + k}; });
+  return IndexPairs(b.empty() ? 0 : b.lo[axis], b.empty() ? 0 : b.extent(axis));
 }
 
 /// Calls f(local, global, value&) for every element this rank owns, in row-major order, where

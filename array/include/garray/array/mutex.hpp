@@ -43,13 +43,11 @@
 #include <garray/runtime/error.hpp>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace garray {
@@ -236,10 +234,7 @@ class Mutexes {
   // Polling: yield the core between polls (ranks may outnumber cores); only a long wait
   // (thousands of polls, milliseconds) sleeps, because a sleep costs ~50 us of timer slack
   // and would add that to every hand-over of a busy mutex.
-  static void backoff(unsigned spin) {
-    if (spin < 4096) std::this_thread::yield();
-    else std::this_thread::sleep_for(std::chrono::microseconds(20));
-  }
+  static void backoff(unsigned spin) { detail::backoff(spin); }
 
   Context ctx_;
   int n_ = 0;

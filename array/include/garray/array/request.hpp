@@ -7,11 +7,10 @@
 // destroyed without wait() waits in its destructor. With MPICH, test() may block until the
 // operation is locally complete (see detail::request_ops_ok).
 
-#include <garray/runtime/error.hpp>
-
 #include <mpi.h>
 
 #include <functional>
+#include <garray/runtime/error.hpp>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -30,6 +29,14 @@ inline constexpr bool request_ops_ok = true;
 #endif
 }  // namespace detail
 
+class Request;
+namespace detail {
+/// The array layer's access to a Request under construction.
+struct RequestAccess {
+  static MPI_Request* add_mpi(Request& r);
+  static void add_finisher(Request& r, std::function<void()> f);
+};
+}  // namespace detail
 
 /// The handle of a nonblocking one-sided operation (get_nb / put_nb / acc_nb). wait(), or
 /// test() returning true, gives the blocking call's guarantee: get: the data is in the
@@ -86,16 +93,14 @@ class [[nodiscard]] Request {
   /// Local. True when nothing is outstanding.
   bool done() const noexcept { return reqs_.empty() && finishers_.empty(); }
 
-  // ---- used by the array layer to build a request ----
-  /// Local; for garray's own layers, not user code. A new slot (MPI_REQUEST_NULL) for an
-  /// MPI request that wait() completes.
-  MPI_Request* add_mpi() { return &reqs_.emplace_back(MPI_REQUEST_NULL); }
-  /// Local; for garray's own layers, not user code. `f` runs once the MPI requests are
-  /// complete (in wait() or a successful test()), in the order added: unpacks temporaries or
-  /// flushes the target when no MPI request is used (MPICH).
-  void add_finisher(std::function<void()> f) { finishers_.push_back(std::move(f)); }
-
  private:
+  friend struct detail::RequestAccess;  // the array layer builds requests
+  // Local. A new slot (MPI_REQUEST_NULL) for an MPI request that wait() completes.
+  MPI_Request* add_mpi() { return &reqs_.emplace_back(MPI_REQUEST_NULL); }
+  // Local. `f` runs once the MPI requests are complete (in wait() or a successful test()),
+  // in the order added: unpacks temporaries or flushes the target when no MPI request is
+  // used (MPICH).
+  void add_finisher(std::function<void()> f) { finishers_.push_back(std::move(f)); }
   void run_finishers() {
     auto fs = std::move(finishers_);
     finishers_.clear();
@@ -115,5 +120,10 @@ class [[nodiscard]] Request {
   std::vector<MPI_Request> reqs_;
   std::vector<std::function<void()>> finishers_;
 };
+
+inline MPI_Request* detail::RequestAccess::add_mpi(Request& r) { return r.add_mpi(); }
+inline void detail::RequestAccess::add_finisher(Request& r, std::function<void()> f) {
+  r.add_finisher(std::move(f));
+}
 
 }  // namespace garray

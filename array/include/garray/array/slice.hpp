@@ -201,6 +201,14 @@ std::ostream& operator<<(std::ostream& os, const Section<N>& s) {
 
 namespace detail {
 
+// The error paths of slice normalisation, compiled once into libgarray_array
+// (array/src/slice.cpp): InvalidSlice / BoundsError with the call's name, values and rank.
+[[noreturn]] void slice_step_zero(std::string_view what, std::size_t dim);
+[[noreturn]] void index_out_of_range(std::string_view what, Index i, Index len, std::size_t dim);
+[[noreturn]] void slice_two_ellipses(std::string_view what);
+[[noreturn]] void slice_too_many_indices(std::string_view what, std::size_t k, std::size_t kept);
+[[noreturn]] void slice_step_overflow(std::string_view what, Index step, std::size_t dim);
+
 /// Ceiling division for b > 0.
 constexpr Index ceil_div(Index a, Index b) noexcept { return a >= 0 ? a / b + (a % b != 0 ? 1 : 0) : -((-a) / b); }
 /// Floor division for b > 0.
@@ -211,7 +219,7 @@ constexpr Index floor_div(Index a, Index b) noexcept { return a >= 0 ? a / b : -
 GARRAY_DETAIL_INLINE std::array<Index, 2> normalize_range(const range& r, Index len, std::size_t dim,
                                             std::string_view what) {
   const Index step = r.step;
-  if (step == 0) raise<InvalidSlice>(what, ": slice step cannot be zero (dim ", dim, ")");
+  if (step == 0) slice_step_zero(what, dim);
   const Index lower = step < 0 ? -1 : 0;
   const Index upper = step < 0 ? len - 1 : len;
   auto clamp = [&](const Bound& b, Index dflt) {
@@ -239,7 +247,7 @@ GARRAY_DETAIL_INLINE std::array<Index, 2> normalize_range(const range& r, Index 
 inline Index normalize_index(Index i, Index len, std::size_t dim, std::string_view what) {
   const Index v = i < 0 ? i + len : i;
   if (v < 0 || v >= len)
-    raise<BoundsError>(what, ": index ", i, " out of range for extent ", len, " in dim ", dim);
+    index_out_of_range(what, i, len, dim);
   return v;
 }
 
@@ -258,8 +266,8 @@ GARRAY_DETAIL_INLINE Section<N> compose(const Section<N>& base, const Slice<K, M
   Section<N> out;
   std::size_t kept = 0;  // dimensions the base selection keeps
   for (std::size_t d = 0; d < N; ++d) kept += base.dropped[d] ? 0 : 1;
-  if (s.ellipsis_twice) detail::raise<InvalidSlice>(what, ": a slice can only have a single ellipsis");
-  if (K > kept) detail::raise<InvalidSlice>(what, ": ", K, " indices for a selection with ", kept, " dimensions");
+  if (s.ellipsis_twice) detail::slice_two_ellipses(what);
+  if (K > kept) detail::slice_too_many_indices(what, K, kept);
   // Kept dimension j takes item j before the ellipsis, item j - (kept - K) after it, and is
   // left whole in between (no ellipsis = an ellipsis after the last item).
   const std::size_t e = s.ellipsis_at < 0 ? K : static_cast<std::size_t>(s.ellipsis_at);
@@ -291,7 +299,7 @@ GARRAY_DETAIL_INLINE Section<N> compose(const Section<N>& base, const Slice<K, M
       // arithmetic can overflow (a huge step that selects one element is fine in numpy).
       if (cnt <= 1) out.step[d] = (b_step < 0) == (it.r.step < 0) ? 1 : -1;
       else if (__builtin_mul_overflow(b_step, it.r.step, &out.step[d]))
-        detail::raise<InvalidSlice>(what, ": slice step ", it.r.step, " overflows (dim ", j, ")");
+        detail::slice_step_overflow(what, it.r.step, j);
       out.count[d] = cnt;
       out.dropped[d] = false;
     }

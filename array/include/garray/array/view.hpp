@@ -20,15 +20,13 @@
 //
 // A view does not keep its array alive: it must not outlive it.
 
+#include <array>
+#include <boost/multi_array.hpp>
+#include <cstddef>
+#include <cstring>
 #include <garray/array/detail/transfer_plan.hpp>
 #include <garray/array/global_array.hpp>
 #include <garray/array/local_block.hpp>
-
-#include <boost/multi_array.hpp>
-
-#include <array>
-#include <cstddef>
-#include <cstring>
 #include <optional>
 #include <span>
 #include <sstream>
@@ -102,10 +100,12 @@ class View {
   /// of dimensions other than M (a hand-built Slice whose items disagree with its type).
   View(array_type& a, const Section<N>& s) : a_(&a), sec_(s), alive_(a.liveness()) {
     if (!a.valid())
-      detail::raise<InvalidArgument>(array_type::name(detail::Call::get), ": a view of an empty (moved-from) array");
+      detail::raise<InvalidArgument>(detail::ArrayAccess::name<array_type>(detail::Call::get),
+                                     ": a view of an empty (moved-from) array");
     if (s.rank() != M)
-      detail::raise<InvalidSlice>(array_type::name(detail::Call::get), ": a selection keeping ", s.rank(),
-                                  " dimensions cannot be a ", M, "-d view (slice items disagree with the slice type)");
+      detail::raise<InvalidSlice>(detail::ArrayAccess::name<array_type>(detail::Call::get),
+                                  ": a selection keeping ", s.rank(), " dimensions cannot be a ", M,
+                                  "-d view (slice items disagree with the slice type)");
   }
 
   View(const View&) = default;
@@ -113,13 +113,14 @@ class View {
   /// expression, view, array or scalar into the view, owner-computes (garray::assign).
   /// Assigning a view copies elements (numpy `a[...] = b[...]`); it never rebinds.
   template <class E>
-    requires(!std::is_same_v<std::remove_cvref_t<E>, View>)
-  View& operator=(const E& e) {
+  requires(!std::is_same_v<std::remove_cvref_t<E>, View>) View& operator=(const E& e) {
     assign(*this, e);  // found by ADL in numeric/elementwise.hpp
     return *this;
   }
+  /// **Collective**: copies `v`'s elements into this view (garray::copy, copy.hpp: the
+  /// same implementation as `copy(*this, v)`; shapes must match).
   View& operator=(const View& v) {
-    assign(*this, v);
+    copy(*this, v);  // copy.hpp (included by global_array.hpp after this header)
     return *this;
   }
 
@@ -127,7 +128,7 @@ class View {
   /// moved from or assigned to since the view was made (the view would dangle).
   array_type& array() const {
     if (!alive_ || !*alive_) [[unlikely]]
-      detail::raise<InvalidArgument>(array_type::name(detail::Call::get),
+      detail::raise<InvalidArgument>(detail::ArrayAccess::name<array_type>(detail::Call::get),
                                      ": a view of an array that was destroyed, moved from or assigned to");
     return *a_;
   }
@@ -144,7 +145,7 @@ class View {
   template <std::size_t K, std::size_t M2>
   View<T, N, M2 + (M - K)> operator[](const Slice<K, M2>& s) const {
     static_assert(K <= M, "garray: too many indices for the view's number of dimensions");
-    return {array(), compose(sec_, s, array_type::name(detail::Call::get))};
+    return {array(), compose(sec_, s, detail::ArrayAccess::name<array_type>(detail::Call::get))};
   }
 
   /// Local. The base-array index of view position `k` (not bounds-checked).
@@ -167,9 +168,7 @@ class View {
   /// return. Throws SizeMismatch before any transfer.
   void get(std::span<T> out) const { array().get_section(sec_, out); }
   /// One-sided. As get(span) into a row-major boost array of the view's shape.
-  void get(boost::multi_array_ref<T, M>& out) const
-    requires(M >= 1)
-  {
+  void get(boost::multi_array_ref<T, M>& out) const requires(M >= 1) {
     check_shape(out.shape(), out.storage_order(), detail::Call::get);
     array().get_section(sec_, std::span<T>(out.data(), out.num_elements()));
   }
@@ -188,36 +187,28 @@ class View {
   /// One-sided. Writes `in` (row-major over shape()) into the view. Locally complete on
   /// return; remotely at fence()/sync(). Throws SizeMismatch before any transfer.
   void put(std::span<const T> in) const { array().put_section(sec_, in); }
-  void put(const boost::multi_array_ref<T, M>& in) const
-    requires(M >= 1)
-  {
+  void put(const boost::multi_array_ref<T, M>& in) const requires(M >= 1) {
     check_shape(in.shape(), in.storage_order(), detail::Call::put);
     array().put_section(sec_, std::span<const T>(in.data(), in.num_elements()));
   }
   /// One-sided. Writes one value into a 0-d view. Completion as put.
-  void put(const T& v) const
-    requires(M == 0)
-  {
-    array().put_section(sec_, std::span<const T>(&v, 1));
-  }
+  void put(const T& v) const requires(M == 0) { array().put_section(sec_, std::span<const T>(&v, 1)); }
   /// One-sided. view += alpha * in, atomic per element. Completion as put.
   void accumulate(std::span<const T> in, T alpha = T{1}) const { array().acc_section(sec_, in, alpha); }
-  void accumulate(const boost::multi_array_ref<T, M>& in, T alpha = T{1}) const
-    requires(M >= 1)
-  {
+  void accumulate(const boost::multi_array_ref<T, M>& in, T alpha = T{1}) const requires(M >= 1) {
     check_shape(in.shape(), in.storage_order(), detail::Call::acc);
     array().acc_section(sec_, std::span<const T>(in.data(), in.num_elements()), alpha);
   }
   /// One-sided. Adds alpha * v to the element of a 0-d view, atomically.
-  void accumulate(const T& v, T alpha = T{1}) const
-    requires(M == 0)
-  {
+  void accumulate(const T& v, T alpha = T{1}) const requires(M == 0) {
     array().acc_section(sec_, std::span<const T>(&v, 1), alpha);
   }
   /// Nonblocking variants: the request's wait() completes as the blocking call.
   Request get_nb(std::span<T> out) const { return array().get_section_nb(sec_, out); }
   Request put_nb(std::span<const T> in) const { return array().put_section_nb(sec_, in); }
-  Request acc_nb(std::span<const T> in, T alpha = T{1}) const { return array().acc_section_nb(sec_, in, alpha); }
+  Request acc_nb(std::span<const T> in, T alpha = T{1}) const {
+    return array().acc_section_nb(sec_, in, alpha);
+  }
 
   // ---- index lists in view coordinates --------------------------------------------------
   /// One-sided. out[j] = view[indices[j]]; indices are view positions (negative ones count
@@ -253,7 +244,7 @@ class View {
     array_type& a = array();
     std::uint64_t sig = detail::hash_mix(detail::hash_string("View::fill"), a.id());
     sig = detail::value_hash(detail::section_hash(sig, sec_), value);
-    const detail::Window* w = &a.window();
+    const detail::Window* w = &detail::ArrayAccess::window(a);
     detail::begin_collective(std::span<const detail::Window* const>(&w, 1), a.context().comm(), sig,
                              call_name(detail::Call::fill), describe());
     std::exception_ptr err;
@@ -290,7 +281,7 @@ class View {
   friend class ViewBlock;
 
   static std::string call_name(detail::Call c) {
-    return std::string(array_type::name(c)) + "(view)";
+    return std::string(detail::ArrayAccess::name<array_type>(c)) + "(view)";
   }
 
   // The part of the view in `rank`'s block: view-coordinate box and element count.
@@ -412,11 +403,7 @@ class ViewBlock {
   ViewBlock& operator=(const ViewBlock&) = delete;
 
   /// Local. The owned part as a strided boost view in view coordinates (M >= 1).
-  view_type& view() noexcept
-    requires(M >= 1)
-  {
-    return *view_;
-  }
+  view_type& view() noexcept requires(M >= 1) { return *view_; }
   /// Local. The owned part in view coordinates (empty if this rank owns nothing).
   const Box<M>& box() const noexcept { return box_; }
   Index lo(std::size_t d) const noexcept { return box_.lo[d]; }
@@ -425,11 +412,7 @@ class ViewBlock {
   Index size() const noexcept { return size_; }
   bool empty() const noexcept { return size_ == 0; }
   /// Local. For a 0-d view: the element if this rank owns it, else nullptr.
-  T* element() const noexcept
-    requires(M == 0)
-  {
-    return element_;
-  }
+  T* element() const noexcept requires(M == 0) { return element_; }
 
  private:
   // GCC 12 reports a false -Wmaybe-uninitialized inside boost's generate_array_view (it

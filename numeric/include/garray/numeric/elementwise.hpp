@@ -29,10 +29,9 @@
 // C library's) with each binary operation's operands first converted to NumPy's promoted
 // type (expr.hpp: int32 + float32 in double, float array * 2.0 in float).
 
+#include <cstdint>
 #include <garray/numeric/detail/engine.hpp>
 #include <garray/numeric/expr.hpp>
-
-#include <cstdint>
 #include <limits>
 #include <memory>
 #include <type_traits>
@@ -60,7 +59,8 @@ void run_strided(B b, T* o, Index n, Index os) {
 template <class O>
 auto out_view(O&& o) {
   using D = std::remove_cvref_t<O>;
-  if constexpr (is_view<D>::value) return D(o);
+  if constexpr (is_view<D>::value)
+    return D(o);
   else {
     static_assert(is_global_array<D>::value, "garray: the output must be a View or a GlobalArray");
     return o.view();
@@ -74,7 +74,7 @@ T* bind_output(Plan<M>& p, const View<T, N, M>& out) {
   if (p.empty) return nullptr;
   const auto piece = piece_section(out.section(), p.k0, p.k1);
   const auto lay = a.layout_of(a.context().rank());
-  T* base = reinterpret_cast<T*>(a.window().base()) + lay.offset(piece.start);
+  T* base = reinterpret_cast<T*>(detail::ArrayAccess::window(a).base()) + lay.offset(piece.start);
   p.out_piece.ptr = base;
   p.out_elem = sizeof(T);
   std::size_t j = 0;
@@ -105,7 +105,7 @@ void run_assign(Plan<M>& p, const View<T, N, M>& out, const E& e, Body&& body) {
   run_plan(p, e, [&] {
     bind_output(p, out);
     body();
-    out.array().window().memory_sync();
+    detail::ArrayAccess::window(out.array()).memory_sync();
   });
 }
 
@@ -114,8 +114,8 @@ template <class Acc, class Red>
 Acc combine_partials(const Context& ctx, const Acc& mine, Red red, Acc init) {
   static_assert(std::is_trivially_copyable_v<Acc>);
   const auto all = std::make_unique<Acc[]>(static_cast<std::size_t>(ctx.size()));
-  check_mpi(MPI_Allgather(&mine, static_cast<int>(sizeof(Acc)), MPI_BYTE, all.get(), static_cast<int>(sizeof(Acc)),
-                          MPI_BYTE, ctx.comm()),
+  check_mpi(MPI_Allgather(&mine, static_cast<int>(sizeof(Acc)), MPI_BYTE, all.get(),
+                          static_cast<int>(sizeof(Acc)), MPI_BYTE, ctx.comm()),
             "MPI_Allgather");
   Acc r = init;
   for (int q = 0; q < ctx.size(); ++q) r = red(r, all[static_cast<std::size_t>(q)]);
@@ -130,43 +130,59 @@ Acc combine_partials(const Context& ctx, const Acc& mine, Red red, Acc init) {
 struct sum_reducer {
   /// Local. V{} (zero).
   template <class V>
-  static constexpr V identity() { return V{}; }
+  static constexpr V identity() {
+    return V{};
+  }
   /// Local. a + b.
   template <class V>
-  constexpr V operator()(const V& a, const V& b) const { return a + b; }
+  constexpr V operator()(const V& a, const V& b) const {
+    return a + b;
+  }
 };
 /// Combines partial results by multiplication (a reducer; all members Local).
 struct prod_reducer {
   /// Local. V{1}.
   template <class V>
-  static constexpr V identity() { return V{1}; }
+  static constexpr V identity() {
+    return V{1};
+  }
   /// Local. a * b.
   template <class V>
-  constexpr V operator()(const V& a, const V& b) const { return a * b; }
+  constexpr V operator()(const V& a, const V& b) const {
+    return a * b;
+  }
 };
 /// Keeps the smaller of two partial results (a reducer; all members Local).
 struct min_reducer {
   /// Local. +infinity, or the type's max for types without infinity.
   template <class V>
   static constexpr V identity() {
-    if constexpr (std::numeric_limits<V>::has_infinity) return std::numeric_limits<V>::infinity();
-    else return std::numeric_limits<V>::max();
+    if constexpr (std::numeric_limits<V>::has_infinity)
+      return std::numeric_limits<V>::infinity();
+    else
+      return std::numeric_limits<V>::max();
   }
   /// Local. The smaller of a and b (a when neither is smaller, e.g. NaN).
   template <class V>
-  constexpr V operator()(const V& a, const V& b) const { return b < a ? b : a; }
+  constexpr V operator()(const V& a, const V& b) const {
+    return b < a ? b : a;
+  }
 };
 /// Keeps the larger of two partial results (a reducer; all members Local).
 struct max_reducer {
   /// Local. -infinity, or the type's lowest for types without infinity.
   template <class V>
   static constexpr V identity() {
-    if constexpr (std::numeric_limits<V>::has_infinity) return -std::numeric_limits<V>::infinity();
-    else return std::numeric_limits<V>::lowest();
+    if constexpr (std::numeric_limits<V>::has_infinity)
+      return -std::numeric_limits<V>::infinity();
+    else
+      return std::numeric_limits<V>::lowest();
   }
   /// Local. The larger of a and b (a when neither is larger, e.g. NaN).
   template <class V>
-  constexpr V operator()(const V& a, const V& b) const { return a < b ? b : a; }
+  constexpr V operator()(const V& a, const V& b) const {
+    return a < b ? b : a;
+  }
 };
 
 // ---- assignment ------------------------------------------------------------------------------
@@ -205,8 +221,10 @@ void assign_salted(O&& out_, const X& x, std::uint64_t salt) {
     execute(p, e, false, false, [&](auto& bt, const RowPos& pos, Index n) {
       T* o = static_cast<T*>(const_cast<void*>(p.out_slot.ptr)) + run_offset(p.out_slot, pos);
       if (p.unit) {
-        if (restrict_ok) run_unit_restrict(bt, o, n);
-        else run_unit(bt, o, n);
+        if (restrict_ok)
+          run_unit_restrict(bt, o, n);
+        else
+          run_unit(bt, o, n);
       } else {
         run_strided(bt, o, n, p.nd > 0 ? p.out_slot.str[static_cast<std::size_t>(p.nd - 1)] : 1);
       }
@@ -241,31 +259,33 @@ auto assign_reduce_sweep(O&& out_, const E& e, Red red, F f, const char* what) {
   setup_assign(p, out, e);
   Acc acc = Red::template identity<Acc>();
   run_assign(p, out, e, [&] {
-  execute(p, e, true, false, [&](auto& bt, const RowPos& pos, Index n) {
-    const Index os = p.nd > 0 ? p.out_slot.str[static_cast<std::size_t>(p.nd - 1)] : 1;
-    T* o = static_cast<T*>(const_cast<void*>(p.out_slot.ptr)) + run_offset(p.out_slot, pos);
-    const auto run = [&](auto unit) {
-      constexpr bool U = decltype(unit)::value;
-      const auto bb = bt;
-      Acc a = acc;
-      for (Index i = 0; i < n; ++i) {
-        T& slot = U ? o[i] : o[i * os];
-        if constexpr (WithRef) {
-          const auto v = bb.template at<U>(i);
-          const T nv = static_cast<T>(v.first);
-          a = red(a, f(nv, v.second));
-          slot = nv;
-        } else {
-          const T nv = static_cast<T>(bb.template at<U>(i));
-          a = red(a, f(nv, slot));
-          slot = nv;
+    execute(p, e, true, false, [&](auto& bt, const RowPos& pos, Index n) {
+      const Index os = p.nd > 0 ? p.out_slot.str[static_cast<std::size_t>(p.nd - 1)] : 1;
+      T* o = static_cast<T*>(const_cast<void*>(p.out_slot.ptr)) + run_offset(p.out_slot, pos);
+      const auto run = [&](auto unit) {
+        constexpr bool U = decltype(unit)::value;
+        const auto bb = bt;
+        Acc a = acc;
+        for (Index i = 0; i < n; ++i) {
+          T& slot = U ? o[i] : o[i * os];
+          if constexpr (WithRef) {
+            const auto v = bb.template at<U>(i);
+            const T nv = static_cast<T>(v.first);
+            a = red(a, f(nv, v.second));
+            slot = nv;
+          } else {
+            const T nv = static_cast<T>(bb.template at<U>(i));
+            a = red(a, f(nv, slot));
+            slot = nv;
+          }
         }
-      }
-      acc = a;
-    };
-    if (p.unit) run(std::true_type{});
-    else run(std::false_type{});
-  });
+        acc = a;
+      };
+      if (p.unit)
+        run(std::true_type{});
+      else
+        run(std::false_type{});
+    });
   });
   return combine_partials(out.array().context(), acc, red, Red::template identity<Acc>());
 }
@@ -278,7 +298,8 @@ auto assign_reduce_sweep(O&& out_, const E& e, Red red, F f, const char* what) {
 /// count and distribution).
 template <class O, Operand X, class Red, class F>
 auto assign_reduce(O&& out, const X& x, Red red, F f) {
-  return detail::assign_reduce_sweep<false>(std::forward<O>(out), as_expr(x), red, f, "garray::assign_reduce");
+  return detail::assign_reduce_sweep<false>(std::forward<O>(out), as_expr(x), red, f,
+                                            "garray::assign_reduce");
 }
 
 /// out = expr in one sweep that also reduces f(new_value, ref_value) with `red`, where
@@ -298,8 +319,9 @@ auto assign_reduce(O&& out, const X& x, const Ref& ref, Red red, F f) {
 /// assign_reduce: the value is identical on every rank.
 template <class O, Operand X, ArrayOperand Ref>
 double assign_norm2_diff(O&& out, const X& x, const Ref& ref) {
-  return std::sqrt(assign_reduce(std::forward<O>(out), x, ref, sum_reducer{},
-                                 [](const auto& nv, const auto& rv) { return detail::AbsSquare{}(nv - rv); }));
+  return std::sqrt(
+      assign_reduce(std::forward<O>(out), x, ref, sum_reducer{},
+                    [](const auto& nv, const auto& rv) { return detail::AbsSquare{}(nv - rv); }));
 }
 
 /// out = expr; returns sqrt(sum over out of |new - old|^2) (the 2-norm of the update), in
@@ -320,16 +342,16 @@ double assign_max_abs_change(O&& out, const X& x) {
 }
 
 // ---- compound assignment: out op= expr is out = out op expr (same rounding as the serial) ----
-#define GARRAY_DETAIL_COMPOUND(sym, op)                                                      \
-  template <class T, std::size_t N, std::size_t M, Operand X>                                \
-  View<T, N, M> operator sym(View<T, N, M> v, const X& x) {                                  \
-    assign(v, v op x);                                                                       \
-    return v;                                                                                \
-  }                                                                                          \
-  template <class T, std::size_t N, Operand X>                                               \
-  GlobalArray<T, N>& operator sym(GlobalArray<T, N>& a, const X& x) {                        \
-    assign(a, a op x);                                                                       \
-    return a;                                                                                \
+#define GARRAY_DETAIL_COMPOUND(sym, op)                               \
+  template <class T, std::size_t N, std::size_t M, Operand X>         \
+  View<T, N, M> operator sym(View<T, N, M> v, const X& x) {           \
+    assign(v, v op x);                                                \
+    return v;                                                         \
+  }                                                                   \
+  template <class T, std::size_t N, Operand X>                        \
+  GlobalArray<T, N>& operator sym(GlobalArray<T, N>& a, const X& x) { \
+    assign(a, a op x);                                                \
+    return a;                                                         \
   }
 ///@{
 /// out += x is out = out + x (a view, or a whole array), evaluated as assign(): the
@@ -395,7 +417,8 @@ template <class V = void, ArrayOperand X>
 auto eval(const X& x) {
   const auto e = as_expr(x);
   using E = decltype(e);
-  static_assert(E::rank >= 1, "garray::eval: the expression needs a view or array operand with at least one dimension");
+  static_assert(E::rank >= 1,
+                "garray::eval: the expression needs a view or array operand with at least one dimension");
   constexpr std::size_t M = static_cast<std::size_t>(E::rank);
   using T = std::conditional_t<std::is_void_v<V>, typename E::value_type, V>;
   detail::Plan<M> p;
@@ -415,7 +438,8 @@ template <class V = void, ArrayOperand X, std::size_t M>
 auto eval(const X& x, const Distribution<M>& dist) {
   const auto e = as_expr(x);
   using E = decltype(e);
-  static_assert(E::rank == static_cast<int>(M), "garray::eval: the distribution's rank differs from the expression's");
+  static_assert(E::rank == static_cast<int>(M),
+                "garray::eval: the distribution's rank differs from the expression's");
   using T = std::conditional_t<std::is_void_v<V>, typename E::value_type, V>;
   detail::Plan<M> p;
   detail::prepare_free(p, e, "garray::eval");
@@ -426,17 +450,13 @@ auto eval(const X& x, const Distribution<M>& dist) {
 
 // ---- numpy ufuncs with an explicit output (operator-by-operator codes) -----------------------
 // f(a, b, out) evaluates into out (Collective, as assign); f(a, b) returns a new array (eval).
-#define GARRAY_DETAIL_UFUNC2(name, expr)                             \
-  template <Operand A, Operand B, class O>                           \
-    requires(ArrayOperand<A> || ArrayOperand<B>)                     \
-  void name(const A& a, const B& b, O&& out) {                       \
-    assign(std::forward<O>(out), expr);                              \
-  }                                                                  \
-  template <Operand A, Operand B>                                    \
-    requires(ArrayOperand<A> || ArrayOperand<B>)                     \
-  auto name(const A& a, const B& b) {                                \
-    return eval(expr);                                               \
-  }
+#define GARRAY_DETAIL_UFUNC2(name, expr)                                                    \
+  template <Operand A, Operand B, class O>                                                  \
+  requires(ArrayOperand<A> || ArrayOperand<B>) void name(const A& a, const B& b, O&& out) { \
+    assign(std::forward<O>(out), expr);                                                     \
+  }                                                                                         \
+  template <Operand A, Operand B>                                                           \
+  requires(ArrayOperand<A> || ArrayOperand<B>) auto name(const A& a, const B& b) { return eval(expr); }
 ///@{
 /// numpy.add: `add(a, b, out)` assigns a + b to out (a view or array; **Collective**, as
 /// assign: on return out is written and visible everywhere); `add(a, b)` returns a new
@@ -453,7 +473,7 @@ GARRAY_DETAIL_UFUNC2(subtract, a - b)
 /// numpy.multiply: `multiply(a, b, out)` assigns a * b to out (a view or array; **Collective**, as
 /// assign: on return out is written and visible everywhere); `multiply(a, b)` returns a new
 /// array (**Collective**, as eval).
-GARRAY_DETAIL_UFUNC2(multiply, a * b)
+GARRAY_DETAIL_UFUNC2(multiply, a* b)
 ///@}
 ///@{
 /// numpy.divide: `divide(a, b, out)` assigns a / b to out (a view or array; **Collective**, as
@@ -480,12 +500,9 @@ GARRAY_DETAIL_UFUNC2(maximum, max(a, b))
 GARRAY_DETAIL_UFUNC2(power, pow(a, b))
 ///@}
 #undef GARRAY_DETAIL_UFUNC2
-#define GARRAY_DETAIL_UFUNC1(name, ...)                              \
-  template <ArrayOperand A, class O>                                 \
-    requires(ArrayOperand<O>)                                        \
-  void name(const A& a, O&& out) {                                   \
-    assign(std::forward<O>(out), __VA_ARGS__);                       \
-  }
+#define GARRAY_DETAIL_UFUNC1(name, ...) \
+  template <ArrayOperand A, class O>    \
+  requires(ArrayOperand<O>) void name(const A& a, O&& out) { assign(std::forward<O>(out), __VA_ARGS__); }
 /// numpy.negative with an output: out = -a elementwise. **Collective**, as assign: on
 /// return out is written and visible everywhere.
 GARRAY_DETAIL_UFUNC1(negative, -a)
@@ -557,11 +574,14 @@ void iota(O&& out_, S start = 0, S step = 1) {
   constexpr std::size_t M = V::dims;
   const Shape<M> rs = row_major_strides(out.shape());
   const std::uint64_t salt = detail::value_hash(detail::value_hash(detail::hash_string("iota"), start), step);
-  detail::generate_salted(out, [rs, start, step](const Shape<M>& i) {
-    Index pos = 0;
-    for (std::size_t d = 0; d < M; ++d) pos += i[d] * rs[d];
-    return static_cast<T>(static_cast<T>(start) + static_cast<T>(step) * static_cast<T>(pos));
-  }, salt);
+  detail::generate_salted(
+      out,
+      [rs, start, step](const Shape<M>& i) {
+        Index pos = 0;
+        for (std::size_t d = 0; d < M; ++d) pos += i[d] * rs[d];
+        return static_cast<T>(static_cast<T>(start) + static_cast<T>(step) * static_cast<T>(pos));
+      },
+      salt);
 }
 
 /// out *= alpha. **Collective**, as assign: on return out is written and visible everywhere.
@@ -601,20 +621,26 @@ void fill_random(O&& out_, std::uint64_t seed, S lo = S{0}, S hi = S{1}) {
   constexpr std::size_t M = V::dims;
   const Shape<M> rs = row_major_strides(out.shape());
   const std::uint64_t key = detail::splitmix64(seed);
-  const std::uint64_t salt =
-      detail::value_hash(detail::value_hash(detail::hash_mix(detail::hash_string("fill_random"), seed), lo), hi);
-  detail::generate_salted(out, [rs, key, lo, hi](const Shape<M>& i) {
-    Index pos = 0;
-    for (std::size_t d = 0; d < M; ++d) pos += i[d] * rs[d];
-    const std::uint64_t h = detail::splitmix64(key ^ detail::splitmix64(static_cast<std::uint64_t>(pos)));
-    if constexpr (std::is_integral_v<T>) {
-      const auto span = static_cast<std::uint64_t>(static_cast<std::int64_t>(hi) - static_cast<std::int64_t>(lo));
-      return static_cast<T>(static_cast<std::int64_t>(lo) + static_cast<std::int64_t>(span ? h % span : 0));
-    } else {
-      const double u = static_cast<double>(h >> 11) * 0x1.0p-53;
-      return static_cast<T>(static_cast<double>(lo) + (static_cast<double>(hi) - static_cast<double>(lo)) * u);
-    }
-  }, salt);
+  const std::uint64_t salt = detail::value_hash(
+      detail::value_hash(detail::hash_mix(detail::hash_string("fill_random"), seed), lo), hi);
+  detail::generate_salted(
+      out,
+      [rs, key, lo, hi](const Shape<M>& i) {
+        Index pos = 0;
+        for (std::size_t d = 0; d < M; ++d) pos += i[d] * rs[d];
+        const std::uint64_t h = detail::splitmix64(key ^ detail::splitmix64(static_cast<std::uint64_t>(pos)));
+        if constexpr (std::is_integral_v<T>) {
+          const auto span =
+              static_cast<std::uint64_t>(static_cast<std::int64_t>(hi) - static_cast<std::int64_t>(lo));
+          return static_cast<T>(static_cast<std::int64_t>(lo) +
+                                static_cast<std::int64_t>(span ? h % span : 0));
+        } else {
+          const double u = static_cast<double>(h >> 11) * 0x1.0p-53;
+          return static_cast<T>(static_cast<double>(lo) +
+                                (static_cast<double>(hi) - static_cast<double>(lo)) * u);
+        }
+      },
+      salt);
 }
 
 /// Calls f(x) or f(x, i) for every element x (a T&) of the view that this rank owns, with i
@@ -633,7 +659,7 @@ void for_each_local(O&& view_, F&& f) {
   if (!detail::owned_piece<N, M>(v.section(), a.local_box(), k0, k1)) return;
   const auto piece = detail::piece_section(v.section(), k0, k1);
   const auto lay = a.layout_of(a.context().rank());
-  T* base = reinterpret_cast<T*>(a.window().base()) + lay.offset(piece.start);
+  T* base = reinterpret_cast<T*>(detail::ArrayAccess::window(a).base()) + lay.offset(piece.start);
   Shape<M> str{};
   {
     std::size_t j = 0;
@@ -644,8 +670,10 @@ void for_each_local(O&& view_, F&& f) {
   while (true) {
     Index off = 0;
     for (std::size_t d = 0; d < M; ++d) off += (i[d] - k0[d]) * str[d];
-    if constexpr (std::is_invocable_v<F&, T&, const Shape<M>&>) f(base[off], static_cast<const Shape<M>&>(i));
-    else f(base[off]);
+    if constexpr (std::is_invocable_v<F&, T&, const Shape<M>&>)
+      f(base[off], static_cast<const Shape<M>&>(i));
+    else
+      f(base[off]);
     std::size_t d = M;
     while (d > 0) {
       --d;

@@ -42,14 +42,6 @@
 // shape), InvalidArgument (operands on different groups), CollectiveMismatch (ranks passed
 // different arguments), CollectiveFailure (another rank failed while computing).
 
-#include <garray/array/copy.hpp>
-#include <garray/array/detail/transfer_plan.hpp>
-#include <garray/array/global_array.hpp>
-#include <garray/array/view.hpp>
-#include <garray/runtime/context.hpp>
-#include <garray/runtime/error.hpp>
-#include <garray/runtime/fault.hpp>
-
 #include <cblas.h>
 
 #include <algorithm>
@@ -59,6 +51,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <garray/array/copy.hpp>
+#include <garray/array/detail/transfer_plan.hpp>
+#include <garray/array/global_array.hpp>
+#include <garray/array/view.hpp>
+#include <garray/runtime/context.hpp>
+#include <garray/runtime/error.hpp>
+#include <garray/runtime/fault.hpp>
 #include <memory>
 #include <optional>
 #include <span>
@@ -79,7 +78,7 @@ enum class MatOp {
 /// Element types of the matrix products (the BLAS' four).
 template <class T>
 concept BlasElement = std::is_same_v<T, float> || std::is_same_v<T, double> ||
-                      std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>;
+    std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>;
 
 /// Tuning of gemm/matmul. Results do not depend on it beyond rounding.
 struct GemmOptions {
@@ -100,7 +99,9 @@ View<T, N, 2> as_mat_view(const View<T, N, 2>& v) {
   return v;
 }
 template <class X>
-concept MatrixOperand = requires(X& x) { as_mat_view(x); };
+concept MatrixOperand = requires(X& x) {
+  as_mat_view(x);
+};
 template <class X>
 using mat_view_t = decltype(as_mat_view(std::declval<X&>()));
 template <class X>
@@ -153,7 +154,7 @@ bool direct_tiles(const View<T, N, 2>& v, const Box<2>& region, std::vector<Tile
   if (region.empty()) return true;
   const auto& arr = v.array();
   const auto& dist = arr.distribution();
-  const Window& w = arr.window();
+  const Window& w = detail::ArrayAccess::window(arr);
   const int me = arr.context().rank();
   const bool shm = w.kind() == WindowKind::shared;
   const Section<N> sub = sub_section(v.section(), region);
@@ -184,7 +185,8 @@ bool direct_tiles(const View<T, N, 2>& v, const Box<2>& region, std::vector<Tile
     t.nc = nc;
     out.push_back(t);
   };
-  if (dist.is_replicated()) visit(me);
+  if (dist.is_replicated())
+    visit(me);
   else
     for (int r = 0; r < dist.nblocks(); ++r) visit(r);
   if (!ok) out.clear();
@@ -207,8 +209,8 @@ void gemm_views(MatOp oa, MatOp ob, T alpha, const View<T, NA, 2>& a, const View
   std::exception_ptr err;
   try {
     if (ka != kb)
-      raise<SizeMismatch>(what, ": op", opname[static_cast<int>(oa)], "(A) of shape [", m, ", ", ka, "] times op",
-                          opname[static_cast<int>(ob)], "(B) of shape [", kb, ", ", n,
+      raise<SizeMismatch>(what, ": op", opname[static_cast<int>(oa)], "(A) of shape [", m, ", ", ka,
+                          "] times op", opname[static_cast<int>(ob)], "(B) of shape [", kb, ", ", n,
                           "]: inner dimensions differ (A ", seq(sa), ", B ", seq(sb), ")");
     if (sc[0] != m || sc[1] != n)
       raise<SizeMismatch>(what, ": C has shape ", seq(sc), " but op(A) op(B) has shape [", m, ", ", n, "]");
@@ -216,8 +218,8 @@ void gemm_views(MatOp oa, MatOp ob, T alpha, const View<T, NA, 2>& a, const View
       int cmp = MPI_UNEQUAL;
       check_mpi(MPI_Comm_compare(ca.context().comm(), other, &cmp), "MPI_Comm_compare");
       if (cmp != MPI_IDENT && cmp != MPI_CONGRUENT)
-        raise<InvalidArgument>(what, ": operands live on different process groups (arrays #", a.array().id(), ", #",
-                               b.array().id(), ", #", ca.id(), ")");
+        raise<InvalidArgument>(what, ": operands live on different process groups (arrays #", a.array().id(),
+                               ", #", b.array().id(), ", #", ca.id(), ")");
     }
     if (std::max({m, n, ka}) > INT_MAX)
       raise<InvalidArgument>(what, ": extents [", m, ", ", n, ", ", ka, "] exceed the BLAS' 32-bit integers");
@@ -236,7 +238,8 @@ void gemm_views(MatOp oa, MatOp ob, T alpha, const View<T, NA, 2>& a, const View
     sig = hash_mix(sig, static_cast<std::uint64_t>(opt.panel));
   }
   std::vector<const Window*> wins;
-  for (const Window* w : {&a.array().window(), &b.array().window(), &ca.window()})
+  for (const Window* w : {&detail::ArrayAccess::window(a.array()), &detail::ArrayAccess::window(b.array()),
+                          &detail::ArrayAccess::window(ca)})
     if (std::find(wins.begin(), wins.end(), w) == wins.end()) wins.push_back(w);
   try {
     begin_collective(wins, ca.context().comm(), sig, what,
@@ -272,7 +275,8 @@ void gemm_views(MatOp oa, MatOp ob, T alpha, const View<T, NA, 2>& a, const View
     if (!cptr) {
       cbuf.reset(new T[static_cast<std::size_t>(mi * nj)]);  // no zero fill: see `fresh`
       cptr = cbuf.get();
-      if (beta != T{0}) ca.get_section(sub_section(c.section(), mine), std::span<T>(cptr, static_cast<std::size_t>(mi * nj)));
+      if (beta != T{0})
+        ca.get_section(sub_section(c.section(), mine), std::span<T>(cptr, static_cast<std::size_t>(mi * nj)));
     }
     if (ka == 0 || alpha == T{0}) {  // C = beta C
       for (Index i = 0; i < mi; ++i)
@@ -281,10 +285,12 @@ void gemm_views(MatOp oa, MatOp ob, T alpha, const View<T, NA, 2>& a, const View
     }
     // Stored regions of A and B for k-range [k0, k1).
     auto region_a = [&](Index k0, Index k1) {
-      return oa == MatOp::none ? Box<2>{{mine.lo[0], k0}, {mine.hi[0], k1}} : Box<2>{{k0, mine.lo[0]}, {k1, mine.hi[0]}};
+      return oa == MatOp::none ? Box<2>{{mine.lo[0], k0}, {mine.hi[0], k1}}
+                               : Box<2>{{k0, mine.lo[0]}, {k1, mine.hi[0]}};
     };
     auto region_b = [&](Index k0, Index k1) {
-      return ob == MatOp::none ? Box<2>{{k0, mine.lo[1]}, {k1, mine.hi[1]}} : Box<2>{{mine.lo[1], k0}, {mine.hi[1], k1}};
+      return ob == MatOp::none ? Box<2>{{k0, mine.lo[1]}, {k1, mine.hi[1]}}
+                               : Box<2>{{mine.lo[1], k0}, {mine.hi[1], k1}};
     };
     std::vector<Tile<T>> ta, tb;
     const bool da = direct_tiles(a, region_a(0, ka), ta);
@@ -323,8 +329,9 @@ void gemm_views(MatOp oa, MatOp ob, T alpha, const View<T, NA, 2>& a, const View
     }
     // Panels: fetched operands double-buffered, in-place ones as tiles of the panel.
     Index kp = opt.panel;
-    if (kp == 0) kp = std::clamp<Index>((Index{64} << 20) / static_cast<Index>(sizeof(T)) / std::max<Index>(mi + nj, 1),
-                                        256, 1024);
+    if (kp == 0)
+      kp = std::clamp<Index>((Index{64} << 20) / static_cast<Index>(sizeof(T)) / std::max<Index>(mi + nj, 1),
+                             256, 1024);
     kp = std::min(kp, ka);
     const Index npanels = (ka + kp - 1) / kp;
     struct Slot {
@@ -354,12 +361,14 @@ void gemm_views(MatOp oa, MatOp ob, T alpha, const View<T, NA, 2>& a, const View
       Slot& s = slot[p % 2];
       const Index k0 = p * kp, k1 = std::min(ka, k0 + kp);
       const Box<2> ra = region_a(k0, k1), rb = region_b(k0, k1);
-      if (da) direct_tiles(a, ra, pa);
+      if (da)
+        direct_tiles(a, ra, pa);
       else {
         s.ra.wait();
         pa.assign(1, Tile<T>{s.a.data(), std::max<Index>(ra.extent(1), 1), 0, 0, ra.extent(0), ra.extent(1)});
       }
-      if (db) direct_tiles(b, rb, pb);
+      if (db)
+        direct_tiles(b, rb, pb);
       else {
         s.rb.wait();
         pb.assign(1, Tile<T>{s.b.data(), std::max<Index>(rb.extent(1), 1), 0, 0, rb.extent(0), rb.extent(1)});
@@ -373,7 +382,8 @@ void gemm_views(MatOp oa, MatOp ob, T alpha, const View<T, NA, 2>& a, const View
     const Section<NC> csub = sub_section(c.section(), mine);
     if (const auto p = piece_of(ca.distribution(), csub, ca.ghost(), me)) {
       auto blk = ca.access();
-      strided_copy(collapse(p->count, p->block_str, p->buf_str), blk.data() + p->block_off, cbuf.get() + p->buf_off);
+      strided_copy(collapse(p->count, p->block_str, p->buf_str), blk.data() + p->block_off,
+                   cbuf.get() + p->buf_off);
     }
   }
   ca.sync();
@@ -387,7 +397,7 @@ void gemm_views(MatOp oa, MatOp ob, T alpha, const View<T, NA, 2>& a, const View
 /// new C. Throws SizeMismatch / InvalidArgument / CollectiveMismatch on every rank before
 /// anything is written.
 template <detail::MatrixOperand XA, detail::MatrixOperand XB, detail::MatrixOperand XC>
-  requires BlasElement<detail::mat_value_t<XC>>
+requires BlasElement<detail::mat_value_t<XC>>
 void gemm(MatOp op_a, MatOp op_b, detail::mat_value_t<XC> alpha, XA&& a, XB&& b, detail::mat_value_t<XC> beta,
           XC&& c, const GemmOptions& opt = {}) {
   using T = detail::mat_value_t<XC>;
@@ -400,21 +410,23 @@ void gemm(MatOp op_a, MatOp op_b, detail::mat_value_t<XC> alpha, XA&& a, XB&& b,
 /// C = alpha A B + beta C. **Collective**; on return every rank sees the new C; see the
 /// overload with ops.
 template <detail::MatrixOperand XA, detail::MatrixOperand XB, detail::MatrixOperand XC>
-  requires BlasElement<detail::mat_value_t<XC>>
+requires BlasElement<detail::mat_value_t<XC>>
 void gemm(detail::mat_value_t<XC> alpha, XA&& a, XB&& b, detail::mat_value_t<XC> beta, XC&& c,
           const GemmOptions& opt = {}) {
-  gemm(MatOp::none, MatOp::none, alpha, std::forward<XA>(a), std::forward<XB>(b), beta, std::forward<XC>(c), opt);
+  gemm(MatOp::none, MatOp::none, alpha, std::forward<XA>(a), std::forward<XB>(b), beta, std::forward<XC>(c),
+       opt);
 }
 
 /// A B as a new m x n array with distribution `dist` (default: blocked). **Collective**; on
 /// return the new array is complete and visible to every rank; A and B are unchanged.
 /// Throws SizeMismatch (inner dimensions differ) on every rank before creating anything.
 template <detail::MatrixOperand XA, detail::MatrixOperand XB>
-  requires BlasElement<detail::mat_value_t<XA>>
-GlobalArray<detail::mat_value_t<XA>, 2> matmul(XA&& a, XB&& b, const Distribution<2>& dist = Distribution<2>::blocked(),
-                                               const GemmOptions& opt = {}) {
+requires BlasElement<detail::mat_value_t<XA>> GlobalArray < detail::mat_value_t<XA>,
+2 > matmul(XA&& a, XB&& b, const Distribution<2>& dist = Distribution<2>::blocked(),
+           const GemmOptions& opt = {}) {
   using T = detail::mat_value_t<XA>;
-  static_assert(std::is_same_v<detail::mat_value_t<XB>, T>, "garray::matmul: A and B must have the same element type");
+  static_assert(std::is_same_v<detail::mat_value_t<XB>, T>,
+                "garray::matmul: A and B must have the same element type");
   const auto va = detail::as_mat_view(a);
   const auto vb = detail::as_mat_view(b);
   const std::string what = "garray::matmul<" + std::string(type_name<T>()) + ">";
@@ -422,8 +434,8 @@ GlobalArray<detail::mat_value_t<XA>, 2> matmul(XA&& a, XB&& b, const Distributio
   std::exception_ptr err;
   try {
     if (sa[1] != sb[0])
-      detail::raise<SizeMismatch>(what, ": A of shape ", detail::seq(sa), " times B of shape ", detail::seq(sb),
-                                  ": inner dimensions differ");
+      detail::raise<SizeMismatch>(what, ": A of shape ", detail::seq(sa), " times B of shape ",
+                                  detail::seq(sb), ": inner dimensions differ");
   } catch (const Error&) {
     err = std::current_exception();
   }
@@ -451,7 +463,8 @@ GlobalArray<detail::mat_value_t<XA>, 2> matmul(XA&& a, XB&& b, const Distributio
 /// Throws SizeMismatch on every rank (batch counts or inner dimensions differ) before
 /// creating anything.
 template <BlasElement T>
-GlobalArray<T, 3> matmul(GlobalArray<T, 3>& a, GlobalArray<T, 3>& b, const Distribution<3>& dist = Distribution<3>::blocked(),
+GlobalArray<T, 3> matmul(GlobalArray<T, 3>& a, GlobalArray<T, 3>& b,
+                         const Distribution<3>& dist = Distribution<3>::blocked(),
                          const GemmOptions& opt = {}) {
   const std::string what = "garray::matmul<" + std::string(type_name<T>()) + ",3>";
   const auto sa = a.shape(), sb = b.shape();
@@ -466,7 +479,8 @@ GlobalArray<T, 3> matmul(GlobalArray<T, 3>& a, GlobalArray<T, 3>& b, const Distr
   std::uint64_t sig = detail::hash_string(err ? "matmul3-invalid" : "matmul3");
   if (!err) sig = detail::hash_mix(detail::hash_mix(sig, a.id()), b.id());
   try {
-    detail::agree_signature(a.context().comm(), sig, what, "arrays #" + std::to_string(a.id()) + " @ #" + std::to_string(b.id()));
+    detail::agree_signature(a.context().comm(), sig, what,
+                            "arrays #" + std::to_string(a.id()) + " @ #" + std::to_string(b.id()));
   } catch (const CollectiveMismatch&) {
     if (err) std::rethrow_exception(err);
     throw;

@@ -15,13 +15,12 @@
 // MPI_Win_allocate and MPI RMA calls. GARRAY_WINDOW=rma|shared|auto overrides (see
 // docs/semantics.md).
 
-#include <garray/runtime/stats.hpp>
-
 #include <mpi.h>
 
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <garray/runtime/stats.hpp>
 #include <memory>
 #include <optional>
 #include <string>
@@ -78,9 +77,9 @@ class Context {
     if (!state_) [[unlikely]]
       throw_invalid(what);
   }
-  int rank() const noexcept { return rank_; }            ///< Local. This rank within the context.
-  int size() const noexcept { return size_; }            ///< Local. Number of ranks in the context.
-  MPI_Comm comm() const noexcept { return comm_; }       ///< Local. garray's duplicated communicator.
+  int rank() const noexcept { return rank_; }                ///< Local. This rank within the context.
+  int size() const noexcept { return size_; }                ///< Local. Number of ranks in the context.
+  MPI_Comm comm() const noexcept { return comm_; }           ///< Local. garray's duplicated communicator.
   WindowKind window_kind() const noexcept { return kind_; }  ///< Local. Identical on every rank.
 
   /// Local. This rank's counters (writable, e.g. to reset; a Context is a handle, so the
@@ -114,9 +113,22 @@ class Context {
   /// osc selection if set. Printed by verbose apps and benchmarks.
   std::string describe() const;
 
-  /// Local. The shared handle on the context's internal state, for garray's own layers
-  /// (arrays hold it to keep their context alive); not for user code.
-  const std::shared_ptr<detail::ContextState>& state() const noexcept { return state_; }
+  /// **Collective** (handshaked). True on every rank iff `ok` is true on every rank: the "did it work
+  /// everywhere?" question of an SPMD program (one allreduce). Handshaked like every
+  /// collective: a rank calling another collective meanwhile makes every rank throw
+  /// CollectiveMismatch.
+  bool agree(bool ok) const;
+  /// **Collective**. Runs `f()` on every rank, then agrees on the outcome (the failure rule
+  /// of docs/semantics.md, one allreduce): if f threw on some rank, that rank rethrows its
+  /// exception and every other rank throws CollectiveFailure carrying its message (`what`
+  /// names the step); otherwise f's result is returned on every rank. For a step that may
+  /// fail on some ranks only (reading a file, checking local input) and must not leave the
+  /// others waiting in the next collective.
+  template <class F>
+  auto agree(std::string_view what, F&& f) const;
+
+  /// Local. True if both handles refer to the same context (copies of one Context).
+  friend bool operator==(const Context& a, const Context& b) noexcept { return a.state_ == b.state_; }
 
  private:
   explicit Context(std::shared_ptr<detail::ContextState> s);
@@ -149,7 +161,7 @@ enum class LocalFault { none = 0, invalid = 1, failed = 2 };
 /// The outcome of a handshake that also carries local errors.
 struct Agreement {
   bool signatures_equal = true;
-  int failed_rank = -1;  ///< lowest rank whose local step failed, -1 if none
+  int failed_rank = -1;                 ///< lowest rank whose local step failed, -1 if none
   LocalFault fault = LocalFault::none;  ///< what failed on that rank
 };
 /// One allreduce: compares `signature` across ranks and finds the lowest rank with a
@@ -170,18 +182,21 @@ void throw_if_disagreed(MPI_Comm comm, const Agreement& a, std::exception_ptr er
 /// After agree_with_errors found a failing rank: broadcasts its message; the failing rank
 /// rethrows `err`, every other rank throws CollectiveMismatch naming that rank and its
 /// message. **Collective.**
-[[noreturn]] void throw_peer_error(MPI_Comm comm, int failed_rank, std::exception_ptr err, std::string_view what);
+[[noreturn]] void throw_peer_error(MPI_Comm comm, int failed_rank, std::exception_ptr err,
+                                   std::string_view what);
 /// As throw_peer_error, for a failure while doing the work (not an invalid argument): the
 /// other ranks throw CollectiveFailure. **Collective.**
-[[noreturn]] void throw_peer_failure(MPI_Comm comm, int failed_rank, std::exception_ptr err, std::string_view what);
+[[noreturn]] void throw_peer_failure(MPI_Comm comm, int failed_rank, std::exception_ptr err,
+                                     std::string_view what);
 /// Throws the CollectiveMismatch of agree_signature.
 [[noreturn]] void throw_signature_mismatch(std::string_view what, std::string_view describe_local);
 /// As agree_signature above, but `describe_local` is a callable returning the description,
 /// called only on a mismatch: keeps string formatting off hot collectives (array creation
 /// from the cache).
 template <class Describe>
-  requires std::is_invocable_r_v<std::string, Describe&>
-void agree_signature(MPI_Comm comm, std::uint64_t signature, std::string_view what, Describe&& describe_local) {
+requires std::is_invocable_r_v<std::string, Describe&>
+void agree_signature(MPI_Comm comm, std::uint64_t signature, std::string_view what,
+                     Describe&& describe_local) {
   if (!signatures_agree(comm, signature)) throw_signature_mismatch(what, describe_local());
 }
 /// The handshake of a collective whose local validation may have failed (`err`, caught
@@ -195,8 +210,10 @@ void agree_signature(MPI_Comm comm, std::uint64_t signature, std::string_view wh
   const Agreement a = agree_with_errors(comm, signature, err != nullptr);
   if (a.failed_rank >= 0) throw_peer_error(comm, a.failed_rank, err, what);
   if (!a.signatures_equal) {
-    if constexpr (std::is_invocable_v<Describe&>) throw_signature_mismatch(what, describe_local());
-    else throw_signature_mismatch(what, describe_local);
+    if constexpr (std::is_invocable_v<Describe&>)
+      throw_signature_mismatch(what, describe_local());
+    else
+      throw_signature_mismatch(what, describe_local);
   }
 }
 
@@ -239,8 +256,8 @@ inline std::uint64_t hash_mix(std::uint64_t h, std::uint64_t v) noexcept {
 std::uint64_t hash_string(std::string_view s) noexcept;
 /// Signature contribution of a value's bytes (fill values, scalars of expressions).
 template <class T>
-  requires std::is_trivially_copyable_v<T>
-std::uint64_t value_hash(std::uint64_t h, const T& v) noexcept {
+requires std::is_trivially_copyable_v<T> std::uint64_t value_hash(std::uint64_t h, const T& v)
+noexcept {
   unsigned char b[sizeof(T)];
   std::memcpy(b, &v, sizeof(T));
   for (unsigned char c : b) h = hash_mix(h, c);
@@ -248,4 +265,10 @@ std::uint64_t value_hash(std::uint64_t h, const T& v) noexcept {
 }
 
 }  // namespace detail
+template <class F>
+auto Context::agree(std::string_view what, F&& f) const {
+  check_valid(what);
+  return detail::run_concluded(comm_, what, std::forward<F>(f));
+}
+
 }  // namespace garray

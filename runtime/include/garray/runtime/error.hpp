@@ -20,6 +20,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 namespace garray {
 
@@ -29,6 +30,7 @@ class Error : public std::runtime_error {
   /// Local. An error with message `what`, stamped with this process's rank in
   /// MPI_COMM_WORLD (-1 when MPI is not initialised or already finalised).
   explicit Error(const std::string& what);
+  ~Error() override;  // out of line: vtables and type info live in libgarray_runtime
   /// Local. The MPI_COMM_WORLD rank that raised the error (-1 if raised outside MPI's lifetime).
   int rank() const noexcept { return rank_; }
 
@@ -40,34 +42,40 @@ class Error : public std::runtime_error {
 class BoundsError : public Error {
  public:
   using Error::Error;
+  ~BoundsError() override;
 };
 /// A buffer's size or an operand's shape differs from the section's it must match. Thrown
 /// before any data moves.
 class SizeMismatch : public Error {
  public:
   using Error::Error;
+  ~SizeMismatch() override;
 };
 /// A slice that cannot be normalised: a zero step, a step that overflows, more indices
 /// than dimensions, two ellipses. Thrown before any data moves.
 class InvalidSlice : public Error {
  public:
   using Error::Error;
+  ~InvalidSlice() override;
 };
 /// Invalid shape, distribution or other argument.
 class InvalidArgument : public Error {
  public:
   using Error::Error;
+  ~InvalidArgument() override;
 };
 /// Element types disagree: an array's and a file dataset's, or an attribute's stored type
 /// and the one asked for.
 class TypeMismatch : public Error {
  public:
   using Error::Error;
+  ~TypeMismatch() override;
 };
 /// Ranks disagreed on which collective they called or on its arguments. Thrown on every rank.
 class CollectiveMismatch : public Error {
  public:
   using Error::Error;
+  ~CollectiveMismatch() override;
 };
 /// Thrown on every rank of a collective that failed on *another* rank after the collective's
 /// handshake (the failing rank throws its own exception). `failed_rank()` is the lowest
@@ -77,6 +85,7 @@ class CollectiveFailure : public Error {
  public:
   /// Local. The error with message `what` reporting that `failed_rank` failed.
   CollectiveFailure(const std::string& what, int failed_rank) : Error(what), failed_rank_(failed_rank) {}
+  ~CollectiveFailure() override;
   /// Local. The lowest rank (of the collective's context) whose part failed.
   int failed_rank() const noexcept { return failed_rank_; }
 
@@ -88,6 +97,7 @@ class MpiError : public Error {
  public:
   /// Local. The error with message `what` for the MPI error code `code`.
   MpiError(const std::string& what, int code);
+  ~MpiError() override;
   /// Local. The MPI error code the failing call returned.
   int code() const noexcept { return code_; }
 
@@ -147,4 +157,13 @@ SeqPrinter<Seq> seq(const Seq& s) {
 }
 
 }  // namespace detail
+/// Throws `E` (a garray::Error) with a message streamed from `args` plus " [rank r/p]", the
+/// way garray reports its own errors: for applications built on garray.
+///   garray::throw_error<garray::InvalidArgument>("app: bad grid '", text, "'");
+template <class E, class... Args>
+requires std::is_base_of_v<Error, E>
+[[noreturn]] void throw_error(const Args&... args) { detail::raise<E>(args...); }
+/// Local. Throws MpiError naming `call`, with MPI's text for `rc`, unless rc is MPI_SUCCESS.
+inline void check_mpi(int rc, std::string_view call) { detail::check_mpi(rc, call); }
+
 }  // namespace garray

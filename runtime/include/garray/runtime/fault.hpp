@@ -1,8 +1,9 @@
 #pragma once
 // Fault injection for the failure-rule tests (docs/semantics.md, "Failure rule"). Test
-// builds only: with GARRAY_FAULT_INJECTION defined (the target garray_runtime_testing and
-// everything linking it), `detail::fault_point("copy.fetch")` throws on the rank that armed
-// that point; in every other build it is an empty inline function the optimiser removes.
+// builds only: a program linking garray_fault_injection (the target garray_testing, which
+// also defines GARRAY_FAULT_INJECTION for the declarations below) installs the hook that
+// makes `detail::fault_point("copy.fetch")` throw on the rank that armed that point; in
+// every other program the hook is null and a fault point does nothing.
 //
 //   if (ctx.rank() == 1) garray::testing::arm_fault("sync.complete");
 //   CHECK_THROWS(a.sync());   // rank 1: InjectedFault; the others: CollectiveFailure
@@ -33,12 +34,15 @@ bool fault_armed() noexcept;
 /// Local. Every fault point name this process has passed, in first-seen order.
 const std::vector<std::string>& fault_points_seen();
 }  // namespace testing
-namespace detail {
-void fault_point(std::string_view point);
-}
-#else
-namespace detail {
-inline void fault_point(std::string_view) noexcept {}
-}  // namespace detail
 #endif
+namespace detail {
+/// Null in every program but the test suite's: the test-only library garray_fault_injection
+/// (runtime/src/fault.cpp, never installed) sets it at start-up. With it null a fault point
+/// costs a load and a predicted branch; fault points sit on collective paths only.
+extern void (*fault_hook)(std::string_view point);
+inline void fault_point(std::string_view point) {
+  if (fault_hook) [[unlikely]]
+    fault_hook(point);
+}
+}  // namespace detail
 }  // namespace garray

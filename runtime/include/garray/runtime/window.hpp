@@ -34,7 +34,6 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <thread>
 #include <vector>
 
 namespace garray::detail {
@@ -46,6 +45,13 @@ void add_into(float* dst, const float* src, std::size_t n) noexcept;
 void add_into(double* dst, const double* src, std::size_t n) noexcept;
 void add_into(std::int32_t* dst, const std::int32_t* src, std::size_t n) noexcept;
 void add_into(std::int64_t* dst, const std::int64_t* src, std::size_t n) noexcept;
+
+/// Local. Gives the core to another process (std::this_thread::yield), out of line so that
+/// headers need not include <thread>.
+void yield_cpu() noexcept;
+/// Local. A polling loop's pause after `spin` polls: a yield, then (after thousands of polls,
+/// milliseconds) a 20 us sleep.
+void backoff(unsigned spin) noexcept;
 
 class Window {
  public:
@@ -88,7 +94,7 @@ class Window {
     std::atomic_ref<std::uint32_t> l(*locks_[static_cast<std::size_t>(r)]);
     for (int spins = 0;; ++spins) {
       if (l.load(std::memory_order_relaxed) == 0 && l.exchange(1, std::memory_order_acquire) == 0) return;
-      if (spins >= 64) std::this_thread::yield();
+      if (spins >= 64) yield_cpu();
     }
   }
   void unlock_segment(int r) const noexcept {

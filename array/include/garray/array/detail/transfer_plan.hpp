@@ -7,20 +7,20 @@
 // range [k0, k1) per dimension, so every owner piece is a box in k-space: one piece per
 // owner, moved with one MPI call (or one strided memory copy).
 
+#include <array>
+#include <complex>
+#include <cstddef>
+#include <cstring>
 #include <garray/array/distribution.hpp>
 #include <garray/array/slice.hpp>
 #include <garray/runtime/window.hpp>
-
-#include <array>
-#include <complex>
 #include <type_traits>
-#include <cstddef>
-#include <cstring>
 
 namespace garray::detail {
 
 /// The k-range [k0, k1) of section dimension (start, step, count) inside block [lo, hi).
-GARRAY_DETAIL_INLINE std::array<Index, 2> k_range(Index start, Index step, Index count, Index lo, Index hi) noexcept {
+GARRAY_DETAIL_INLINE std::array<Index, 2> k_range(Index start, Index step, Index count, Index lo,
+                                                  Index hi) noexcept {
   Index k0, k1;
   if (step == 1) {  // the common case, without divisions
     k0 = lo - start;
@@ -41,22 +41,7 @@ GARRAY_DETAIL_INLINE std::array<Index, 2> k_range(Index start, Index step, Index
   return {k0, std::max(k0, k1)};
 }
 
-/// Where a rank's block lives in its window: the block `box` is stored row-major inside a
-/// frame padded by `ghost` elements on each side of every dimension (ghost cells).
-/// Element i of the block is at element offset origin + sum_d (i[d] - box.lo[d]) * strides[d].
-template <std::size_t N>
-struct BlockLayout {
-  Box<N> box{};
-  Shape<N> strides{};
-  Index origin = 0;
-  Index elements = 0;  ///< elements of window memory, ghosts included (0 for an empty block)
-
-  Index offset(const Shape<N>& i) const noexcept {
-    Index off = origin;
-    for (std::size_t d = 0; d < N; ++d) off += (i[d] - box.lo[d]) * strides[d];
-    return off;
-  }
-};
+using garray::BlockLayout;  // box.hpp
 
 template <std::size_t N>
 BlockLayout<N> block_layout(const Box<N>& box, const Shape<N>& ghost) noexcept {
@@ -222,8 +207,10 @@ template <class T>
 void add_run(T* a, const T* b, Index n) noexcept {
   const auto len = static_cast<std::size_t>(n);
   using R = typename complex_part<T>::type;
-  if constexpr (!std::is_void_v<R>) add_into(reinterpret_cast<R*>(a), reinterpret_cast<const R*>(b), 2 * len);
-  else add_into(a, b, len);
+  if constexpr (!std::is_void_v<R>)
+    add_into(reinterpret_cast<R*>(a), reinterpret_cast<const R*>(b), 2 * len);
+  else
+    add_into(a, b, len);
 }
 
 /// dst[i] += src[i] over a strided region (dst strides sa, src strides sb): the body of an

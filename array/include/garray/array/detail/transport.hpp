@@ -23,18 +23,17 @@
 //   fetch_add(r, off, inc)  atomic fetch-and-add of one element, complete on return
 //   list<C>(r, ...)         gather / scatter / scatter_acc of a list of offsets in r's block
 
-#include <garray/array/detail/mpi_region.hpp>
-#include <garray/array/detail/transfer_plan.hpp>
-#include <garray/array/request.hpp>
-#include <garray/runtime/datatype.hpp>
-#include <garray/runtime/window.hpp>
-
 #include <mpi.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <functional>
+#include <garray/array/detail/mpi_region.hpp>
+#include <garray/array/detail/transfer_plan.hpp>
+#include <garray/array/request.hpp>
+#include <garray/runtime/datatype.hpp>
+#include <garray/runtime/window.hpp>
 #include <memory>
 #include <span>
 #include <utility>
@@ -175,7 +174,7 @@ class RmaTransport {
       Index acc = 1;
       for (int d = it.nd - 1; d >= 0; --d) {
         pk.sa[static_cast<std::size_t>(d)] = it.sb[static_cast<std::size_t>(d)];  // user buffer
-        pk.sb[static_cast<std::size_t>(d)] = acc;                                  // dense temp
+        pk.sb[static_cast<std::size_t>(d)] = acc;                                 // dense temp
         acc *= it.count[static_cast<std::size_t>(d)];
       }
       if constexpr (D == Dir::get) {
@@ -196,27 +195,29 @@ class RmaTransport {
       w_.complete_writes_to(r);
       if (with_req)
         check_mpi(MPI_Rget(origin, oreg.count(), oreg.type(), r, disp, target.count(), target.type(), win,
-                           req_->add_mpi()),
+                           RequestAccess::add_mpi(*req_)),
                   "MPI_Rget");
       else
-        check_mpi(MPI_Get(origin, oreg.count(), oreg.type(), r, disp, target.count(), target.type(), win), "MPI_Get");
+        check_mpi(MPI_Get(origin, oreg.count(), oreg.type(), r, disp, target.count(), target.type(), win),
+                  "MPI_Get");
     } else if constexpr (D == Dir::put) {
       w_.mark_dirty(r);  // before the call: a failed call may still have issued something
       if (with_req)
         check_mpi(MPI_Rput(origin, oreg.count(), oreg.type(), r, disp, target.count(), target.type(), win,
-                           req_->add_mpi()),
+                           RequestAccess::add_mpi(*req_)),
                   "MPI_Rput");
       else
-        check_mpi(MPI_Put(origin, oreg.count(), oreg.type(), r, disp, target.count(), target.type(), win), "MPI_Put");
+        check_mpi(MPI_Put(origin, oreg.count(), oreg.type(), r, disp, target.count(), target.type(), win),
+                  "MPI_Put");
     } else {
       w_.mark_dirty(r);
       if (with_req)
-        check_mpi(MPI_Raccumulate(origin, oreg.count(), oreg.type(), r, disp, target.count(), target.type(), MPI_SUM,
-                                  win, req_->add_mpi()),
+        check_mpi(MPI_Raccumulate(origin, oreg.count(), oreg.type(), r, disp, target.count(), target.type(),
+                                  MPI_SUM, win, RequestAccess::add_mpi(*req_)),
                   "MPI_Raccumulate");
       else
-        check_mpi(MPI_Accumulate(origin, oreg.count(), oreg.type(), r, disp, target.count(), target.type(), MPI_SUM,
-                                 win),
+        check_mpi(MPI_Accumulate(origin, oreg.count(), oreg.type(), r, disp, target.count(), target.type(),
+                                 MPI_SUM, win),
                   "MPI_Accumulate");
     }
     note_target(r);
@@ -229,13 +230,15 @@ class RmaTransport {
   void finish(Request* req) {
     if (req) {  // (MPICH: plain operations; note_target added a flush_local per target)
       if (temps_) {
-        for (auto& u : temps_->unpacks) req->add_finisher(std::move(u));
-        if (!temps_->keep.empty()) req->add_finisher([k = std::move(temps_->keep)] {});
+        for (auto& u : temps_->unpacks) RequestAccess::add_finisher(*req, std::move(u));
+        if (!temps_->keep.empty()) RequestAccess::add_finisher(*req, [k = std::move(temps_->keep)] {});
       }
       return;
     }
-    if (ntargets_ == 1) w_.flush_local(last_target_);
-    else if (ntargets_ > 1) w_.flush_local_all();
+    if (ntargets_ == 1)
+      w_.flush_local(last_target_);
+    else if (ntargets_ > 1)
+      w_.flush_local_all();
     if (temps_) {
       for (auto& u : temps_->unpacks) u();
       for (auto& l : temps_->lists)
@@ -260,7 +263,8 @@ class RmaTransport {
   void add_one(int r, Index off, T inc) {
     const auto disp = static_cast<MPI_Aint>(off * static_cast<Index>(sizeof(T)));
     w_.mark_dirty(r);
-    check_mpi(MPI_Accumulate(&inc, 1, mpi_type<T>(), r, disp, 1, mpi_type<T>(), MPI_SUM, w_.win()), "MPI_Accumulate");
+    check_mpi(MPI_Accumulate(&inc, 1, mpi_type<T>(), r, disp, 1, mpi_type<T>(), MPI_SUM, w_.win()),
+              "MPI_Accumulate");
     w_.flush_local(r);
     ++mpi_calls_;
   }
@@ -285,7 +289,9 @@ class RmaTransport {
     std::vector<std::size_t> idx(order.begin(), order.end());
     std::vector<T> buf;
     std::vector<MPI_Aint> disps;
-    const auto bytes_of = [&](std::size_t j) { return static_cast<MPI_Aint>(off[j] * static_cast<Index>(sizeof(T))); };
+    const auto bytes_of = [&](std::size_t j) {
+      return static_cast<MPI_Aint>(off[j] * static_cast<Index>(sizeof(T)));
+    };
     if constexpr (C == ListOp::gather) {
       disps.reserve(idx.size());
       for (auto j : idx) disps.push_back(bytes_of(j));
@@ -295,8 +301,10 @@ class RmaTransport {
       for (std::size_t j : idx) {
         const T v = C == ListOp::scatter_acc ? alpha * vals[j] : vals[j];
         if (!disps.empty() && disps.back() == bytes_of(j)) {
-          if constexpr (C == ListOp::scatter_acc) buf.back() += v;
-          else buf.back() = v;
+          if constexpr (C == ListOp::scatter_acc)
+            buf.back() += v;
+          else
+            buf.back() = v;
         } else {
           disps.push_back(bytes_of(j));
           buf.push_back(v);
@@ -304,8 +312,9 @@ class RmaTransport {
       }
     }
     MPI_Datatype tt;
-    check_mpi(MPI_Type_create_hindexed_block(static_cast<int>(disps.size()), 1, disps.data(), mpi_type<T>(), &tt),
-              "MPI_Type_create_hindexed_block");
+    check_mpi(
+        MPI_Type_create_hindexed_block(static_cast<int>(disps.size()), 1, disps.data(), mpi_type<T>(), &tt),
+        "MPI_Type_create_hindexed_block");
     if (const int rc = MPI_Type_commit(&tt); rc != MPI_SUCCESS) {
       MPI_Type_free(&tt);
       throw_mpi_error(rc, "MPI_Type_commit");
@@ -366,7 +375,7 @@ class RmaTransport {
       ++ntargets_;
       last_target_ = r;
     }
-    if (req_ && !request_ops_ok) req_->add_finisher([w = &w_, r] { w->flush_local(r); });
+    if (req_ && !request_ops_ok) RequestAccess::add_finisher(*req_, [w = &w_, r] { w->flush_local(r); });
   }
 
   Window& w_;

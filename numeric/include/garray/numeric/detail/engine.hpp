@@ -36,19 +36,18 @@
 // (up to scratch_keep_bytes) so repeated steps pay no allocation, zero fill or page faults.
 // A nested evaluation on the same thread (e.g. from a user functor) gets a private arena.
 
-#include <garray/array/detail/transfer_plan.hpp>
-#include <garray/array/global_array.hpp>
-#include <garray/numeric/expr.hpp>
-#include <garray/runtime/context.hpp>
-#include <garray/runtime/error.hpp>
-#include <garray/runtime/fault.hpp>
-
 #include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <garray/array/detail/transfer_plan.hpp>
+#include <garray/array/global_array.hpp>
+#include <garray/numeric/expr.hpp>
+#include <garray/runtime/context.hpp>
+#include <garray/runtime/error.hpp>
+#include <garray/runtime/fault.hpp>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -187,7 +186,8 @@ inline bool progressions_meet(Index s1, Index t1, Index c1, Index s2, Index t2, 
 template <std::size_t N>
 bool sections_overlap(const Section<N>& a, const Section<N>& b) noexcept {
   for (std::size_t d = 0; d < N; ++d)
-    if (!progressions_meet(a.start[d], a.step[d], a.count[d], b.start[d], b.step[d], b.count[d])) return false;
+    if (!progressions_meet(a.start[d], a.step[d], a.count[d], b.start[d], b.step[d], b.count[d]))
+      return false;
   return true;
 }
 
@@ -273,7 +273,9 @@ struct LocalSource final : LeafSource<M> {
 /// First k >= 0 of the progression s + k t (t != 0) on the far side of boundary b (the
 /// index where s + k t crosses from < b to >= b or back).
 inline Index boundary_cut(Index s, Index t, Index b) noexcept {
-  const auto floor_div = [](Index x, Index y) { return x / y - ((x % y != 0) && ((x < 0) != (y < 0)) ? 1 : 0); };
+  const auto floor_div = [](Index x, Index y) {
+    return x / y - ((x % y != 0) && ((x < 0) != (y < 0)) ? 1 : 0);
+  };
   if (t > 0) return -floor_div(s - b, t);  // ceil((b - s) / t)
   return floor_div(s - b, -t) + 1;
 }
@@ -287,7 +289,8 @@ struct ViewSource final : LeafSource<M> {
   Section<N> region;
   const T* buf = nullptr;
 
-  void add_cuts(const Shape<M>& k0, const Shape<M>& k1, std::array<std::vector<Index>, M>& cuts) const override {
+  void add_cuts(const Shape<M>& k0, const Shape<M>& k1,
+                std::array<std::vector<Index>, M>& cuts) const override {
     if (snapshot) return;
     const auto& dist = a->distribution();
     std::size_t j = 0;
@@ -312,7 +315,7 @@ struct ViewSource final : LeafSource<M> {
     if (intersect(bb, a->local_box()) == bb) {
       // In place: this rank's own block, no copy.
       const auto lay = a->layout_of(a->context().rank());
-      s.ptr = reinterpret_cast<const T*>(a->window().base()) + lay.offset(sub.start);
+      s.ptr = reinterpret_cast<const T*>(detail::ArrayAccess::window(*a).base()) + lay.offset(sub.start);
       std::size_t j = 0;
       for (std::size_t d = 0; d < N; ++d)
         if (!sub.dropped[d]) s.str[j++] = sub.step[d] * lay.strides[d];
@@ -394,13 +397,13 @@ struct Plan {
   std::uint64_t out_id = 0;
   std::vector<Index> out_start, out_step, out_count;
   std::vector<unsigned char> out_dropped;
-  bool alias = false;      // a leaf overlaps the output, not element-for-element
-  bool pointwise = false;  // a leaf is the output itself (x += ...)
-  std::vector<Slot> slots;                             // per leaf, bound to the current sub-box
+  bool alias = false;                                   // a leaf overlaps the output, not element-for-element
+  bool pointwise = false;                               // a leaf is the output itself (x += ...)
+  std::vector<Slot> slots;                              // per leaf, bound to the current sub-box
   std::vector<std::unique_ptr<LeafSource<M>>> sources;  // per leaf (same order as slots)
   std::vector<std::unique_ptr<FetchGroupBase>> groups;  // aliasing snapshots
-  Slot out_piece;  // the output at the piece's origin k0
-  Slot out_slot;   // the output at the current sub-box's origin
+  Slot out_piece;                                       // the output at the piece's origin k0
+  Slot out_slot;                                        // the output at the current sub-box's origin
   std::size_t out_elem = 0;
   ScratchLease scratch;
   // the current sub-box [b0, b1) of the piece, and its iteration space after collapsing
@@ -420,7 +423,7 @@ struct Plan {
     if (std::find(fenced.begin(), fenced.end(), a.id()) != fenced.end()) return;
     fenced.push_back(a.id());
     fences.push_back([&a] { a.fence(); });
-    syncs.push_back([&a] { a.window().memory_sync(); });
+    syncs.push_back([&a] { detail::ArrayAccess::window(a).memory_sync(); });
   }
 
   /// Output section overlap class of a leaf of the output's array: 0 none, 1 identical, 2 other.
@@ -470,7 +473,8 @@ void set_driver(Plan<M>& p, const View<T, N, M>& v, bool is_output) {
     }
     p.sig = hash_mix(p.sig, a.id());
     for (std::size_t d = 0; d < N; ++d)
-      p.sig = hash_mix(hash_mix(hash_mix(p.sig, static_cast<std::uint64_t>(s.start[d])), static_cast<std::uint64_t>(s.step[d])),
+      p.sig = hash_mix(hash_mix(hash_mix(p.sig, static_cast<std::uint64_t>(s.start[d])),
+                                static_cast<std::uint64_t>(s.step[d])),
                        static_cast<std::uint64_t>(s.count[d]) * 2 + (s.dropped[d] ? 1 : 0));
   }
 }
@@ -497,16 +501,18 @@ void validate(Plan<M>& p, const E& e) {
     ++k;
     if constexpr (requires { leaf.v.section(); }) {
       auto& a = leaf.v.array();
-      if (a.context().state() != p.ctx->state())
-        raise<InvalidArgument>(p.what, ": operand ", k, " (array #", a.id(),
-                               ") lives on a different context (process group) than the output/first operand");
+      if (a.context() != *p.ctx)
+        raise<InvalidArgument>(
+            p.what, ": operand ", k, " (array #", a.id(),
+            ") lives on a different context (process group) than the output/first operand");
       if (leaf.v.shape() != p.shape)
         raise<SizeMismatch>(p.what, ": operand ", k, " has shape ", shape_str(leaf.v.shape()),
                             " but the expression has shape ", shape_str(p.shape));
       const auto& s = leaf.v.section();
       p.sig = hash_mix(p.sig, a.id());
       for (std::size_t d = 0; d < s.start.size(); ++d)
-        p.sig = hash_mix(hash_mix(hash_mix(p.sig, static_cast<std::uint64_t>(s.start[d])), static_cast<std::uint64_t>(s.step[d])),
+        p.sig = hash_mix(hash_mix(hash_mix(p.sig, static_cast<std::uint64_t>(s.start[d])),
+                                  static_cast<std::uint64_t>(s.step[d])),
                          static_cast<std::uint64_t>(s.count[d]) * 2 + (s.dropped[d] ? 1 : 0));
       p.fence_once(a);
     } else if constexpr (requires { leaf.strides; }) {
@@ -715,7 +721,8 @@ struct Binder {
     auto c = (*this)(e.c);
     auto a = (*this)(e.a);
     auto b = (*this)(e.b);
-    return BoundWhere<decltype(c), decltype(a), decltype(b), typename WhereExpr<C, A, B>::value_type>{c, a, b};
+    return BoundWhere<decltype(c), decltype(a), decltype(b), typename WhereExpr<C, A, B>::value_type>{c, a,
+                                                                                                      b};
   }
 };
 

@@ -1,0 +1,14 @@
+// GlobalArray<double, N> for N = 1..4, compiled once into libgarray_array (see the
+// extern template declarations at the end of global_array.hpp).
+#define GARRAY_INSTANTIATING
+#include <garray/array/global_array.hpp>
+
+#include <complex>
+#include <cstdint>
+
+namespace garray {
+template class GlobalArray<double, 1>;
+template class GlobalArray<double, 2>;
+template class GlobalArray<double, 3>;
+template class GlobalArray<double, 4>;
+}  // namespace garray

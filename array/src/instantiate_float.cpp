@@ -1,0 +1,14 @@
+// GlobalArray<float, N> for N = 1..4, compiled once into libgarray_array (see the
+// extern template declarations at the end of global_array.hpp).
+#define GARRAY_INSTANTIATING
+#include <garray/array/global_array.hpp>
+
+#include <complex>
+#include <cstdint>
+
+namespace garray {
+template class GlobalArray<float, 1>;
+template class GlobalArray<float, 2>;
+template class GlobalArray<float, 3>;
+template class GlobalArray<float, 4>;
+}  // namespace garray
