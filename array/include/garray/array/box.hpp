@@ -104,12 +104,12 @@ std::ostream& operator<<(std::ostream& os, const Box<N>& b) {
 /// an empty block). For kernels that walk window memory directly (apps/laplace).
 template <std::size_t N>
 struct BlockLayout {
-  Box<N> box{};
-  Shape<N> strides{};
-  Index origin = 0;
+  Box<N> box{};        ///< the owned block, global indices (ghosts excluded)
+  Shape<N> strides{};  ///< row-major element strides of the padded frame
+  Index origin = 0;    ///< element offset of box.lo in the window memory (past the ghosts)
   Index elements = 0;  ///< elements of window memory, ghosts included (0 for an empty block)
 
-  /// The element offset of global index `i` (inside box) in the window memory.
+  /// Local (pure index math). The element offset of global index `i` (inside box) in the window memory.
   Index offset(const Shape<N>& i) const noexcept {
     Index off = origin;
     for (std::size_t d = 0; d < N; ++d) off += (i[d] - box.lo[d]) * strides[d];

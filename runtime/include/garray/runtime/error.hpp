@@ -157,8 +157,9 @@ SeqPrinter<Seq> seq(const Seq& s) {
 }
 
 }  // namespace detail
-/// Throws `E` (a garray::Error) with a message streamed from `args` plus " [rank r/p]", the
-/// way garray reports its own errors: for applications built on garray.
+/// Local; never returns. Throws `E` (a garray::Error) with a message streamed from `args`
+/// plus " [rank r/p]", the way garray reports its own errors: for applications built on
+/// garray.
 ///   garray::throw_error<garray::InvalidArgument>("app: bad grid '", text, "'");
 template <class E, class... Args>
 requires std::is_base_of_v<Error, E>
