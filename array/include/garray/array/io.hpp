@@ -878,11 +878,11 @@ class File : public Group {
   }
   File(const File&) = delete;             ///< Not copyable.
   File& operator=(const File&) = delete;  ///< Not copyable.
-  /// Local. Takes over `o`'s handle on the file.
-  File(File&& o) noexcept = default;
-  /// Local. Takes over `o`'s handle on the file (dropping this one's: if it was the last
-  /// handle on its file, that closes it, which is collective).
-  File& operator=(File&& o) noexcept = default;
+  /// Local. Takes over the other File's handle on its file.
+  File(File&&) noexcept = default;
+  /// Local. Takes over the other File's handle on its file (dropping this one's: if it was
+  /// the last handle on its file, that closes it, which is collective).
+  File& operator=(File&&) noexcept = default;
   /// Local, except that the last handle on the file (File or Group) closes it, which is
   /// **Collective**: every rank destroys its handles together. Never throws.
   ~File() = default;
