@@ -149,7 +149,8 @@ void copy(const View<T, N1, M>& dst, const View<T, N2, M>& src) {
   ++da.context().stats().syncs;
 }
 
-/// Views of different ranks: a readable compile-time error.
+/// Views of different ranks: a readable compile-time error (never callable, so neither
+/// collective nor one-sided).
 template <Element T, std::size_t N1, std::size_t N2, std::size_t M1, std::size_t M2>
 requires(M1 != M2) void copy(const View<T, N1, M1>&, const View<T, N2, M2>&) {
   static_assert(M1 == M2, "garray::copy: destination and source views have different numbers of dimensions");

@@ -33,27 +33,44 @@
 
 namespace garray {
 
+/// How an N-d array is cut into one block per rank: a Cartesian process grid (row-major
+/// grid coordinates -> ranks; ranks beyond the grid own nothing) and per-dimension block
+/// boundaries. First a *spec* (blocked(), slab(), grid(), irregular(), replicated()); the
+/// GlobalArray constructor resolves it against the shape and the context's rank count.
+/// Every member is Local: pure index math, no MPI.
 template <std::size_t N>
 class Distribution {
  public:
-  enum class Kind { blocked, slab, grid, irregular, replicated };
+  /// Which spec this distribution was made from.
+  enum class Kind {
+    blocked,    ///< balanced grid over all dimensions (the default)
+    slab,       ///< all ranks along one axis
+    grid,       ///< an explicit process grid
+    irregular,  ///< explicit block starts per dimension
+    replicated  ///< every rank holds the whole array
+  };
 
-  /// Balanced grid over all dimensions, blocks as square as possible (the default, as GA).
+  /// Local. Balanced grid over all dimensions, blocks as square as possible (the default,
+  /// as GA; the grid balanced_grid() picks).
   static Distribution blocked() { return Distribution(Kind::blocked); }
-  /// All ranks along dimension `axis`, one slab each (caput / MpiArray style).
+  /// Local. All ranks along dimension `axis`, one slab each (caput / MpiArray style);
+  /// resolving throws InvalidArgument if `axis` >= N.
   static Distribution slab(std::size_t axis) {
     Distribution d(Kind::slab);
     d.axis_ = axis;
     return d;
   }
-  /// An explicit process grid (pencils); the product may be less than the rank count.
+  /// Local. An explicit process grid (pencils); the product may be less than the rank
+  /// count (the remaining ranks own nothing); resolving throws InvalidArgument if it is
+  /// larger or a dimension is < 1.
   static Distribution grid(std::array<int, N> procs) {
     Distribution d(Kind::grid);
     d.procs_ = procs;
     return d;
   }
-  /// Irregular blocks: per dimension the start of every block (GA's `map`), first 0,
-  /// non-decreasing; the grid has starts[d].size() blocks along d.
+  /// Local. Irregular blocks: per dimension the start of every block (GA's `map`), first 0,
+  /// non-decreasing, at most the extent (repeats make empty blocks); the grid has
+  /// starts[d].size() blocks along d. Checked when resolved (InvalidArgument).
   static Distribution irregular(std::array<std::vector<Index>, N> starts) {
     Distribution d(Kind::irregular);
     for (std::size_t k = 0; k < N; ++k) {
@@ -63,16 +80,20 @@ class Distribution {
     return d;
   }
 
-  /// Every rank holds the whole array (D2O's `not`): reads are local, writes through the
+  /// Local. Every rank holds the whole array (D2O's `not`): reads are local, writes through the
   /// library go to every copy. As a map it is a 1-block grid whose block every rank holds:
   /// block(r) is the whole array for every rank, owner() names rank 0's copy.
   static Distribution replicated() { return Distribution(Kind::replicated); }
 
-  Kind kind() const noexcept { return kind_; }
+  Kind kind() const noexcept { return kind_; }  ///< Local. The spec it was made from.
+  /// Local. True for replicated().
   bool is_replicated() const noexcept { return kind_ == Kind::replicated; }
+  /// Local. True once resolve() made the full map (the queries below need it).
   bool resolved() const noexcept { return resolved_; }
 
-  /// The full map for `shape` over `nranks` ranks. Throws InvalidArgument naming `what`.
+  /// Local (pure index math). Returns the full map of this spec for `shape` over `nranks`
+  /// ranks; this object is unchanged. Throws InvalidArgument naming `what` for a negative
+  /// extent, a shape with more elements than int64 holds, or a spec that does not fit.
   Distribution resolve(const Shape<N>& shape, int nranks, std::string_view what) const {
     Distribution r = *this;
     r.shape_ = shape;
@@ -124,15 +145,18 @@ class Distribution {
   }
 
   // ---- queries on a resolved distribution (all Local, pure arithmetic) ----------------
+  /// Local. The shape it was resolved for.
   const Shape<N>& shape() const noexcept { return shape_; }
+  /// Local. The process grid: number of blocks along each dimension.
   const std::array<int, N>& procs() const noexcept { return procs_; }
+  /// Local. The rank count it was resolved for.
   int nranks() const noexcept { return nranks_; }
-  /// Ranks that own a (possibly empty) block of the grid; ranks >= nblocks() own nothing.
+  /// Local. Ranks that own a (possibly empty) block of the grid; ranks >= nblocks() own nothing.
   int nblocks() const noexcept { return nblocks_; }
-  /// Block boundaries along d: procs()[d] + 1 values from 0 to shape()[d].
+  /// Local. Block boundaries along d: procs()[d] + 1 values from 0 to shape()[d].
   const std::vector<Index>& bounds(std::size_t d) const noexcept { return bounds_[d]; }
 
-  /// Grid coordinates of `rank` (rank < nblocks()).
+  /// Local. Grid coordinates of `rank` (rank < nblocks()).
   std::array<int, N> coords(int rank) const noexcept {
     std::array<int, N> c{};
     for (std::size_t d = 0; d < N; ++d) {
@@ -141,12 +165,13 @@ class Distribution {
     }
     return c;
   }
+  /// Local. The rank at grid coordinates `c` (the inverse of coords()).
   int rank_of(const std::array<int, N>& c) const noexcept {
     int r = 0;
     for (std::size_t d = 0; d < N; ++d) r += c[d] * grid_strides_[d];
     return r;
   }
-  /// The block owned by `rank` (empty for ranks outside the grid; the whole array for every
+  /// Local. The block owned by `rank` (empty for ranks outside the grid; the whole array for every
   /// rank of a replicated distribution).
   Box<N> block(int rank) const noexcept {
     Box<N> b;
@@ -159,21 +184,23 @@ class Distribution {
     }
     return b;
   }
-  /// Grid coordinate along d of the block holding index i (0 <= i < shape[d]).
+  /// Local. Grid coordinate along d of the block holding index i (0 <= i < shape[d]).
   GARRAY_DETAIL_INLINE int coord_of(std::size_t d, Index i) const noexcept {
     const auto& b = bounds_[d];
     // Last block whose start is <= i: skips empty blocks that start at the same index.
     return static_cast<int>(std::upper_bound(b.begin(), b.end() - 1, i) - b.begin()) - 1;
   }
-  /// Rank stride of grid dimension d (rank = sum_d coord[d] * grid_stride(d)).
+  /// Local. Rank stride of grid dimension d (rank = sum_d coord[d] * grid_stride(d)).
   int grid_stride(std::size_t d) const noexcept { return grid_strides_[d]; }
-  /// The rank owning global index `i` (which must be inside the shape).
+  /// Local. The rank owning global index `i` (which must be inside the shape; rank 0's
+  /// copy for a replicated distribution).
   int owner(const Shape<N>& i) const noexcept {
     int r = 0;
     for (std::size_t d = 0; d < N; ++d) r += coord_of(d, i[d]) * grid_strides_[d];
     return r;
   }
-  /// Calls f(rank, block) for every non-empty block intersecting `box`. Walks grid
+  /// Local. Calls f(rank, block) for every non-empty block intersecting `box`, in row-major
+  /// grid order. Walks grid
   /// coordinates, so no rank -> coordinate divisions on this (hot) path.
   template <class F>
   void for_each_block(const Box<N>& box, F&& f) const {
@@ -204,7 +231,8 @@ class Distribution {
     }
   }
 
-  /// A hash of the resolved map, equal on ranks that agree on it.
+  /// Local. A hash of the resolved map (kind, shape, bounds), equal on ranks that agree on
+  /// it; used in collective signatures.
   std::uint64_t signature() const noexcept {
     std::uint64_t h = detail::hash_mix(0x51ed, static_cast<std::uint64_t>(kind_));
     for (std::size_t d = 0; d < N; ++d) {
@@ -213,7 +241,7 @@ class Distribution {
     }
     return h;
   }
-  /// "blocked grid [2, 2]" etc. for messages.
+  /// Local. "blocked grid [2, 2]" etc. for messages (the grid only once resolved).
   std::string describe() const {
     std::ostringstream os;
     const char* names[] = {"blocked", "slab", "grid", "irregular", "replicated"};
@@ -222,7 +250,7 @@ class Distribution {
     return os.str();
   }
 
-  /// Balanced split of n into p blocks: the first n % p blocks get one more element.
+  /// Local. Returns the p + 1 boundaries of a balanced split of n into p blocks: the first n % p blocks get one more element.
   static std::vector<Index> balanced_bounds(Index n, int p) {
     std::vector<Index> b(static_cast<std::size_t>(p) + 1);
     const Index q = n / p, rem = n % p;
@@ -230,7 +258,7 @@ class Distribution {
     return b;
   }
 
-  /// The process grid `blocked()` picks: among all factorisations of nranks into N factors,
+  /// Local. Returns the process grid `blocked()` picks: among all factorisations of nranks into N factors,
   /// the one with the smallest largest block, then the smallest block surface, then the most
   /// ranks on the leading dimensions (so 2-d arrays prefer row slabs on ties).
   static std::array<int, N> balanced_grid(const Shape<N>& shape, int nranks) {

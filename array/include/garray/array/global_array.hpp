@@ -117,20 +117,33 @@ inline void begin_collective(std::span<const Window* const> wins, MPI_Comm comm,
 struct Uninitialized {
   explicit constexpr Uninitialized() = default;
 };
+/// The Uninitialized tag: `GlobalArray<double, 2> t(ctx, shape, garray::uninitialized)`.
 inline constexpr Uninitialized uninitialized{};
 
+/// A distributed N-d array of element type T (1 <= N <= 16) on the ranks of a Context, one
+/// block per rank as its Distribution says, backed by one MPI window. Any rank reads,
+/// writes or accumulates any strided section one-sidedly (get / put / accumulate, index
+/// lists, read_inc); sync() and fill() are collective; access() gives this rank's block.
+/// Completion (docs/semantics.md): a get is complete on return; a put or accumulate is
+/// locally complete on return (the buffer may be reused) and remotely complete at fence()
+/// (this rank's operations) or sync() (every rank's); a get sees this rank's own earlier
+/// puts and accumulates to the same place. Validation happens before any data moves: a call
+/// that throws changed nothing. Not copyable (moves are local); assigning an array, a view
+/// or an expression copies elements (collective), it never rebinds.
 template <Element T, std::size_t N>
 class GlobalArray {
   static_assert(N >= 1 && N <= 16, "garray: GlobalArray needs between 1 and 16 dimensions");
 
  public:
-  using value_type = T;
-  using shape_type = Shape<N>;
-  static constexpr std::size_t dims = N;
+  using value_type = T;                 ///< the element type
+  using shape_type = Shape<N>;          ///< an extent, index or ghost width per dimension
+  static constexpr std::size_t dims = N;  ///< number of dimensions
 
   /// Creates a distributed array of zeros. **Collective over ctx.** Every rank must pass the
   /// same shape, distribution and ghost width: otherwise every rank throws
   /// CollectiveMismatch. A bad shape or distribution throws InvalidArgument (on every rank).
+  /// On return the array exists on every rank, all elements (and ghosts) are zero and
+  /// visible to every rank.
   /// `ghost[d]` cells of padding surround each block along d (filled by update_ghosts()).
   /// The window comes from ctx's cache when a destroyed array of the same type, shape,
   /// distribution and ghost width left one (see window_cache.hpp): a cache hit costs the
@@ -142,10 +155,12 @@ class GlobalArray {
   /// are overwritten before being read (temporaries). **Collective over ctx**; throws as the
   /// zeroing constructor. Skips the zeroing pass and its barrier, so a cache hit costs one
   /// allreduce. Reading an element before writing it returns garbage (possibly the data of
-  /// a destroyed array of this context).
+  /// a destroyed array of this context). On return the array exists on every rank.
   GlobalArray(const Context& ctx, const shape_type& shape, const Distribution<N>& dist,
               const shape_type& ghost, Uninitialized)
       : GlobalArray(ctx, shape, dist, ghost, false) {}
+  /// As above with the blocked distribution and no ghosts: numpy.empty(shape).
+  /// **Collective over ctx**.
   GlobalArray(const Context& ctx, const shape_type& shape, Uninitialized u)
       : GlobalArray(ctx, shape, Distribution<N>::blocked(), shape_type{}, u) {}
 
@@ -201,14 +216,16 @@ class GlobalArray {
     return *this;
   }
   /// **Collective** (numeric layer): a new array of element type U holding this array's
-  /// elements converted (numpy's a.astype(U)), with this array's distribution.
+  /// elements converted (numpy's a.astype(U)), with this array's distribution; on return it
+  /// is complete and visible to every rank.
   template <Element U>
   GlobalArray<U, N> astype() const {
     return eval<U>(cast<U>(const_cast<GlobalArray&>(*this)));  // ADL: numeric/creation.hpp
   }
   /// **Collective**: copies `o`'s elements into this array (shapes must match, else
   /// SizeMismatch on every rank, nothing written): garray::copy (copy.hpp), the one
-  /// implementation behind `copy`, `a = b` and `view = view`.
+  /// implementation behind `copy`, `a = b` and `view = view`. On return this array holds
+  /// o's elements, visible to every rank.
   GlobalArray& operator=(const GlobalArray& o) {
     copy(*this, const_cast<GlobalArray&>(o));  // copy.hpp, included below
     return *this;
@@ -228,27 +245,28 @@ class GlobalArray {
   const std::shared_ptr<bool>& liveness() const noexcept { return alive_; }
 
   // ---- layout queries: Local --------------------------------------------------------
-  const shape_type& shape() const noexcept { return dist_.shape(); }
-  Index size() const noexcept { return volume(shape()); }
+  const shape_type& shape() const noexcept { return dist_.shape(); }  ///< Local. The global shape.
+  Index size() const noexcept { return volume(shape()); }  ///< Local. Number of elements.
+  /// Local. The resolved distribution (process grid and block bounds).
   const Distribution<N>& distribution() const noexcept { return dist_; }
-  const Context& context() const noexcept { return ctx_; }
-  /// This rank's block (may be empty).
+  const Context& context() const noexcept { return ctx_; }  ///< Local. The context it lives on.
+  /// Local. This rank's block (may be empty).
   const Box<N>& local_box() const noexcept { return my_box_; }
-  /// The block of any rank of the context.
+  /// Local. The block of any rank of the context.
   Box<N> box_of(int rank) const noexcept { return dist_.block(rank); }
-  /// The rank owning global index `i` (negative indices count from the end); for a
+  /// Local. The rank owning global index `i` (negative indices count from the end); for a
   /// replicated array, this rank (its own copy). Throws BoundsError.
   int owner(const shape_type& i) const {
     const auto g = checked_index(i, detail::Call::owner);
     return dist_.is_replicated() ? ctx_.rank() : dist_.owner(g);
   }
-  /// Ghost width per dimension.
+  /// Local. Ghost width per dimension.
   const shape_type& ghost() const noexcept { return ghost_; }
-  /// Where `rank`'s block lives in its window memory (ghost padding included).
+  /// Local. Where `rank`'s block lives in its window memory (ghost padding included).
   BlockLayout<N> layout_of(int rank) const noexcept {
     return rank == ctx_.rank() ? my_layout_ : detail::block_layout(dist_.block(rank), ghost_);
   }
-  /// The element offset of global index `i` in `rank`'s window memory.
+  /// Local. The element offset of global index `i` in `rank`'s window memory.
   Index offset_in_block(int rank, const shape_type& i) const noexcept { return layout_of(rank).offset(i); }
 
   /// Local. RAII access to this rank's block, indexed with global coordinates. With ghost
@@ -265,6 +283,9 @@ class GlobalArray {
   void get(const Slice<K, M>& s, std::span<T> out) const {
     get_section(select(s, detail::Call::get), out);
   }
+  /// One-sided. As above into a boost::multi_array_ref (or multi_array) whose shape is the
+  /// selection's (C storage order). Complete on return. Throws InvalidSlice, BoundsError,
+  /// SizeMismatch.
   template <std::size_t K, std::size_t M, std::size_t R>
   void get(const Slice<K, M>& s, boost::multi_array_ref<T, R>& out) const {
     const auto sec = select(s, detail::Call::get);
@@ -272,7 +293,7 @@ class GlobalArray {
     get_section(sec, std::span<T>(out.data(), out.num_elements()));
   }
   /// One-sided. The selection as a new boost::multi_array (or a single value when every
-  /// dimension is indexed by an integer).
+  /// dimension is indexed by an integer). Complete on return.
   template <std::size_t K, std::size_t M>
   auto get(const Slice<K, M>& s) const {
     constexpr std::size_t R = selection_rank<N, K, M>;
@@ -294,6 +315,8 @@ class GlobalArray {
   void put(const Slice<K, M>& s, std::span<const T> in) {
     put_section(select(s, detail::Call::put), in);
   }
+  /// One-sided. As above from a boost::multi_array_ref whose shape is the selection's.
+  /// Locally complete on return; remotely at fence()/sync().
   template <std::size_t K, std::size_t M, std::size_t R>
   void put(const Slice<K, M>& s, const boost::multi_array_ref<T, R>& in) {
     const auto sec = select(s, detail::Call::put);
@@ -302,11 +325,13 @@ class GlobalArray {
   }
 
   /// One-sided. selection += alpha * in, atomic per element with respect to other
-  /// accumulates. Completion as put.
+  /// accumulates. Completion as put: `in` reusable on return, remote completion at
+  /// fence()/sync().
   template <std::size_t K, std::size_t M>
   void accumulate(const Slice<K, M>& s, std::span<const T> in, T alpha = T{1}) {
     acc_section(select(s, detail::Call::acc), in, alpha);
   }
+  /// One-sided. As above from a boost::multi_array_ref whose shape is the selection's.
   template <std::size_t K, std::size_t M, std::size_t R>
   void accumulate(const Slice<K, M>& s, const boost::multi_array_ref<T, R>& in, T alpha = T{1}) {
     const auto sec = select(s, detail::Call::acc);
@@ -314,34 +339,48 @@ class GlobalArray {
     acc_section(sec, std::span<const T>(in.data(), in.num_elements()), alpha);
   }
 
-  /// Nonblocking variants: the request's wait() completes as the blocking call.
+  /// One-sided, nonblocking get: nothing is guaranteed on return; the request's wait() (or
+  /// test() returning true) gives the blocking get's guarantee. Nonblocking operations are
+  /// unordered with each other. Throws as get, before anything is issued.
   template <std::size_t K, std::size_t M>
   Request get_nb(const Slice<K, M>& s, std::span<T> out) const {
     return get_section_nb(select(s, detail::Call::get), out);
   }
+  /// One-sided, nonblocking put: `in` must stay untouched until the request's wait(), which
+  /// gives the blocking put's guarantee.
   template <std::size_t K, std::size_t M>
   Request put_nb(const Slice<K, M>& s, std::span<const T> in) {
     return put_section_nb(select(s, detail::Call::put), in);
   }
+  /// One-sided, nonblocking accumulate: `in` must stay untouched until the request's
+  /// wait(), which gives the blocking accumulate's guarantee.
   template <std::size_t K, std::size_t M>
   Request acc_nb(const Slice<K, M>& s, std::span<const T> in, T alpha = T{1}) {
     return acc_section_nb(select(s, detail::Call::acc), in, alpha);
   }
 
   // ---- the same over canonical sections (used by views) --------------------------------
+  /// One-sided. get() of a normalised section (section()). Complete on return.
   void get_section(const Section<N>& sec, std::span<T> out) const;
+  /// One-sided. put() of a normalised section. Locally complete on return.
   void put_section(const Section<N>& sec, std::span<const T> in);
+  /// One-sided. accumulate() of a normalised section. Locally complete on return.
   void acc_section(const Section<N>& sec, std::span<const T> in, T alpha = T{1});
+  /// One-sided. get_nb() of a normalised section: complete at the request's wait().
   Request get_section_nb(const Section<N>& sec, std::span<T> out) const;
+  /// One-sided. put_nb() of a normalised section: as put at the request's wait().
   Request put_section_nb(const Section<N>& sec, std::span<const T> in);
+  /// One-sided. acc_nb() of a normalised section: as accumulate at the request's wait().
   Request acc_section_nb(const Section<N>& sec, std::span<const T> in, T alpha = T{1});
-  /// A view of the selection: no data moves; views compose (see view.hpp).
+  /// Local. A view of the selection: no data moves; views compose (see view.hpp). Throws
+  /// as get would for a bad slice.
   template <std::size_t K, std::size_t M>
   View<T, N, selection_rank<N, K, M>> operator[](const Slice<K, M>& s);
-  /// A view of the whole array.
+  /// Local. A view of the whole array.
   View<T, N, N> view();
 
-  /// Normalises a slice against this array (throws as get/put would).
+  /// Local (pure index math). Normalises a slice against this array (throws as get/put
+  /// would).
   template <std::size_t K, std::size_t M>
   Section<N> section(const Slice<K, M>& s) const {
     return select(s, detail::Call::get);
@@ -352,13 +391,15 @@ class GlobalArray {
   /// Throws BoundsError (naming the position in the list) or SizeMismatch.
   void gather(std::span<const shape_type> indices, std::span<T> out) const;
   /// One-sided. a[indices[j]] = values[j]; with repeated indices one of the values wins.
+  /// Locally complete on return (`values` reusable); remotely at fence()/sync().
   void scatter(std::span<const shape_type> indices, std::span<const T> values);
   /// One-sided. a[indices[j]] += alpha * values[j], atomic per element; repeated indices
-  /// all contribute.
+  /// all contribute. Completion as scatter.
   void scatter_acc(std::span<const shape_type> indices, std::span<const T> values, T alpha = T{1});
 
   /// One-sided. Atomically adds `inc` to element `i` and returns its previous value (the
-  /// shared counter of dynamic load balancing). Integer element types only.
+  /// shared counter of dynamic load balancing). Integer element types only. On return the
+  /// fetch-and-add is done at the owner (atomic with other read_incs and accumulates).
   template <class I = T>  // a template so that explicit instantiations skip it for non-integers
   T read_inc(const shape_type& i, std::type_identity_t<I> inc = I{1}) {
     static_assert(std::is_integral_v<I>,
@@ -374,13 +415,13 @@ class GlobalArray {
     win_->complete_all();
     ++ctx_.stats().fences;
   }
-  /// **Collective.** Completes every rank's outstanding operations on this array, then a
-  /// barrier: afterwards local blocks and remote views agree. Throws CollectiveMismatch on
+  /// **Collective** (handshaked). Completes every rank's outstanding operations on this
+  /// array, then a barrier: afterwards local blocks and remote views agree. Throws CollectiveMismatch on
   /// every rank if ranks sync different arrays or call another collective; if completing
   /// fails on one rank, that rank throws its error and the others CollectiveFailure.
   void sync();
-  /// **Collective.** Sets every element (ghosts included: they mirror neighbours) to `value`
-  /// on every rank; every rank must pass the same value (else CollectiveMismatch).
+  /// **Collective** (handshaked). Sets every element (ghosts included: they mirror
+  /// neighbours) to `value` on every rank; every rank must pass the same value (else CollectiveMismatch).
   /// Earlier operations of every rank complete first; on return every rank sees the values.
   void fill(const T& value);
 

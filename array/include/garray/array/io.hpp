@@ -65,6 +65,12 @@
 #include <utility>
 #include <vector>
 
+/// Distributed arrays in parallel HDF5 files (target garray_io; only when parallel HDF5 is
+/// found). One dataset per array in C order with layout attributes, readable by h5py/NumPy;
+/// every rank writes or reads its own block in one collective HDF5 call (MPI-IO underneath).
+/// Every call is **Collective** over the file's context (arrays must live on that context)
+/// and follows the failure rule: a handshake of all arguments, then the work, so a failure
+/// anywhere throws on every rank; a read that throws left the array unchanged.
 namespace garray::io {
 
 /// How a File is opened.
@@ -75,18 +81,23 @@ enum class Mode {
 };
 
 /// MPI-IO transfer mode of the data (H5Pset_dxpl_mpio).
-enum class Transfer { collective, independent };
+enum class Transfer {
+  collective,  ///< H5FD_MPIO_COLLECTIVE: collective MPI-IO (the default)
+  independent  ///< H5FD_MPIO_INDEPENDENT: each rank's part independently
+};
 
+/// Options of write().
 struct WriteOptions {
   /// Chunk extents (one per dataset dimension); empty: contiguous storage.
   std::vector<Index> chunk;
-  Transfer transfer = Transfer::collective;
+  Transfer transfer = Transfer::collective;  ///< MPI-IO transfer mode of the data
   /// Replace an existing dataset of that name (otherwise writing over one is an error).
   bool overwrite = false;
 };
 
+/// Options of read() and read_array().
 struct ReadOptions {
-  Transfer transfer = Transfer::collective;
+  Transfer transfer = Transfer::collective;  ///< MPI-IO transfer mode of the data
 };
 
 /// A file that cannot be created, opened, written or read, or a missing dataset, group or
@@ -612,23 +623,26 @@ class Group {
   /// Local. The mode the file was opened with.
   Mode mode() const noexcept { return file_->mode; }
 
-  /// **Collective.** Opens the existing group `name` (a path relative to this group).
-  /// Throws FileError if there is none.
+  /// **Collective** (handshaked). Returns the existing group `name` (a path relative to
+  /// this group), open on every rank. Throws FileError on every rank if there is none.
   Group group(const std::string& name) const { return open_group(name, false); }
-  /// **Collective.** Creates group `name` (and missing intermediate groups); opens it if it
-  /// exists. Throws FileError on a read-only file.
+  /// **Collective** (handshaked). Creates group `name` (and missing intermediate groups);
+  /// opens it if it exists. Returns it, open on every rank. Throws FileError on a read-only
+  /// file.
   Group create_group(const std::string& name) const { return open_group(name, true); }
 
-  /// **Collective.** True on every rank iff an object (dataset or group) `name` exists.
+  /// **Collective** (handshaked). True on every rank iff an object (dataset or group)
+  /// `name` exists.
   bool contains(const std::string& name) const {
     const std::string what = "garray::io::contains";
     begin(what, detail::Sig(what).add(name).h, "object '" + name + "'", [] {});
     return detail::concluded(comm(), what, [&] { return detail::link_exists(id(), name); });
   }
 
-  /// **Collective.** Sets attribute `key` of the object `object` (relative to this group;
-  /// "." is the group itself) to `value`: one of the element types or a string. Every rank
-  /// must pass the same value (CollectiveMismatch otherwise). Replaces an existing one.
+  /// **Collective** (handshaked). Sets attribute `key` of the object `object` (relative to
+  /// this group; "." is the group itself) to `value`: one of the element types or a string.
+  /// Every rank must pass the same value (CollectiveMismatch otherwise). Replaces an existing
+  /// one. On return the attribute is set (FileError on every rank if HDF5 failed).
   template <class V>
   void set_attribute(const std::string& key, const V& value, const std::string& object = ".") const {
     constexpr bool is_string = std::is_convertible_v<const V&, std::string_view>;
@@ -663,7 +677,7 @@ class Group {
     });
   }
 
-  /// **Collective.** Reads attribute `key` of `object` as V (an element type, converted by
+  /// **Collective** (handshaked). Returns, on every rank, attribute `key` of `object` as V (an element type, converted by
   /// HDF5 between numeric types of the same kind, or std::string). Throws FileError if it
   /// is missing, TypeMismatch if it does not hold a V.
   template <class V>
@@ -716,17 +730,22 @@ class Group {
   }
 
   // ---- for the free functions below (not part of the user interface) -------------------
+  /// Local; for garray's own calls. The communicator of the file's context.
   MPI_Comm comm() const noexcept { return file_->ctx.comm(); }
-  /// "file 'x.h5', dataset '/g/u'" for messages.
+  /// Local; for garray's own calls. "file 'x.h5', object '/g/u'" (or the group itself for
+  /// ".") for messages.
   std::string where(const std::string& name) const {
     return name == "." ? detail::cat("file '", file_->path, "', group '", path_, "'")
                        : detail::cat("file '", file_->path, "', object '", child_path(name), "'");
   }
+  /// Local; for garray's own calls. "file 'x.h5', dataset '/g/u'" for messages.
   std::string dataset_where(const std::string& name) const {
     return detail::cat("file '", file_->path, "', dataset '", child_path(name), "'");
   }
-  /// The handshake every call starts with: local checks, then one agreement on the
-  /// signature (which includes the file and group), throwing on every rank.
+  /// **Collective**; for garray's own calls. The handshake every call starts with: local
+  /// checks (`check`, and that the file is open), then one agreement on the signature (which
+  /// includes the file and group). Returns on every rank only if every rank's checks passed
+  /// and the signatures agree; otherwise throws on every rank.
   template <class Check>
   void begin(const std::string& what, std::uint64_t sig, const std::string& args, Check&& check,
              const gd::Window* win = nullptr) const {
@@ -744,10 +763,14 @@ class Group {
     detail::handshake(file_->ctx, s.h, what, where(".") + ", " + args, err,
                       std::span<const gd::Window* const>(wins, win ? 1 : 0));
   }
+  /// Local; for garray's own calls. Throws FileError naming `what` if the file is read-only.
   void writable(std::string_view what) const {
     if (file_->mode == Mode::read_only)
       gd::raise<FileError>(what, ": file '", file_->path, "' is open read-only");
   }
+  /// Collective in effect (HDF5 with collective metadata: every rank must make the same
+  /// calls); for garray's own calls. Opens `object` ("." is this group). Throws FileError if
+  /// it does not exist.
   detail::Hid open_object(const std::string& object, std::string_view what) const {
     if (object == ".") return detail::Hid(H5Oopen(id(), ".", H5P_DEFAULT), H5Oclose);
     if (!detail::link_exists(id(), object))
@@ -756,15 +779,19 @@ class Group {
     if (!o.valid()) gd::raise<FileError>(what, ": cannot open ", where(object), ": ", detail::hdf5_message());
     return o;
   }
+  /// Local; for garray's own calls. The path of `name` inside the file.
   std::string child_path(const std::string& name) const {
     return detail::cat(path_ == "/" ? "" : path_, "/", name);
   }
 
  protected:
+  /// Local. No file (File's constructor fills it in).
   Group() = default;
+  /// Local. The group `path` with HDF5 handle `g` of the open file `f`.
   Group(std::shared_ptr<detail::FileState> f, std::shared_ptr<detail::Hid> g, std::string path)
       : file_(std::move(f)), gid_(std::move(g)), path_(std::move(path)) {}
 
+  /// **Collective** (handshaked). group() (`create` false) or create_group() (`create` true).
   Group open_group(const std::string& name, bool create) const {
     const std::string what = create ? "garray::io::create_group" : "garray::io::group";
     begin(what, detail::Sig(what).add(name).h, "group '" + name + "'", [&] {
@@ -789,9 +816,9 @@ class Group {
     return Group(file_, std::move(g), child_path(name));
   }
 
-  std::shared_ptr<detail::FileState> file_;
-  std::shared_ptr<detail::Hid> gid_;
-  std::string path_ = "/";
+  std::shared_ptr<detail::FileState> file_;  ///< the open file; the last handle closes it (collective)
+  std::shared_ptr<detail::Hid> gid_;         ///< this group's HDF5 handle
+  std::string path_ = "/";                   ///< this group's path inside the file
   friend class File;
 };
 
@@ -800,7 +827,8 @@ class Group {
 /// it keep it open until they are gone.
 class File : public Group {
  public:
-  /// **Collective over ctx.** Creates (truncating) or opens `path`. Throws FileError naming
+  /// **Collective** over ctx (handshaked). Creates (truncating) or opens `path`; on return
+  /// it is open on every rank (MPI-IO driver, collective metadata). Throws FileError naming
   /// the file and HDF5's reason (missing, not an HDF5 file, no permission, ...) on every
   /// rank; CollectiveMismatch if ranks pass different names or modes.
   File(const Context& ctx, const std::string& path, Mode mode = Mode::read_only) {
@@ -848,16 +876,22 @@ class File : public Group {
     file_ = std::move(st);
     path_ = "/";
   }
-  File(const File&) = delete;
-  File& operator=(const File&) = delete;
+  File(const File&) = delete;             ///< Not copyable.
+  File& operator=(const File&) = delete;  ///< Not copyable.
+  /// Local. Takes over the other File's handle on its file.
   File(File&&) noexcept = default;
+  /// Local. Takes over the other File's handle on its file (dropping this one's: if it was
+  /// the last handle on its file, that closes it, which is collective).
   File& operator=(File&&) noexcept = default;
-  ~File() = default;  // the last handle closes the file (collective)
+  /// Local, except that the last handle on the file (File or Group) closes it, which is
+  /// **Collective**: every rank destroys its handles together. Never throws.
+  ~File() = default;
 
   /// Local. True until close().
   bool is_open() const noexcept { return file_ && file_->fid >= 0; }
 
-  /// **Collective.** Writes HDF5's buffers to the file system (H5Fflush, global scope).
+  /// **Collective** (handshaked). Writes HDF5's buffers to the file system (H5Fflush,
+  /// global scope); on return they are written. FileError on every rank if HDF5 fails.
   void flush() const {
     const std::string what = "garray::io::File::flush";
     begin(what, detail::Sig(what).h, "flush", [] {});
@@ -869,7 +903,7 @@ class File : public Group {
     });
   }
 
-  /// **Collective.** Closes the file: on return it is complete on disk (as far as the file
+  /// **Collective** (handshaked). Closes the file: on return it is complete on disk (as far as the file
   /// system goes) on every rank. Throws InvalidArgument if Groups of it are still alive,
   /// FileError if HDF5 fails.
   void close() {
@@ -1145,22 +1179,27 @@ void read_section(const Group& loc, const std::string& name, GlobalArray<T, N>& 
 /// **Collective** over the file's context (which must be the array's). Writes the whole
 /// array as dataset `name` (a path relative to `loc`; missing groups are created) in C
 /// order, with the layout attributes. Completes every rank's outstanding operations on `a`
-/// first (as sync()). Throws on every rank: FileError (read-only file, the dataset exists
-/// and overwrite is off, HDF5 fails), InvalidArgument (bad options), CollectiveMismatch.
+/// first (as sync()); on return the dataset holds a's elements (HDF5 may buffer: flush() or
+/// close() writes its buffers out). Throws on every rank: FileError (read-only file, the dataset exists and
+/// overwrite is off, HDF5 fails), InvalidArgument (bad options), CollectiveMismatch.
 template <Element T, std::size_t N>
 void write(const Group& loc, const std::string& name, GlobalArray<T, N>& a, const WriteOptions& o = {}) {
   detail::write_section(loc, name, a, Section<N>::full(a.shape()), true, o, detail::call_name<T, N>("write"));
 }
 
-/// **Collective.** Writes the view's section as dataset `name` of the view's shape (element
-/// k of the dataset is view element k). Layout attributes: type and shape only.
+/// **Collective** over the file's context (which must be the view's array's). Writes the
+/// view's section as dataset `name` of the view's shape (element k of the dataset is view
+/// element k). Layout attributes: type and shape only. Completes every rank's outstanding
+/// operations on the array first; on return the dataset holds the view's elements. Throws
+/// as the whole-array write.
 template <Element T, std::size_t N, std::size_t M>
 void write(const Group& loc, const std::string& name, const View<T, N, M>& v, const WriteOptions& o = {}) {
   static_assert(M >= 1, "garray::io::write: a 0-d view is a value, not a dataset");
   detail::write_section(loc, name, v.array(), v.section(), false, o, detail::call_name<T, N>("write"));
 }
 
-/// **Collective.** Reads dataset `name` into `a` (any distribution, any rank count). The
+/// **Collective** over the file's context (which must be the array's). Reads dataset
+/// `name` into `a` (any distribution, any rank count). The
 /// dataset must have a's shape and element type (SizeMismatch / TypeMismatch otherwise,
 /// naming file, dataset and both values, thrown on every rank before any element changes).
 /// On return the array is consistent everywhere (as after sync()).
@@ -1170,7 +1209,9 @@ void read(const Group& loc, const std::string& name, GlobalArray<T, N>& a, const
                        detail::call_name<T, N>("read"));
 }
 
-/// **Collective.** Reads dataset `name` (shape = the view's shape) into the view.
+/// **Collective** over the file's context. Reads dataset `name` (shape = the view's shape)
+/// into the view; on return the view's elements are the dataset's, consistent everywhere
+/// (as after sync()). Throws as the whole-array read.
 template <Element T, std::size_t N, std::size_t M>
 void read(const Group& loc, const std::string& name, const View<T, N, M>& v, const ReadOptions& o = {}) {
   static_assert(M >= 1, "garray::io::read: a 0-d view is a value, not a dataset");
@@ -1178,9 +1219,10 @@ void read(const Group& loc, const std::string& name, const View<T, N, M>& v, con
                        detail::call_name<T, N>("read"));
 }
 
-/// **Collective.** Reads the selection `file_slice` of dataset `name` (numpy slicing over
-/// the dataset's dimensions: one item per dimension, negative steps allowed) into the view;
-/// the selection's shape must be the view's.
+/// **Collective** over the file's context. Reads the selection `file_slice` of dataset
+/// `name` (numpy slicing over the dataset's dimensions: one item per dimension, negative
+/// steps allowed) into the view; the selection's shape must be the view's (SizeMismatch on
+/// every rank otherwise). On return as the read into a view.
 template <Element T, std::size_t N, std::size_t M, std::size_t K, std::size_t MS>
 void read(const Group& loc, const std::string& name, const Slice<K, MS>& file_slice, const View<T, N, M>& v,
           const ReadOptions& o = {}) {
@@ -1221,16 +1263,16 @@ void read(const Group& loc, const std::string& name, const Slice<K, MS>& file_sl
 /// What a dataset holds, as recorded (the shape always; the layout when garray wrote an
 /// array).
 struct DatasetInfo {
-  std::vector<Index> shape;
+  std::vector<Index> shape;         ///< the dataset's shape
   std::string type;                 ///< garray_type, or HDF5's description
   std::string distribution;         ///< "" when not recorded
   std::vector<Index> process_grid;  ///< empty when not recorded
   std::vector<Index> block_starts;  ///< concatenated per dimension
-  std::vector<Index> ghost;
+  std::vector<Index> ghost;         ///< garray_ghost; empty when not recorded
 };
 
-/// **Collective.** The shape, type and recorded layout of dataset `name`. Throws FileError if
-/// it does not exist.
+/// **Collective** (handshaked). Returns, on every rank, the shape, type and recorded layout
+/// of dataset `name`. Throws FileError on every rank if it does not exist.
 inline DatasetInfo info(const Group& loc, const std::string& name) {
   const std::string what = "garray::io::info";
   loc.begin(what, detail::Sig(what).add(name).h, "dataset '" + name + "'", [] {});
@@ -1256,7 +1298,7 @@ inline DatasetInfo info(const Group& loc, const std::string& name) {
   });
 }
 
-/// **Local.** The distribution recorded in `inf` as a spec that gives the writer's blocks
+/// **Local**. The distribution recorded in `inf` as a spec that gives the writer's blocks
 /// (replicated stays replicated; blocked, slab and grid become grid(process grid); irregular
 /// stays irregular); blocked() when nothing is recorded. Throws InvalidArgument if the
 /// recorded attributes are inconsistent with N.
@@ -1284,7 +1326,10 @@ Distribution<N> recorded_distribution(const DatasetInfo& inf, std::string_view w
   return Distribution<N>::irregular(starts);
 }
 
-/// **Collective.** A new array holding dataset `name`, distributed as `dist` with `ghost`.
+/// **Collective** over the file's context. Returns a new array on that context holding
+/// dataset `name` (its shape; element type T), distributed as `dist` with `ghost`,
+/// consistent everywhere (as after sync()). Throws SizeMismatch if the dataset has not N
+/// dimensions, and as info() and read().
 template <Element T, std::size_t N>
 GlobalArray<T, N> read_array(const Group& loc, const std::string& name, const Distribution<N>& dist,
                              const Shape<N>& ghost = {}) {
@@ -1300,7 +1345,8 @@ GlobalArray<T, N> read_array(const Group& loc, const std::string& name, const Di
   return a;
 }
 
-/// **Collective.** A new array holding dataset `name` in the layout its writer recorded (the
+/// **Collective** over the file's context. Returns a new array holding dataset `name` in the
+/// layout its writer recorded (the
 /// same blocks and ghost width; InvalidArgument if that needs more ranks than the context
 /// has: pass a distribution then). Datasets without a recorded layout get blocked().
 template <Element T, std::size_t N>

@@ -19,27 +19,40 @@
 
 namespace garray {
 
+/// RAII access to the block of a GlobalArray that this rank owns (from
+/// GlobalArray::access()): a boost::multi_array_ref over the block's window memory whose index
+/// bases are global coordinates, bracketed by MPI_Win_sync on entry and exit. Local loads and
+/// stores through it and remote get/put/accumulate agree after the next collective sync().
+/// Every member is Local. Not copyable; bind view() by reference.
 template <class T, std::size_t N>
 class LocalBlock {
  public:
+  /// The view's type: a multi_array_ref with the block's global low corner (minus ghosts) as
+  /// index bases.
   using view_type = boost::multi_array_ref<T, N>;
 
+  /// Local. MPI_Win_sync: this rank's stores through the view are ordered before the next
+  /// synchronisation (sync() makes them visible to other ranks). Never throws.
   ~LocalBlock() {
     if (win_) MPI_Win_sync(win_->win());  // never throws; errors here cannot be acted on
   }
-  LocalBlock(const LocalBlock&) = delete;
-  LocalBlock& operator=(const LocalBlock&) = delete;
+  LocalBlock(const LocalBlock&) = delete;             ///< Not copyable.
+  LocalBlock& operator=(const LocalBlock&) = delete;  ///< Not copyable.
 
-  /// The block (with its ghost cells, if any) as a multi_array_ref with global index bases.
+  /// Local. The block (with its ghost cells, if any) as a multi_array_ref with global index
+  /// bases: it spans [lo - ghost, hi + ghost) in each dimension.
   view_type& view() noexcept { return view_; }
+  /// Local. The block as a read-only multi_array_ref with global index bases.
   const view_type& view() const noexcept { return view_; }
+  /// Local. The owned block [lo, hi) in global indices (ghosts excluded).
   const Box<N>& box() const noexcept { return box_; }
-  Index lo(std::size_t d) const noexcept { return box_.lo[d]; }
-  Index hi(std::size_t d) const noexcept { return box_.hi[d]; }
-  bool empty() const noexcept { return box_.empty(); }
+  Index lo(std::size_t d) const noexcept { return box_.lo[d]; }  ///< Local. First owned global index in dim d.
+  Index hi(std::size_t d) const noexcept { return box_.hi[d]; }  ///< Local. One past the last owned index in dim d.
+  bool empty() const noexcept { return box_.empty(); }  ///< Local. True if this rank owns nothing.
+  /// Local. Ghost width in dim d (0 for an empty block).
   Index ghost(std::size_t d) const noexcept { return ghost_[d]; }
-  Index size() const noexcept { return box_.volume(); }
-  /// Row-major pointer to the first element of the block's memory (ghosts included; may be
+  Index size() const noexcept { return box_.volume(); }  ///< Local. Number of owned elements.
+  /// Local. Row-major pointer to the first element of the block's memory (ghosts included; may be
   /// null for an empty block).
   T* data() const noexcept { return const_cast<T*>(view_.data()); }
 

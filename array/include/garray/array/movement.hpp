@@ -363,32 +363,39 @@ struct IndexPair {
 /// The (local, global) pairs of a run of owned indices: a forward range (enumerate()).
 class IndexPairs {
  public:
+  /// A forward iterator over the pairs; every member is Local.
   class iterator {
    public:
-    using value_type = IndexPair;
-    using difference_type = std::ptrdiff_t;
+    using value_type = IndexPair;            ///< what operator* gives
+    using difference_type = std::ptrdiff_t;  ///< iterator distance type
     iterator() = default;
+    /// Local. At position `k` of the run starting at global index `lo`.
     iterator(Index k, Index lo) : k_(k), lo_(lo) {}
+    /// Local. The pair at this position: {k, lo + k}.
     IndexPair operator*() const noexcept { return {k_, lo_ + k_}; }
+    /// Local. Advances to the next position; returns this iterator.
     iterator& operator++() noexcept {
       ++k_;
       return *this;
     }
+    /// Local. Advances to the next position; returns the iterator before.
     iterator operator++(int) noexcept {
       iterator t = *this;
       ++k_;
       return t;
     }
+    /// Local. Same position (iterators of one range).
     friend bool operator==(const iterator& a, const iterator& b) noexcept { return a.k_ == b.k_; }
 
    private:
     Index k_ = 0, lo_ = 0;
   };
+  /// Local. The `n` pairs {0, lo}, {1, lo + 1}, ... (made by enumerate()).
   IndexPairs(Index lo, Index n) : lo_(lo), n_(n) {}
-  iterator begin() const noexcept { return {0, lo_}; }
-  iterator end() const noexcept { return {n_, lo_}; }
-  Index size() const noexcept { return n_; }
-  bool empty() const noexcept { return n_ == 0; }
+  iterator begin() const noexcept { return {0, lo_}; }  ///< Local. The first pair.
+  iterator end() const noexcept { return {n_, lo_}; }   ///< Local. Past the last pair.
+  Index size() const noexcept { return n_; }            ///< Local. Number of pairs.
+  bool empty() const noexcept { return n_ == 0; }       ///< Local. True if there are none.
 
  private:
   Index lo_, n_;

@@ -52,10 +52,16 @@
 
 namespace garray {
 
+/// Global Arrays' mutexes (GA_Create_mutexes / GA_Lock / GA_Unlock): `n` FIFO ticket locks
+/// built from read_inc on a GlobalArray<int64_t, 2>, so both window kinds and read_inc's
+/// atomicity domain. Creation and destroy() are collective; lock(), try_lock() and unlock()
+/// are one-sided. A critical section's own puts and accumulates must be completed (fence())
+/// before unlock(), as with GA_Unlock.
 class Mutexes {
  public:
   /// Creates `n` mutexes, all unlocked. **Collective over ctx**; every rank passes the same
-  /// n (CollectiveMismatch otherwise); n < 0 throws InvalidArgument on every rank.
+  /// n (CollectiveMismatch otherwise); n < 0 throws InvalidArgument on every rank. On return
+  /// every rank may lock any of them.
   Mutexes(const Context& ctx, int n) : ctx_(ctx), n_(n) {
     std::exception_ptr err;
     if (n < 0) {
@@ -83,8 +89,8 @@ class Mutexes {
     held_.assign(static_cast<std::size_t>(n), -1);
     pending_.assign(static_cast<std::size_t>(n), -1);
   }
-  Mutexes(const Mutexes&) = delete;
-  Mutexes& operator=(const Mutexes&) = delete;
+  Mutexes(const Mutexes&) = delete;             ///< Not copyable.
+  Mutexes& operator=(const Mutexes&) = delete;  ///< Not copyable.
 
   /// Local (the array goes back to the context's cache). Mutexes this rank still holds are
   /// released first, with a warning on stderr (call destroy() to get an error instead).
@@ -110,7 +116,8 @@ class Mutexes {
     return held_[static_cast<std::size_t>(i)] >= 0;
   }
 
-  /// One-sided. Waits until this rank holds mutex i (FIFO among the ranks asking).
+  /// One-sided. Waits until this rank holds mutex i (FIFO among the ranks asking): on
+  /// return it holds it, and at most P - 1 other critical sections came first.
   /// Throws BoundsError, or InvalidArgument if this rank already holds it.
   void lock(int i) {
     check(i, "lock");
@@ -158,8 +165,9 @@ class Mutexes {
     return true;
   }
 
-  /// One-sided. Releases mutex i. Throws BoundsError, or InvalidArgument if this rank does
-  /// not hold it.
+  /// One-sided. Releases mutex i: on return this rank no longer holds it and the next
+  /// waiting ticket (if any) is served. Throws BoundsError, or InvalidArgument if this rank
+  /// does not hold it.
   void unlock(int i) {
     check(i, "unlock");
     auto& h = held_[static_cast<std::size_t>(i)];
@@ -178,7 +186,8 @@ class Mutexes {
     h = -1;
   }
 
-  /// **Collective.** Frees the mutexes. If any rank still holds one, every rank throws
+  /// **Collective** (handshaked). Frees the mutexes: on return their array is gone and any
+  /// further use throws InvalidArgument. If any rank still holds one, every rank throws
   /// InvalidArgument naming the lowest such rank and its mutex, and nothing is freed.
   void destroy() {
     if (!words_) detail::raise<InvalidArgument>("garray::Mutexes::destroy: already destroyed");
@@ -240,9 +249,12 @@ class Mutexes {
 /// exception unwinds, so the other ranks do not wait forever).
 class MutexGuard {
  public:
+  /// One-sided: m.lock(i). On return this rank holds mutex i. Throws as Mutexes::lock.
   MutexGuard(Mutexes& m, int i) : m_(&m), i_(i) { m.lock(i); }
-  MutexGuard(const MutexGuard&) = delete;
-  MutexGuard& operator=(const MutexGuard&) = delete;
+  MutexGuard(const MutexGuard&) = delete;             ///< Not copyable.
+  MutexGuard& operator=(const MutexGuard&) = delete;  ///< Not copyable.
+  /// One-sided: m.unlock(i). An error there cannot be reported and aborts the program
+  /// (garray::abort).
   ~MutexGuard() {
     try {
       m_->unlock(i_);

@@ -38,10 +38,19 @@ struct RequestAccess {
 };
 }  // namespace detail
 
+/// The handle of a nonblocking one-sided operation (get_nb / put_nb / acc_nb). wait(), or
+/// test() returning true, gives the blocking call's guarantee: get: the data is in the
+/// buffer; put/accumulate: the buffer may be reused (remote completion still needs fence()
+/// or sync()). Nonblocking operations are unordered with respect to each other. Every member
+/// is Local. Move-only; destroying an unfinished Request waits for it.
 class [[nodiscard]] Request {
  public:
+  /// Local. A request with nothing outstanding (done() is true).
   Request() = default;
+  /// Local. Takes over `o`'s outstanding operation; `o` is left with nothing outstanding.
   Request(Request&& o) noexcept { swap(o); }
+  /// Local. Waits for this request's own operation first (as the destructor), then takes
+  /// over `o`'s; `o` is left with nothing outstanding.
   Request& operator=(Request&& o) noexcept {
     if (this != &o) {
       finish_noexcept();
@@ -51,11 +60,15 @@ class [[nodiscard]] Request {
     }
     return *this;
   }
-  Request(const Request&) = delete;
-  Request& operator=(const Request&) = delete;
+  Request(const Request&) = delete;             ///< Not copyable.
+  Request& operator=(const Request&) = delete;  ///< Not copyable.
+  /// Local. Waits for the operation if it is outstanding (wait()); an error there cannot be
+  /// reported and aborts the program (garray::abort).
   ~Request() { finish_noexcept(); }
 
-  /// Local. Blocks until the operation is locally complete.
+  /// Local. Blocks until the operation is locally complete: on return a get's data is in
+  /// its buffer (temporaries unpacked), a put's or accumulate's buffer may be reused, and
+  /// done() is true. Throws MpiError if MPI fails.
   void wait() {
     if (!reqs_.empty()) {
       detail::check_mpi(MPI_Waitall(static_cast<int>(reqs_.size()), reqs_.data(), MPI_STATUSES_IGNORE),
@@ -64,7 +77,8 @@ class [[nodiscard]] Request {
     }
     run_finishers();
   }
-  /// Local. True (and completes like wait()) if the operation is locally complete.
+  /// Local. True (and completes like wait()) if the operation is locally complete; false
+  /// leaves it outstanding. With MPICH it may block until local completion.
   bool test() {
     if (!reqs_.empty()) {
       int flag = 0;
@@ -76,12 +90,16 @@ class [[nodiscard]] Request {
     run_finishers();
     return true;
   }
-  /// True when nothing is outstanding.
+  /// Local. True when nothing is outstanding.
   bool done() const noexcept { return reqs_.empty() && finishers_.empty(); }
 
  private:
   friend struct detail::RequestAccess;  // the array layer builds requests
+  // Local. A new slot (MPI_REQUEST_NULL) for an MPI request that wait() completes.
   MPI_Request* add_mpi() { return &reqs_.emplace_back(MPI_REQUEST_NULL); }
+  // Local. `f` runs once the MPI requests are complete (in wait() or a successful test()),
+  // in the order added: unpacks temporaries or flushes the target when no MPI request is
+  // used (MPICH).
   void add_finisher(std::function<void()> f) { finishers_.push_back(std::move(f)); }
   void run_finishers() {
     auto fs = std::move(finishers_);

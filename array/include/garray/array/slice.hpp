@@ -32,19 +32,26 @@ namespace garray {
 
 /// Placeholder for an omitted bound: range(_, _, -1) is numpy's [::-1].
 struct Omitted {};
+/// The omitted bound: `range(_, 3)` is numpy's `[:3]`.
 inline constexpr Omitted _{};
 
 /// Selects a whole dimension: numpy's `:`.
 struct All {};
+/// The whole dimension: `idx[all][3]` is numpy's `[:, 3]`.
 inline constexpr All all{};
 
-/// A bound of a range: an index or omitted.
+/// A bound of a range: an index or omitted. Every member function is Local.
 class Bound {
  public:
+  /// Local. An omitted bound (`_`): the start or end of the dimension, by the step's sign.
   constexpr Bound(Omitted) noexcept {}
+  /// Local. The index `v` (negative counts from the end; out-of-range bounds are clamped
+  /// when the slice is normalised).
   template <std::integral I>
   constexpr Bound(I v) noexcept : value_(static_cast<Index>(v)), set_(true) {}
+  /// Local. False for an omitted bound.
   constexpr bool set() const noexcept { return set_; }
+  /// Local. The index as given (0 when omitted).
   constexpr Index value() const noexcept { return value_; }
 
  private:
@@ -54,23 +61,27 @@ class Bound {
 
 /// numpy's start:stop:step. `range(a, b)`, `range(a, b, s)`, `range(_, _, -1)`, `range()`.
 struct range {
-  Bound start = _;
-  Bound stop = _;
-  Index step = 1;
+  Bound start = _;  ///< first index (omitted: the first in the step's direction)
+  Bound stop = _;   ///< index where the range stops, excluded (omitted: past the last)
+  Index step = 1;   ///< distance between selected indices; negative walks backwards, 0 is invalid
+  /// Local. The whole dimension: numpy's `:`.
   constexpr range() noexcept = default;
+  /// Local. numpy's `start_:stop_:step_`; nothing is checked until the slice is applied
+  /// (InvalidSlice for a zero step then).
   constexpr range(Bound start_, Bound stop_, Index step_ = 1) noexcept
       : start(start_), stop(stop_), step(step_) {}
 };
 
 /// numpy's `...`: as many whole dimensions as the other items leave. At most one per slice.
 struct Ellipsis {};
+/// numpy's `...`: `idx[ellipsis][0]` is `a[..., 0]`.
 inline constexpr Ellipsis ellipsis{};
 
 /// One item of a slice: a range (keeps the dimension) or an integer (drops it).
 struct SliceItem {
-  bool is_index = false;
-  Index value = 0;  // the integer when is_index
-  range r{};
+  bool is_index = false;  ///< an integer index (drops the dimension), not a range
+  Index value = 0;        ///< the integer when is_index
+  range r{};              ///< the range when !is_index
 };
 
 /// K slice items, M of them ranges, plus optionally one ellipsis. Build with
@@ -79,18 +90,24 @@ struct SliceItem {
 /// untouched dimensions sit changes (`ellipsis_at` = number of items before it).
 template <std::size_t K, std::size_t M>
 struct Slice {
-  static constexpr std::size_t items_count = K;
-  static constexpr std::size_t kept = M;
-  std::array<SliceItem, K> items{};
+  static constexpr std::size_t items_count = K;  ///< number of items (K)
+  static constexpr std::size_t kept = M;         ///< number of items that keep their dimension (M)
+  std::array<SliceItem, K> items{};              ///< the items, first dimension first
   int ellipsis_at = -1;         ///< items before the ellipsis; -1 = none (same as at the end)
   bool ellipsis_twice = false;  ///< a second ellipsis was given (InvalidSlice when applied)
 
+  /// Local. This slice followed by the range `r` (keeps its dimension).
   constexpr Slice<K + 1, M + 1> operator[](range r) const noexcept { return extend<M + 1>({false, 0, r}); }
+  /// Local. This slice followed by a whole dimension (keeps it).
   constexpr Slice<K + 1, M + 1> operator[](All) const noexcept { return extend<M + 1>({false, 0, range{}}); }
+  /// Local. This slice followed by the integer index `i` (drops its dimension; negative
+  /// counts from the end; checked when the slice is applied: BoundsError).
   template <std::integral I>
   constexpr Slice<K + 1, M> operator[](I i) const noexcept {
     return extend<M>({true, static_cast<Index>(i), range{}});
   }
+  /// Local. This slice with an ellipsis after its items so far (a second one makes applying
+  /// the slice throw InvalidSlice).
   constexpr Slice operator[](Ellipsis) const noexcept {
     Slice s = *this;
     if (s.ellipsis_at >= 0) s.ellipsis_twice = true;
@@ -117,12 +134,12 @@ inline constexpr Slice<0, 0> idx{};
 /// dimension d is base index start[d] + k * step[d]. Dropped dimensions have count 1.
 template <std::size_t N>
 struct Section {
-  Shape<N> start{};
-  Shape<N> step{};
-  Shape<N> count{};
-  std::array<bool, N> dropped{};
+  Shape<N> start{};               ///< base index of the first selected element, per dimension
+  Shape<N> step{};                ///< base-index distance between selected elements (may be negative)
+  Shape<N> count{};               ///< number of selected elements per dimension (1 if dropped)
+  std::array<bool, N> dropped{};  ///< the dimension was selected by an integer and is dropped
 
-  /// The whole array.
+  /// Local. The section selecting the whole array of shape `shape`.
   static constexpr Section full(const Shape<N>& shape) noexcept {
     Section s;
     for (std::size_t d = 0; d < N; ++d) {
@@ -132,15 +149,16 @@ struct Section {
     }
     return s;
   }
-  /// Number of selected elements.
+  /// Local. Number of selected elements.
   constexpr Index size() const noexcept { return volume(count); }
-  /// Number of dimensions not dropped.
+  /// Local. Number of dimensions not dropped.
   constexpr std::size_t rank() const noexcept {
     std::size_t r = 0;
     for (bool b : dropped) r += b ? 0 : 1;
     return r;
   }
-  /// Extents of the kept dimensions, in order (the shape of the selection as an array).
+  /// Local. Extents of the kept dimensions, in order (the shape of the selection as an
+  /// array); the first `R` of them if there are more.
   template <std::size_t R>
   constexpr Shape<R> kept_shape() const noexcept {
     Shape<R> s{};
@@ -149,7 +167,8 @@ struct Section {
       if (!dropped[d] && j < R) s[j++] = count[d];
     return s;
   }
-  /// Smallest box of base indices containing the selection (empty if nothing selected).
+  /// Local. Smallest box of base indices containing the selection (empty if nothing
+  /// selected).
   constexpr Box<N> bounding_box() const noexcept {
     Box<N> b;
     for (std::size_t d = 0; d < N; ++d) {
@@ -163,9 +182,12 @@ struct Section {
     }
     return b;
   }
+  /// Local. Equal field by field.
   friend constexpr bool operator==(const Section&, const Section&) = default;
 };
 
+/// Local. Writes `s` as "[start:stepxcount, ...]" (a dropped dimension as its index), for
+/// messages; returns `os`.
 template <std::size_t N>
 std::ostream& operator<<(std::ostream& os, const Section<N>& s) {
   os << '[';
@@ -231,8 +253,9 @@ inline Index normalize_index(Index i, Index len, std::size_t dim, std::string_vi
 
 }  // namespace detail
 
-/// Applies slice `s` to the kept dimensions of `base` (slice arithmetic). Items beyond K
-/// select whole dimensions. `what` names the calling operation in error messages.
+/// Local (pure index math). Returns the section of the base array that applying slice `s`
+/// to the kept dimensions of `base` selects (slice arithmetic). Kept dimensions without an
+/// item (beyond K, or at the ellipsis) are selected whole. `what` names the calling operation in error messages.
 /// Throws InvalidSlice (step 0) or BoundsError (integer out of range); `base` is unchanged.
 template <std::size_t N, std::size_t K, std::size_t M>
 GARRAY_DETAIL_INLINE Section<N> compose(const Section<N>& base, const Slice<K, M>& s,
@@ -285,7 +308,8 @@ GARRAY_DETAIL_INLINE Section<N> compose(const Section<N>& base, const Slice<K, M
   return out;
 }
 
-/// Normalises slice `s` against an array of shape `shape`.
+/// Local (pure index math). Returns the section slice `s` selects from an array of shape
+/// `shape` (compose() over the whole array); throws as compose().
 template <std::size_t N, std::size_t K, std::size_t M>
 GARRAY_DETAIL_INLINE Section<N> normalize(const Shape<N>& shape, const Slice<K, M>& s, std::string_view what = "slice") {
   static_assert(K <= N, "garray: too many indices for the array's number of dimensions");

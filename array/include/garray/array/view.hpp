@@ -88,13 +88,19 @@ struct NoBoostView {};
 
 }  // namespace detail
 
+/// An M-dimensional, non-owning selection of a GlobalArray<T, N>: the array plus a canonical
+/// Section. Slicing a view composes sections and never moves data; one-sided operations on
+/// a view behave exactly as on the array with the composed section (same participation and
+/// completion); fill(), assignment and copy are collective and owner-computes. Positions
+/// are view coordinates (0 <= k_j < shape()[j]). A view does not keep its array alive:
+/// using it after the array was destroyed, moved from or assigned to throws InvalidArgument.
 template <Element T, std::size_t N, std::size_t M>
 class View {
  public:
-  using value_type = T;
-  using array_type = GlobalArray<T, N>;
-  using shape_type = Shape<M>;
-  static constexpr std::size_t dims = M;
+  using value_type = T;                   ///< the element type
+  using array_type = GlobalArray<T, N>;   ///< the viewed array's type
+  using shape_type = Shape<M>;            ///< a view position or extent
+  static constexpr std::size_t dims = M;  ///< number of view dimensions
 
   /// Local. A view of `a` selecting section `s`. Throws InvalidSlice if `s` keeps a number
   /// of dimensions other than M (a hand-built Slice whose items disagree with its type).
@@ -108,17 +114,20 @@ class View {
                                   "-d view (slice items disagree with the slice type)");
   }
 
+  /// Local. Another view of the same selection (views are cheap handles).
   View(const View&) = default;
   /// **Collective** (numeric layer, <garray/garray.hpp>): `view = expr` evaluates an
   /// expression, view, array or scalar into the view, owner-computes (garray::assign).
-  /// Assigning a view copies elements (numpy `a[...] = b[...]`); it never rebinds.
+  /// Assigning a view copies elements (numpy `a[...] = b[...]`); it never rebinds. On return
+  /// the view's elements are written and visible to every rank.
   template <class E>
   requires(!std::is_same_v<std::remove_cvref_t<E>, View>) View& operator=(const E& e) {
     assign(*this, e);  // found by ADL in numeric/elementwise.hpp
     return *this;
   }
   /// **Collective**: copies `v`'s elements into this view (garray::copy, copy.hpp: the
-  /// same implementation as `copy(*this, v)`; shapes must match).
+  /// same implementation as `copy(*this, v)`; shapes must match). On return the elements
+  /// are written and visible to every rank.
   View& operator=(const View& v) {
     copy(*this, v);  // copy.hpp (included by global_array.hpp after this header)
     return *this;
@@ -187,6 +196,7 @@ class View {
   /// One-sided. Writes `in` (row-major over shape()) into the view. Locally complete on
   /// return; remotely at fence()/sync(). Throws SizeMismatch before any transfer.
   void put(std::span<const T> in) const { array().put_section(sec_, in); }
+  /// One-sided. As put(span) from a row-major boost array of the view's shape.
   void put(const boost::multi_array_ref<T, M>& in) const requires(M >= 1) {
     check_shape(in.shape(), in.storage_order(), detail::Call::put);
     array().put_section(sec_, std::span<const T>(in.data(), in.num_elements()));
@@ -195,6 +205,7 @@ class View {
   void put(const T& v) const requires(M == 0) { array().put_section(sec_, std::span<const T>(&v, 1)); }
   /// One-sided. view += alpha * in, atomic per element. Completion as put.
   void accumulate(std::span<const T> in, T alpha = T{1}) const { array().acc_section(sec_, in, alpha); }
+  /// One-sided. As accumulate(span) from a row-major boost array of the view's shape.
   void accumulate(const boost::multi_array_ref<T, M>& in, T alpha = T{1}) const requires(M >= 1) {
     check_shape(in.shape(), in.storage_order(), detail::Call::acc);
     array().acc_section(sec_, std::span<const T>(in.data(), in.num_elements()), alpha);
@@ -203,9 +214,14 @@ class View {
   void accumulate(const T& v, T alpha = T{1}) const requires(M == 0) {
     array().acc_section(sec_, std::span<const T>(&v, 1), alpha);
   }
-  /// Nonblocking variants: the request's wait() completes as the blocking call.
+  /// One-sided, nonblocking get: the request's wait() (or test() returning true) gives the
+  /// blocking get's guarantee; nothing is guaranteed before.
   Request get_nb(std::span<T> out) const { return array().get_section_nb(sec_, out); }
+  /// One-sided, nonblocking put: `in` must stay untouched until the request's wait(), which
+  /// gives the blocking put's guarantee.
   Request put_nb(std::span<const T> in) const { return array().put_section_nb(sec_, in); }
+  /// One-sided, nonblocking accumulate: `in` must stay untouched until the request's
+  /// wait(), which gives the blocking accumulate's guarantee.
   Request acc_nb(std::span<const T> in, T alpha = T{1}) const {
     return array().acc_section_nb(sec_, in, alpha);
   }
@@ -235,7 +251,8 @@ class View {
   }
 
   // ---- owner-computes -------------------------------------------------------------------
-  /// **Collective over the array's context.** Sets every element of the view to `value`.
+  /// **Collective** over the array's context (handshaked). Sets every element of the view to
+  /// `value`.
   /// Each rank writes the part of the view stored in its own block (no data is sent), with
   /// a sync before (earlier operations of every rank complete first) and after (on return
   /// every rank sees the new values). Ghost cells are not updated. Throws
@@ -356,6 +373,7 @@ class View {
 template <Element T, std::size_t N, std::size_t M>
 class ViewBlock {
  public:
+  /// The strided boost view of the owned part (M >= 1), indexed by view positions.
   using view_type = typename std::conditional_t<(M >= 1), detail::BoostViewOf<T, N, M>,
                                                 std::type_identity<detail::NoBoostView>>::type;
 
@@ -399,18 +417,18 @@ class ViewBlock {
       view_->reindex(bases);
     }
   }
-  ViewBlock(const ViewBlock&) = delete;
-  ViewBlock& operator=(const ViewBlock&) = delete;
+  ViewBlock(const ViewBlock&) = delete;             ///< Not copyable.
+  ViewBlock& operator=(const ViewBlock&) = delete;  ///< Not copyable.
 
   /// Local. The owned part as a strided boost view in view coordinates (M >= 1).
   view_type& view() noexcept requires(M >= 1) { return *view_; }
   /// Local. The owned part in view coordinates (empty if this rank owns nothing).
   const Box<M>& box() const noexcept { return box_; }
-  Index lo(std::size_t d) const noexcept { return box_.lo[d]; }
-  Index hi(std::size_t d) const noexcept { return box_.hi[d]; }
+  Index lo(std::size_t d) const noexcept { return box_.lo[d]; }  ///< Local. box().lo[d].
+  Index hi(std::size_t d) const noexcept { return box_.hi[d]; }  ///< Local. box().hi[d].
   /// Local. Number of owned view elements.
   Index size() const noexcept { return size_; }
-  bool empty() const noexcept { return size_ == 0; }
+  bool empty() const noexcept { return size_ == 0; }  ///< Local. True if this rank owns nothing of the view.
   /// Local. For a 0-d view: the element if this rank owns it, else nullptr.
   T* element() const noexcept requires(M == 0) { return element_; }
 

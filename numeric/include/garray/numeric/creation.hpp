@@ -49,17 +49,20 @@ void check_creation(const Context& ctx, bool bad, std::string_view what, const A
 }
 }  // namespace detail
 
-/// np.zeros(shape, dtype=T). **Collective over ctx.**
+/// np.zeros(shape, dtype=T). **Collective over ctx**, as the GlobalArray constructor: returns
+/// a new array whose elements are zero and visible to every rank.
 template <Element T, std::size_t N>
 GlobalArray<T, N> zeros(const Context& ctx, const Shape<N>& shape, const Distribution<N>& dist = Distribution<N>::blocked()) {
   return GlobalArray<T, N>(ctx, shape, dist);
 }
-/// np.empty(shape, dtype=T): unspecified contents (garray::uninitialized). **Collective.**
+/// np.empty(shape, dtype=T): unspecified contents (garray::uninitialized). **Collective over
+/// ctx**, as the GlobalArray constructor: returns the new array.
 template <Element T, std::size_t N>
 GlobalArray<T, N> empty(const Context& ctx, const Shape<N>& shape, const Distribution<N>& dist = Distribution<N>::blocked()) {
   return GlobalArray<T, N>(ctx, shape, dist, Shape<N>{}, uninitialized);
 }
-/// np.full(shape, value, dtype=T). **Collective** (the value is handshaked by the fill).
+/// np.full(shape, value, dtype=T). **Collective over ctx** (the value is handshaked by the
+/// fill): returns a new array whose elements are T(value) and visible to every rank.
 template <Element T, std::size_t N, ScalarOperand S>
 GlobalArray<T, N> full(const Context& ctx, const Shape<N>& shape, const S& value,
                        const Distribution<N>& dist = Distribution<N>::blocked()) {
@@ -67,7 +70,7 @@ GlobalArray<T, N> full(const Context& ctx, const Shape<N>& shape, const S& value
   a.fill(static_cast<T>(value));
   return a;
 }
-/// np.ones(shape, dtype=T). **Collective.**
+/// np.ones(shape, dtype=T). **Collective over ctx**, as full().
 template <Element T, std::size_t N>
 GlobalArray<T, N> ones(const Context& ctx, const Shape<N>& shape, const Distribution<N>& dist = Distribution<N>::blocked()) {
   return full<T>(ctx, shape, T{1}, dist);
@@ -81,25 +84,32 @@ Distribution<N> like_distribution(GlobalArray<T, N>& a) {
 }  // namespace detail
 
 /// np.zeros_like(a) (element type U, default a's): a's context, shape and distribution.
-/// **Collective over a's context.**
+/// **Collective over a's context**, as zeros(). (An irregular distribution is copied as its
+/// block starts.)
 template <class U = void, class T, std::size_t N>
 auto zeros_like(const GlobalArray<T, N>& a) {
   using R = std::conditional_t<std::is_void_v<U>, T, U>;
   auto& m = const_cast<GlobalArray<T, N>&>(a);
   return zeros<R>(m.context(), m.shape(), detail::like_distribution(m));
 }
+/// np.empty_like(a) (element type U, default a's): a's context, shape and distribution,
+/// unspecified contents. **Collective over a's context**, as empty().
 template <class U = void, class T, std::size_t N>
 auto empty_like(const GlobalArray<T, N>& a) {
   using R = std::conditional_t<std::is_void_v<U>, T, U>;
   auto& m = const_cast<GlobalArray<T, N>&>(a);
   return empty<R>(m.context(), m.shape(), detail::like_distribution(m));
 }
+/// np.full_like(a, value) (element type U, default a's): a's context, shape and
+/// distribution, every element `value`. **Collective over a's context**, as full().
 template <class U = void, class T, std::size_t N, ScalarOperand S>
 auto full_like(const GlobalArray<T, N>& a, const S& value) {
   using R = std::conditional_t<std::is_void_v<U>, T, U>;
   auto& m = const_cast<GlobalArray<T, N>&>(a);
   return full<R>(m.context(), m.shape(), value, detail::like_distribution(m));
 }
+/// np.ones_like(a) (element type U, default a's): a's context, shape and distribution,
+/// every element 1. **Collective over a's context**, as full().
 template <class U = void, class T, std::size_t N>
 auto ones_like(const GlobalArray<T, N>& a) {
   using R = std::conditional_t<std::is_void_v<U>, T, U>;
@@ -108,8 +118,9 @@ auto ones_like(const GlobalArray<T, N>& a) {
 
 /// np.arange(start, stop, step, dtype=T): a 1-d array of ceil((stop - start) / step)
 /// elements (0 when that is negative): T(start), T(start + step), then element i = T(start)
-/// + i * delta with delta = T(start + step) - T(start) (NumPy's fill rule). Throws InvalidArgument for step 0.
-/// **Collective over ctx.**
+/// + i * delta with delta = T(start + step) - T(start) (NumPy's fill rule), blocked. Throws
+/// InvalidArgument for step 0 on every rank. **Collective over ctx**: returns the new array,
+/// complete and visible to every rank.
 template <Element T, class S>
 GlobalArray<T, 1> arange(const Context& ctx, S start, S stop, S step = S{1}) {
   detail::check_creation(ctx, step == S{0}, "garray::arange", ": step 0");
@@ -128,7 +139,7 @@ GlobalArray<T, 1> arange(const Context& ctx, S start, S stop, S step = S{1}) {
   }, salt);
   return a;
 }
-/// np.arange(stop, dtype=T). **Collective.**
+/// np.arange(stop, dtype=T): arange(ctx, 0, stop, 1). **Collective over ctx**, as above.
 template <Element T, class S>
 GlobalArray<T, 1> arange(const Context& ctx, S stop) {
   return arange<T>(ctx, S{0}, stop, S{1});
@@ -136,8 +147,9 @@ GlobalArray<T, 1> arange(const Context& ctx, S stop) {
 
 /// np.linspace(start, stop, num, endpoint, dtype=T): element i = i * step + start (double),
 /// step = (stop - start) / (endpoint ? num - 1 : num), the last one exactly `stop` when
-/// endpoint; floored for integer T (NumPy >= 1.20). Throws InvalidArgument for num < 0.
-/// **Collective over ctx.**
+/// endpoint; floored for integer T (NumPy >= 1.20); blocked. Throws InvalidArgument for
+/// num < 0 on every rank. **Collective over ctx**: returns the new array, complete and
+/// visible to every rank.
 template <Element T = double>
 GlobalArray<T, 1> linspace(const Context& ctx, double start, double stop, Index num, bool endpoint = true) {
   detail::check_creation(ctx, num < 0, "garray::linspace", ": negative number of samples ", num);
@@ -161,7 +173,9 @@ GlobalArray<T, 1> linspace(const Context& ctx, double start, double stop, Index 
 }
 
 /// np.eye(n, m, k, dtype=T): ones on the k-th diagonal (element (i, j) is 1 where j - i ==
-/// k). Throws InvalidArgument for negative n or m. **Collective over ctx.**
+/// k; m = -1 means m = n), distributed as `dist`. Throws InvalidArgument for negative n or
+/// m on every rank. **Collective over ctx**: returns the new array, complete and visible to
+/// every rank.
 template <Element T = double>
 GlobalArray<T, 2> eye(const Context& ctx, Index n, Index m = -1, Index k = 0,
                       const Distribution<2>& dist = Distribution<2>::blocked()) {
@@ -174,7 +188,8 @@ GlobalArray<T, 2> eye(const Context& ctx, Index n, Index m = -1, Index k = 0,
 }
 
 /// a.astype(U): a new array of element type U with a's distribution (element conversion as
-/// static_cast; complex -> real keeps the real part, as NumPy). **Collective.**
+/// static_cast; complex -> real keeps the real part, as NumPy). **Collective over x's
+/// context**, as eval: returns the new array, complete and visible to every rank.
 template <Element U, ArrayOperand X>
 auto astype(const X& x) {
   return eval<U>(cast<U>(x));

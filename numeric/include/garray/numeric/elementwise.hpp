@@ -125,28 +125,36 @@ Acc combine_partials(const Context& ctx, const Acc& mine, Red red, Acc init) {
 }  // namespace detail
 
 // ---- reducers (also used by reductions.hpp) ----------------------------------------------
-/// Combines partial results: `identity<V>()` and `operator()(a, b)`.
+/// Combines partial results by addition: `identity<V>()` and `operator()(a, b)`. A reducer
+/// for assign_reduce and the reductions; all members Local.
 struct sum_reducer {
+  /// Local. V{} (zero).
   template <class V>
   static constexpr V identity() {
     return V{};
   }
+  /// Local. a + b.
   template <class V>
   constexpr V operator()(const V& a, const V& b) const {
     return a + b;
   }
 };
+/// Combines partial results by multiplication (a reducer; all members Local).
 struct prod_reducer {
+  /// Local. V{1}.
   template <class V>
   static constexpr V identity() {
     return V{1};
   }
+  /// Local. a * b.
   template <class V>
   constexpr V operator()(const V& a, const V& b) const {
     return a * b;
   }
 };
+/// Keeps the smaller of two partial results (a reducer; all members Local).
 struct min_reducer {
+  /// Local. +infinity, or the type's max for types without infinity.
   template <class V>
   static constexpr V identity() {
     if constexpr (std::numeric_limits<V>::has_infinity)
@@ -154,12 +162,15 @@ struct min_reducer {
     else
       return std::numeric_limits<V>::max();
   }
+  /// Local. The smaller of a and b (a when neither is smaller, e.g. NaN).
   template <class V>
   constexpr V operator()(const V& a, const V& b) const {
     return b < a ? b : a;
   }
 };
+/// Keeps the larger of two partial results (a reducer; all members Local).
 struct max_reducer {
+  /// Local. -infinity, or the type's lowest for types without infinity.
   template <class V>
   static constexpr V identity() {
     if constexpr (std::numeric_limits<V>::has_infinity)
@@ -167,6 +178,7 @@ struct max_reducer {
     else
       return std::numeric_limits<V>::lowest();
   }
+  /// Local. The larger of a and b (a when neither is larger, e.g. NaN).
   template <class V>
   constexpr V operator()(const V& a, const V& b) const {
     return a < b ? b : a;
@@ -303,7 +315,8 @@ auto assign_reduce(O&& out, const X& x, const Ref& ref, Red red, F f) {
 }
 
 /// out = expr; returns sqrt(sum over out of |expr - ref|^2), in one sweep (the change of a
-/// two-buffer iteration: out and ref are the new and the old iterate). **Collective.**
+/// two-buffer iteration: out and ref are the new and the old iterate). **Collective**, as
+/// assign_reduce: the value is identical on every rank.
 template <class O, Operand X, ArrayOperand Ref>
 double assign_norm2_diff(O&& out, const X& x, const Ref& ref) {
   return std::sqrt(
@@ -320,7 +333,8 @@ double assign_norm2_change(O&& out, const X& x) {
   return std::sqrt(s);
 }
 
-/// out = expr; returns max over out of |new - old|, in one sweep. **Collective.**
+/// out = expr; returns max over out of |new - old|, in one sweep. **Collective**, as
+/// assign_reduce: the value is identical on every rank.
 template <class O, Operand X>
 double assign_max_abs_change(O&& out, const X& x) {
   return assign_reduce(std::forward<O>(out), x, max_reducer{},
@@ -339,10 +353,30 @@ double assign_max_abs_change(O&& out, const X& x) {
     assign(a, a op x);                                                \
     return a;                                                         \
   }
+///@{
+/// out += x is out = out + x (a view, or a whole array), evaluated as assign(): the
+/// same rounding as the serial loop. **Collective** over out's context, as assign; on
+/// return out is written and visible everywhere. Returns out.
 GARRAY_DETAIL_COMPOUND(+=, +)
+///@}
+///@{
+/// out -= x is out = out - x (a view, or a whole array), evaluated as assign(): the
+/// same rounding as the serial loop. **Collective** over out's context, as assign; on
+/// return out is written and visible everywhere. Returns out.
 GARRAY_DETAIL_COMPOUND(-=, -)
+///@}
+///@{
+/// out *= x is out = out * x (a view, or a whole array), evaluated as assign(): the
+/// same rounding as the serial loop. **Collective** over out's context, as assign; on
+/// return out is written and visible everywhere. Returns out.
 GARRAY_DETAIL_COMPOUND(*=, *)
+///@}
+///@{
+/// out /= x is out = out / x (a view, or a whole array), evaluated as assign(): the
+/// same rounding as the serial loop. **Collective** over out's context, as assign; on
+/// return out is written and visible everywhere. Returns out.
 GARRAY_DETAIL_COMPOUND(/=, /)
+///@}
 #undef GARRAY_DETAIL_COMPOUND
 
 // ---- eager evaluation into new arrays ------------------------------------------------------
@@ -377,7 +411,8 @@ void prepare_free(Plan<M>& p, const E& e, std::string_view what) {
 /// A new array holding expr's values (element type V, default the expression's). Its
 /// distribution is `dist`, or the first view operand's when that is a whole array, else
 /// blocked. **Collective over the operands' context**; throws as assign (before creating
-/// anything). The expression needs at least one view or array operand.
+/// anything). The expression needs at least one view or array operand. On return the array
+/// is complete and visible everywhere.
 template <class V = void, ArrayOperand X>
 auto eval(const X& x) {
   const auto e = as_expr(x);
@@ -396,6 +431,9 @@ auto eval(const X& x) {
   assign(out, e);
   return out;
 }
+/// A new array holding expr's values (element type V, default the expression's),
+/// distributed as `dist`. **Collective over the operands' context**, as eval(x); on return
+/// the array is complete and visible everywhere.
 template <class V = void, ArrayOperand X, std::size_t M>
 auto eval(const X& x, const Distribution<M>& dist) {
   const auto e = as_expr(x);
@@ -419,30 +457,80 @@ auto eval(const X& x, const Distribution<M>& dist) {
   }                                                                                         \
   template <Operand A, Operand B>                                                           \
   requires(ArrayOperand<A> || ArrayOperand<B>) auto name(const A& a, const B& b) { return eval(expr); }
+///@{
+/// numpy.add: `add(a, b, out)` assigns a + b to out (a view or array; **Collective**, as
+/// assign: on return out is written and visible everywhere); `add(a, b)` returns a new
+/// array (**Collective**, as eval).
 GARRAY_DETAIL_UFUNC2(add, a + b)
+///@}
+///@{
+/// numpy.subtract: `subtract(a, b, out)` assigns a - b to out (a view or array; **Collective**, as
+/// assign: on return out is written and visible everywhere); `subtract(a, b)` returns a new
+/// array (**Collective**, as eval).
 GARRAY_DETAIL_UFUNC2(subtract, a - b)
+///@}
+///@{
+/// numpy.multiply: `multiply(a, b, out)` assigns a * b to out (a view or array; **Collective**, as
+/// assign: on return out is written and visible everywhere); `multiply(a, b)` returns a new
+/// array (**Collective**, as eval).
 GARRAY_DETAIL_UFUNC2(multiply, a* b)
+///@}
+///@{
+/// numpy.divide: `divide(a, b, out)` assigns a / b to out (a view or array; **Collective**, as
+/// assign: on return out is written and visible everywhere); `divide(a, b)` returns a new
+/// array (**Collective**, as eval).
 GARRAY_DETAIL_UFUNC2(divide, a / b)
+///@}
+///@{
+/// numpy.minimum: `minimum(a, b, out)` assigns min(a, b) to out (a view or array; **Collective**, as
+/// assign: on return out is written and visible everywhere); `minimum(a, b)` returns a new
+/// array (**Collective**, as eval).
 GARRAY_DETAIL_UFUNC2(minimum, min(a, b))
+///@}
+///@{
+/// numpy.maximum: `maximum(a, b, out)` assigns max(a, b) to out (a view or array; **Collective**, as
+/// assign: on return out is written and visible everywhere); `maximum(a, b)` returns a new
+/// array (**Collective**, as eval).
 GARRAY_DETAIL_UFUNC2(maximum, max(a, b))
+///@}
+///@{
+/// numpy.power: `power(a, b, out)` assigns pow(a, b) to out (a view or array; **Collective**, as
+/// assign: on return out is written and visible everywhere); `power(a, b)` returns a new
+/// array (**Collective**, as eval).
 GARRAY_DETAIL_UFUNC2(power, pow(a, b))
+///@}
 #undef GARRAY_DETAIL_UFUNC2
 #define GARRAY_DETAIL_UFUNC1(name, ...) \
   template <ArrayOperand A, class O>    \
   requires(ArrayOperand<O>) void name(const A& a, O&& out) { assign(std::forward<O>(out), __VA_ARGS__); }
+/// numpy.negative with an output: out = -a elementwise. **Collective**, as assign: on
+/// return out is written and visible everywhere.
 GARRAY_DETAIL_UFUNC1(negative, -a)
+/// numpy.absolute with an output: out = abs(a) elementwise. **Collective**, as assign: on
+/// return out is written and visible everywhere.
 GARRAY_DETAIL_UFUNC1(absolute, abs(a))
+/// numpy.sqrt with an output: out = sqrt(a) elementwise. **Collective**, as assign: on
+/// return out is written and visible everywhere.
 GARRAY_DETAIL_UFUNC1(sqrt, UnaryExpr<ops::Sqrt, expr_t<A>>(as_expr(a)))
+/// numpy.exp with an output: out = exp(a) elementwise. **Collective**, as assign: on
+/// return out is written and visible everywhere.
 GARRAY_DETAIL_UFUNC1(exp, UnaryExpr<ops::Exp, expr_t<A>>(as_expr(a)))
+/// numpy.log with an output: out = log(a) elementwise. **Collective**, as assign: on
+/// return out is written and visible everywhere.
 GARRAY_DETAIL_UFUNC1(log, UnaryExpr<ops::Log, expr_t<A>>(as_expr(a)))
+/// numpy.sin with an output: out = sin(a) elementwise. **Collective**, as assign: on
+/// return out is written and visible everywhere.
 GARRAY_DETAIL_UFUNC1(sin, UnaryExpr<ops::Sin, expr_t<A>>(as_expr(a)))
+/// numpy.cos with an output: out = cos(a) elementwise. **Collective**, as assign: on
+/// return out is written and visible everywhere.
 GARRAY_DETAIL_UFUNC1(cos, UnaryExpr<ops::Cos, expr_t<A>>(as_expr(a)))
 #undef GARRAY_DETAIL_UFUNC1
-/// Eager negation / absolute value into a new array. **Collective.**
+/// Eager negation into a new array: eval(-a). **Collective**, as eval.
 template <ArrayOperand A>
 auto negative(const A& a) {
   return eval(-a);
 }
+/// Eager absolute value into a new array: eval(abs(a)). **Collective**, as eval.
 template <ArrayOperand A>
 auto absolute(const A& a) {
   return eval(abs(a));
@@ -457,7 +545,8 @@ void fill(GlobalArray<T, N>& a, const S& value) {
   a.fill(static_cast<T>(value));
 }
 
-/// out[i] = f(i) where i is the element's index in the view (Shape<M>). **Collective.**
+/// out[i] = f(i) where i is the element's index in the view (Shape<M>). **Collective**, as
+/// assign: on return out is written and visible everywhere.
 /// Every rank must pass the same function: its type is part of the collective signature;
 /// its captured state is not checked (captures by reference hold rank-local addresses).
 template <class O, class F>
@@ -474,7 +563,9 @@ void generate_salted(O&& out_, F f, std::uint64_t salt) {
 }
 }  // namespace detail
 
-/// out[i] = start + step * (row-major position of i in the view). **Collective.**
+/// out[i] = start + step * (row-major position of i in the view). **Collective**, as assign
+/// (every rank passes the same start and step): on return out is written and visible
+/// everywhere.
 template <class O, class S = int>
 void iota(O&& out_, S start = 0, S step = 1) {
   const auto out = detail::out_view(out_);
@@ -493,14 +584,15 @@ void iota(O&& out_, S start = 0, S step = 1) {
       salt);
 }
 
-/// out *= alpha. **Collective.**
+/// out *= alpha. **Collective**, as assign: on return out is written and visible everywhere.
 template <class O, ScalarOperand S>
 void scale(O&& out, const S& alpha) {
   auto v = detail::out_view(out);
   assign(v, v * alpha);
 }
 
-/// y = y + alpha * x. **Collective.**
+/// y = y + alpha * x. **Collective**, as assign: on return y is written and visible
+/// everywhere.
 template <ScalarOperand S, ArrayOperand X, class O>
 void axpy(const S& alpha, const X& x, O&& y) {
   auto v = detail::out_view(y);
@@ -519,7 +611,8 @@ constexpr std::uint64_t splitmix64(std::uint64_t z) noexcept {
 
 /// Fills the view with pseudo-random numbers uniform in [lo, hi) (integers: lo..hi-1) that
 /// depend only on `seed` and the element's row-major position in the view: the same numbers
-/// for any rank count and distribution. **Collective.**
+/// for any rank count and distribution. **Collective**, as assign (every rank passes the same
+/// seed, lo, hi): on return out is written and visible everywhere.
 template <class O, class S = double>
 void fill_random(O&& out_, std::uint64_t seed, S lo = S{0}, S hi = S{1}) {
   const auto out = detail::out_view(out_);

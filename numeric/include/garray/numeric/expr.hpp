@@ -213,6 +213,10 @@ template <class E>
 concept Expression = std::derived_from<std::remove_cvref_t<E>, detail::ExprTag>;
 
 // ---- operations ----------------------------------------------------------------------------
+// The elementwise operations of expression nodes (`UnaryExpr<ops::Neg, A>`, ...): stateless
+// functors Add Sub Mul Div Lt Le Gt Ge Eq Ne Pow Min Max, Neg Abs Sqrt Exp Log Sin Cos,
+// `Cast<U>` and `Promoted<Op, P>`; pure functions of their arguments. Users write the
+// operators and functions below instead, so the API reference leaves this namespace out.
 namespace ops {
 #define GARRAY_DETAIL_BINOP(Name, expr)                         \
   struct Name {                                                 \
@@ -250,8 +254,10 @@ GARRAY_DETAIL_UNOP(Log, std::log(a))
 GARRAY_DETAIL_UNOP(Sin, std::sin(a))
 GARRAY_DETAIL_UNOP(Cos, std::cos(a))
 #undef GARRAY_DETAIL_UNOP
+/// Conversion to U as static_cast; complex to real keeps the real part (as NumPy).
 template <class U>
 struct Cast {
+  /// Local. `a` converted to U.
   template <class A>
   constexpr U operator()(const A& a) const {
     if constexpr (detail::is_complex<A>::value && !detail::is_complex<U>::value) return static_cast<U>(a.real());
@@ -317,6 +323,7 @@ namespace ops {
 /// integers, integer division is true division (double), as NumPy.
 template <class Op, class P>
 struct Promoted {
+  /// Local. Op applied to `a` and `b` converted to P (integer division: double).
   template <class A, class B>
   constexpr auto operator()(const A& a, const B& b) const {
     if constexpr (std::is_same_v<Op, Div> && std::is_integral_v<P>)
@@ -335,11 +342,13 @@ struct Promoted {
 /// A view of a distributed array inside an expression.
 template <Element T, std::size_t N, std::size_t M>
 struct ViewLeaf : detail::ExprTag {
-  using value_type = T;
-  static constexpr int rank = static_cast<int>(M);
-  static constexpr bool needs_coords = false;
-  View<T, N, M> v;
+  using value_type = T;                         ///< element type of the node
+  static constexpr int rank = static_cast<int>(M);  ///< dimensions of the node's index space
+  static constexpr bool needs_coords = false;   ///< no leaf below needs element indices
+  View<T, N, M> v;                              ///< the view (refers to its array, no copy)
+  /// Local. A leaf reading `view` (no data moves).
   explicit ViewLeaf(const View<T, N, M>& view) : v(view) {}
+  /// Local. Calls f(leaf) for every leaf of the tree, left to right: here f(*this).
   template <class F>
   void for_each_leaf(F&& f) const {
     f(*this);
@@ -349,11 +358,13 @@ struct ViewLeaf : detail::ExprTag {
 /// A scalar broadcast to every element.
 template <class S>
 struct ScalarLeaf : detail::ExprTag {
-  using value_type = S;
-  static constexpr int rank = detail::scalar_rank;
-  static constexpr bool needs_coords = false;
-  S s;
+  using value_type = S;                            ///< the scalar's type
+  static constexpr int rank = detail::scalar_rank;  ///< -1: broadcasts to any shape
+  static constexpr bool needs_coords = false;      ///< no leaf below needs element indices
+  S s;                                             ///< the value
+  /// Local. A leaf holding `value`.
   explicit ScalarLeaf(S value) : s(value) {}
+  /// Local. Calls f(leaf) for every leaf of the tree, left to right: here f(*this).
   template <class F>
   void for_each_leaf(F&& f) const {
     f(*this);
@@ -364,12 +375,13 @@ struct ScalarLeaf : detail::ExprTag {
 /// rank); element k of the expression reads data[sum_d k[d] * strides[d]].
 template <class T, std::size_t M>
 struct LocalLeaf : detail::ExprTag {
-  using value_type = T;
-  static constexpr int rank = static_cast<int>(M);
-  static constexpr bool needs_coords = false;
-  const T* data = nullptr;
-  Shape<M> shape{};
-  Shape<M> strides{};
+  using value_type = T;                             ///< element type of the local array
+  static constexpr int rank = static_cast<int>(M);  ///< dimensions of the node's index space
+  static constexpr bool needs_coords = false;       ///< no leaf below needs element indices
+  const T* data = nullptr;                          ///< the local array's first element
+  Shape<M> shape{};                                 ///< its extents
+  Shape<M> strides{};                               ///< its strides, in elements
+  /// Local. Calls f(leaf) for every leaf of the tree, left to right: here f(*this).
   template <class F>
   void for_each_leaf(F&& f) const {
     f(*this);
@@ -379,11 +391,13 @@ struct LocalLeaf : detail::ExprTag {
 /// A leaf whose value is f(index) for the element's index in the expression's index space.
 template <std::size_t M, class F>
 struct IndexLeaf : detail::ExprTag {
-  using value_type = std::invoke_result_t<const F&, const Shape<M>&>;
-  static constexpr int rank = static_cast<int>(M);
-  static constexpr bool needs_coords = true;
-  F f;
+  using value_type = std::invoke_result_t<const F&, const Shape<M>&>;  ///< what f returns
+  static constexpr int rank = static_cast<int>(M);  ///< dimensions of the node's index space
+  static constexpr bool needs_coords = true;        ///< evaluation tracks element indices for f
+  F f;                                              ///< the function of the element's index
+  /// Local. A leaf computing fn(index).
   explicit IndexLeaf(F fn) : f(std::move(fn)) {}
+  /// Local. Calls g(leaf) for every leaf of the tree, left to right: here g(*this).
   template <class G>
   void for_each_leaf(G&& g) const {
     g(*this);
@@ -401,27 +415,37 @@ constexpr int join_rank() {
 
 // ---- interior nodes ------------------------------------------------------------------------
 
+/// Op applied to every element of the operand node `A` (-a, abs(a), cast<U>(a), ...).
+/// Built by the operators and functions below; a plain value, evaluated only when assigned.
 template <class Op, class A>
 struct UnaryExpr : detail::ExprTag {
-  using value_type = std::invoke_result_t<Op, typename A::value_type>;
-  static constexpr int rank = A::rank;
-  static constexpr bool needs_coords = A::needs_coords;
-  A a;
+  using value_type = std::invoke_result_t<Op, typename A::value_type>;  ///< Op's result type
+  static constexpr int rank = A::rank;                    ///< the operand's rank
+  static constexpr bool needs_coords = A::needs_coords;   ///< the operand needs element indices
+  A a;                                                    ///< the operand node
+  /// Local. The node over operand `x` (no data moves).
   explicit UnaryExpr(A x) : a(std::move(x)) {}
+  /// Local. Calls f(leaf) for every leaf of the tree, left to right.
   template <class F>
   void for_each_leaf(F&& f) const {
     a.for_each_leaf(f);
   }
 };
 
+/// Op applied elementwise to the operand nodes `A` and `B` (a + b, a < b, pow(a, b), ...);
+/// the operands have the same rank or one is a scalar. Built by the operators and functions
+/// below; a plain value, evaluated only when assigned.
 template <class Op, class A, class B>
 struct BinaryExpr : detail::ExprTag {
+  /// Op's result type
   using value_type = std::invoke_result_t<Op, typename A::value_type, typename B::value_type>;
-  static constexpr int rank = detail::join_rank<A::rank, B::rank>();
-  static constexpr bool needs_coords = A::needs_coords || B::needs_coords;
-  A a;
-  B b;
+  static constexpr int rank = detail::join_rank<A::rank, B::rank>();  ///< the operands' rank
+  static constexpr bool needs_coords = A::needs_coords || B::needs_coords;  ///< an operand needs element indices
+  A a;  ///< the left operand node
+  B b;  ///< the right operand node
+  /// Local. The node over operands `x` and `y` (no data moves).
   BinaryExpr(A x, B y) : a(std::move(x)), b(std::move(y)) {}
+  /// Local. Calls f(leaf) for every leaf of the tree, left to right.
   template <class F>
   void for_each_leaf(F&& f) const {
     a.for_each_leaf(f);
@@ -429,16 +453,23 @@ struct BinaryExpr : detail::ExprTag {
   }
 };
 
+/// c ? a : b elementwise over the nodes `C`, `A`, `B` (where()); the result type is a's and
+/// b's promoted type (NumPy's). A plain value, evaluated only when assigned.
 template <class C, class A, class B>
 struct WhereExpr : detail::ExprTag {
+  /// a's and b's type promoted as NumPy does
   using value_type = detail::promote_t<typename A::value_type, typename B::value_type, A::rank == detail::scalar_rank,
                                        B::rank == detail::scalar_rank>;
+  /// the operands' rank
   static constexpr int rank = detail::join_rank<C::rank, detail::join_rank<A::rank, B::rank>()>();
+  /// an operand needs element indices
   static constexpr bool needs_coords = C::needs_coords || A::needs_coords || B::needs_coords;
-  C c;
-  A a;
-  B b;
+  C c;  ///< the condition node
+  A a;  ///< the node chosen where c is true
+  B b;  ///< the node chosen where c is false
+  /// Local. The node over `x` ? `y` : `z` (no data moves).
   WhereExpr(C x, A y, B z) : c(std::move(x)), a(std::move(y)), b(std::move(z)) {}
+  /// Local. Calls f(leaf) for every leaf of the tree, left to right.
   template <class F>
   void for_each_leaf(F&& f) const {
     c.for_each_leaf(f);
@@ -466,6 +497,7 @@ concept ScalarOperand = std::is_arithmetic_v<std::remove_cvref_t<X>> || detail::
 template <class X>
 concept ArrayOperand = Expression<X> || detail::is_view<std::remove_cvref_t<X>>::value ||
                        detail::is_global_array<std::remove_cvref_t<X>>::value;
+/// Anything an expression takes: a scalar or an operand with a shape.
 template <class X>
 concept Operand = ScalarOperand<X> || ArrayOperand<X>;
 
@@ -479,6 +511,7 @@ auto as_expr(const X& x) {
     return ViewLeaf<typename D::value_type, D::array_type::dims, D::dims>(x);
   else return ViewLeaf<typename D::value_type, D::dims, D::dims>(const_cast<D&>(x).view());
 }
+/// The expression node type of operand type X (what as_expr returns).
 template <class X>
 using expr_t = decltype(as_expr(std::declval<const X&>()));
 namespace detail {
@@ -517,15 +550,35 @@ IndexLeaf<M, F> index_expr(F f) {
   auto operator sym(const A& a, const B& b) {                                        \
     return BinaryExpr<detail::promoted_op<ops::Op, A, B>, expr_t<A>, expr_t<B>>(as_expr(a), as_expr(b)); \
   }
+/// Elementwise a + b: a lazy BinaryExpr, operands converted to NumPy's promoted type.
+/// Local: builds the expression, moves no data. One operand may be a scalar.
 GARRAY_DETAIL_BINARY_OPERATOR(+, Add)
+/// Elementwise a - b: a lazy BinaryExpr, operands converted to NumPy's promoted type.
+/// Local: builds the expression, moves no data. One operand may be a scalar.
 GARRAY_DETAIL_BINARY_OPERATOR(-, Sub)
+/// Elementwise a * b: a lazy BinaryExpr, operands converted to NumPy's promoted type.
+/// Local: builds the expression, moves no data. One operand may be a scalar.
 GARRAY_DETAIL_BINARY_OPERATOR(*, Mul)
+/// Elementwise a / b (integer / integer is true division in double, as NumPy): a lazy BinaryExpr, operands converted to NumPy's promoted type.
+/// Local: builds the expression, moves no data. One operand may be a scalar.
 GARRAY_DETAIL_BINARY_OPERATOR(/, Div)
+/// Elementwise a < b (a bool expression): a lazy BinaryExpr, operands converted to NumPy's promoted type.
+/// Local: builds the expression, moves no data. One operand may be a scalar.
 GARRAY_DETAIL_BINARY_OPERATOR(<, Lt)
+/// Elementwise a <= b (a bool expression): a lazy BinaryExpr, operands converted to NumPy's promoted type.
+/// Local: builds the expression, moves no data. One operand may be a scalar.
 GARRAY_DETAIL_BINARY_OPERATOR(<=, Le)
+/// Elementwise a > b (a bool expression): a lazy BinaryExpr, operands converted to NumPy's promoted type.
+/// Local: builds the expression, moves no data. One operand may be a scalar.
 GARRAY_DETAIL_BINARY_OPERATOR(>, Gt)
+/// Elementwise a >= b (a bool expression): a lazy BinaryExpr, operands converted to NumPy's promoted type.
+/// Local: builds the expression, moves no data. One operand may be a scalar.
 GARRAY_DETAIL_BINARY_OPERATOR(>=, Ge)
+/// Elementwise a == b (a bool expression): a lazy BinaryExpr, operands converted to NumPy's promoted type.
+/// Local: builds the expression, moves no data. One operand may be a scalar.
 GARRAY_DETAIL_BINARY_OPERATOR(==, Eq)
+/// Elementwise a != b (a bool expression): a lazy BinaryExpr, operands converted to NumPy's promoted type.
+/// Local: builds the expression, moves no data. One operand may be a scalar.
 GARRAY_DETAIL_BINARY_OPERATOR(!=, Ne)
 #undef GARRAY_DETAIL_BINARY_OPERATOR
 
@@ -540,24 +593,33 @@ auto operator-(const A& a) {
   auto name(const A& a) {                                 \
     return UnaryExpr<ops::Op, expr_t<A>>(as_expr(a));     \
   }
+/// Elementwise |a| (std::abs): a lazy UnaryExpr. Local: builds the expression, moves no data.
 GARRAY_DETAIL_UNARY_FUNCTION(abs, Abs)
+/// Elementwise sqrt(a): a lazy UnaryExpr. Local: builds the expression, moves no data.
 GARRAY_DETAIL_UNARY_FUNCTION(sqrt, Sqrt)
+/// Elementwise exp(a): a lazy UnaryExpr. Local: builds the expression, moves no data.
 GARRAY_DETAIL_UNARY_FUNCTION(exp, Exp)
+/// Elementwise log(a) (natural): a lazy UnaryExpr. Local: builds the expression, moves no data.
 GARRAY_DETAIL_UNARY_FUNCTION(log, Log)
+/// Elementwise sin(a): a lazy UnaryExpr. Local: builds the expression, moves no data.
 GARRAY_DETAIL_UNARY_FUNCTION(sin, Sin)
+/// Elementwise cos(a): a lazy UnaryExpr. Local: builds the expression, moves no data.
 GARRAY_DETAIL_UNARY_FUNCTION(cos, Cos)
 #undef GARRAY_DETAIL_UNARY_FUNCTION
 
-/// Elementwise pow / min / max of two operands (one may be a scalar). Local (lazy).
-/// `min(a, b)` with two operands is elementwise; `min(a)` is the reduction.
+// Elementwise pow / min / max of two operands (one may be a scalar). Local (lazy).
+// `min(a, b)` with two operands is elementwise; `min(a)` is the reduction.
 #define GARRAY_DETAIL_BINARY_FUNCTION(name, Op)                                      \
   template <Operand A, Operand B>                                                    \
     requires(ArrayOperand<A> || ArrayOperand<B>)                                     \
   auto name(const A& a, const B& b) {                                                \
     return BinaryExpr<detail::promoted_op<ops::Op, A, B>, expr_t<A>, expr_t<B>>(as_expr(a), as_expr(b)); \
   }
+/// Elementwise pow(a, b) (integer operands stay integers, as NumPy): a lazy BinaryExpr. Local: builds the expression, moves no data.
 GARRAY_DETAIL_BINARY_FUNCTION(pow, Pow)
+/// Elementwise minimum of a and b; `min(a)` with one operand is the reduction: a lazy BinaryExpr. Local: builds the expression, moves no data.
 GARRAY_DETAIL_BINARY_FUNCTION(min, Min)
+/// Elementwise maximum of a and b; `max(a)` with one operand is the reduction: a lazy BinaryExpr. Local: builds the expression, moves no data.
 GARRAY_DETAIL_BINARY_FUNCTION(max, Max)
 #undef GARRAY_DETAIL_BINARY_FUNCTION
 

@@ -407,7 +407,8 @@ void gemm(MatOp op_a, MatOp op_b, detail::mat_value_t<XC> alpha, XA&& a, XB&& b,
                         detail::as_mat_view(c), opt);
 }
 
-/// C = alpha A B + beta C. **Collective**; see the overload with ops.
+/// C = alpha A B + beta C. **Collective**; on return every rank sees the new C; see the
+/// overload with ops.
 template <detail::MatrixOperand XA, detail::MatrixOperand XB, detail::MatrixOperand XC>
 requires BlasElement<detail::mat_value_t<XC>>
 void gemm(detail::mat_value_t<XC> alpha, XA&& a, XB&& b, detail::mat_value_t<XC> beta, XC&& c,
@@ -416,7 +417,8 @@ void gemm(detail::mat_value_t<XC> alpha, XA&& a, XB&& b, detail::mat_value_t<XC>
        opt);
 }
 
-/// A B as a new m x n array with distribution `dist` (default: blocked). **Collective.**
+/// A B as a new m x n array with distribution `dist` (default: blocked). **Collective**; on
+/// return the new array is complete and visible to every rank; A and B are unchanged.
 /// Throws SizeMismatch (inner dimensions differ) on every rank before creating anything.
 template <detail::MatrixOperand XA, detail::MatrixOperand XB>
 requires BlasElement<detail::mat_value_t<XA>> GlobalArray < detail::mat_value_t<XA>,
@@ -456,7 +458,8 @@ requires BlasElement<detail::mat_value_t<XA>> GlobalArray < detail::mat_value_t<
 
 /// Batched product over the leading dimension: c[i] = a[i] @ b[i] for 3-d arrays of shapes
 /// [nb, m, k] and [nb, k, n]; a new [nb, m, n] array with distribution `dist` (default:
-/// blocked). **Collective.** One gemm per batch (each owner computes its part of c[i]).
+/// blocked). **Collective**; on return the new array is complete and visible to every rank.
+/// One gemm per batch (each owner computes its part of c[i]).
 /// Throws SizeMismatch on every rank (batch counts or inner dimensions differ) before
 /// creating anything.
 template <BlasElement T>

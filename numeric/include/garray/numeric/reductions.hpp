@@ -31,7 +31,7 @@ namespace garray {
 
 /// Selects the axis of a reduction along one dimension: sum(x, Axis{1}).
 struct Axis {
-  std::size_t value = 0;
+  std::size_t value = 0;  ///< the dimension reduced over (0-based, < the operand's rank)
 };
 
 namespace detail {
@@ -266,54 +266,60 @@ auto prod(const X& x) {
   using Acc = detail::sum_t<detail::value_t<X>>;
   return detail::reduce_all<Acc>(x, prod_reducer{}, detail::To<Acc>{}, "garray::prod");
 }
-/// Smallest element (+inf or the type's max for an empty selection). **Collective.**
+/// Smallest element (+inf or the type's max for an empty selection). **Collective**;
+/// identical on every rank.
 template <ArrayOperand X>
 auto min(const X& x) {
   using Acc = detail::value_t<X>;
   return detail::reduce_all<Acc>(x, min_reducer{}, detail::Identity{}, "garray::min");
 }
-/// Largest element (-inf or the type's lowest for an empty selection). **Collective.**
+/// Largest element (-inf or the type's lowest for an empty selection). **Collective**;
+/// identical on every rank.
 template <ArrayOperand X>
 auto max(const X& x) {
   using Acc = detail::value_t<X>;
   return detail::reduce_all<Acc>(x, max_reducer{}, detail::Identity{}, "garray::max");
 }
-/// sum(a * b) (no complex conjugation), fused. **Collective.**
+/// sum(a * b) (no complex conjugation), fused. **Collective**; identical on every rank.
 template <Operand A, Operand B>
   requires(ArrayOperand<A> || ArrayOperand<B>)
 auto dot(const A& a, const B& b) {
   return sum(a * b);
 }
-/// sqrt(sum |x|^2) as a double, fused. **Collective.**
+/// sqrt(sum |x|^2) as a double, fused. **Collective**; identical on every rank.
 template <ArrayOperand X>
 double norm2(const X& x) {
   return std::sqrt(detail::reduce_all<double>(x, sum_reducer{}, detail::AbsSquare{}, "garray::norm2"));
 }
 /// True if any element is nonzero (numpy's any; `garray::all` is the slicing placeholder,
-/// so the pair is any_of / all_of). **Collective.**
+/// so the pair is any_of / all_of; false for an empty selection). **Collective**; identical
+/// on every rank.
 template <ArrayOperand X>
 bool any_of(const X& x) {
   return detail::reduce_all<bool>(x, detail::or_reducer{}, detail::NonZero{}, "garray::any");
 }
-/// True if every element is nonzero (true for an empty selection). **Collective.**
+/// True if every element is nonzero (true for an empty selection). **Collective**;
+/// identical on every rank.
 template <ArrayOperand X>
 bool all_of(const X& x) {
   return detail::reduce_all<bool>(x, detail::and_reducer{}, detail::NonZero{}, "garray::all");
 }
-/// Same as any_of.
+/// Same as any_of. **Collective**; identical on every rank.
 template <ArrayOperand X>
 bool any(const X& x) {
   return any_of(x);
 }
-/// Number of nonzero elements. **Collective.**
+/// Number of nonzero elements. **Collective**; identical on every rank.
 template <ArrayOperand X>
 Index count_nonzero(const X& x) {
   return detail::reduce_all<Index>(x, sum_reducer{}, detail::CountNonZero{}, "garray::count_nonzero");
 }
 
-/// Reductions along one axis: a new (M-1)-d array (blocked distribution) holding, for every
-/// other index, the reduction over the axis. **Collective**; deterministic for a given rank
-/// count and distribution. Throws InvalidArgument for a bad axis (on every rank).
+///@{
+/// Reductions along one axis (sum, prod, min, max): a new (M-1)-d array (blocked
+/// distribution) holding, for every other index, the reduction over the axis. **Collective**;
+/// on return the new array is complete and visible to every rank; deterministic for a given
+/// rank count and distribution. Throws InvalidArgument for a bad axis (on every rank).
 template <ArrayOperand X>
 auto sum(const X& x, Axis axis) {
   using Acc = detail::sum_t<detail::value_t<X>>;
@@ -334,6 +340,7 @@ auto max(const X& x, Axis axis) {
   using Acc = detail::value_t<X>;
   return detail::reduce_axis<Acc>(x, axis, max_reducer{}, detail::Identity{}, "garray::max(axis)");
 }
+///@}
 
 
 // ---- NumPy-style statistics and arg reductions -------------------------------------------
@@ -430,12 +437,14 @@ template <ArrayOperand X>
 Index argmax(const X& x) {
   return detail::arg_extreme<true>(x, "garray::argmax");
 }
-/// np.argmin(x), as argmax. **Collective.**
+/// np.argmin(x), as argmax (NaN counts as the smallest). **Collective**; identical on every
+/// rank. Throws InvalidArgument (every rank) for an empty selection.
 template <ArrayOperand X>
 Index argmin(const X& x) {
   return detail::arg_extreme<false>(x, "garray::argmin");
 }
-/// np.unravel_index(flat, shape). Local.
+/// np.unravel_index(flat, shape): the index of row-major position `flat` in `shape`. Local
+/// (pure index math).
 template <std::size_t M>
 Shape<M> unravel_index(Index flat, const Shape<M>& shape) {
   Shape<M> r{};
@@ -447,7 +456,8 @@ Shape<M> unravel_index(Index flat, const Shape<M>& shape) {
 }
 
 /// np.mean(x): the sum (accumulated in double for integers, in the element type otherwise)
-/// divided by the number of elements; NaN for an empty selection. **Collective.**
+/// divided by the number of elements; NaN for an empty selection. **Collective**; identical
+/// on every rank.
 template <ArrayOperand X>
 auto mean(const X& x) {
   using Acc = detail::mean_t<detail::value_t<X>>;
@@ -458,7 +468,7 @@ auto mean(const X& x) {
 
 /// np.var(x, ddof=ddof): mean(|x - mean(x)|^2) with n - ddof in the denominator (two passes;
 /// the squares accumulated in double). Real for complex input. **Collective** (ddof is part
-/// of the handshake).
+/// of the handshake); identical on every rank.
 template <ArrayOperand X>
 auto var(const X& x, Index ddof = 0) {
   using Acc = detail::mean_t<detail::value_t<X>>;
@@ -469,19 +479,20 @@ auto var(const X& x, Index ddof = 0) {
                                                detail::value_hash(detail::hash_string("ddof"), ddof));
   return static_cast<R>(ss / static_cast<double>(n - ddof));
 }
-/// np.std(x, ddof=ddof) = sqrt(var). **Collective.**
+/// np.std(x, ddof=ddof) = sqrt(var). **Collective**; identical on every rank.
 template <ArrayOperand X>
 auto std_dev(const X& x, Index ddof = 0) {
   using R = decltype(var(x, ddof));
   return static_cast<R>(std::sqrt(static_cast<double>(var(x, ddof))));
 }
-/// np.all(x) (same as all_of). **Collective.**
+/// np.all(x) (same as all_of). **Collective**; identical on every rank.
 template <ArrayOperand X>
 bool all_nonzero(const X& x) {
   return all_of(x);
 }
 
-/// np.mean(x, axis=k): a new (M-1)-d array (blocked). **Collective.**
+/// np.mean(x, axis=k): a new (M-1)-d array (blocked). **Collective**: on return the new
+/// array is complete and visible to every rank.
 template <ArrayOperand X>
 auto mean(const X& x, Axis axis) {
   using Acc = detail::mean_t<detail::value_t<X>>;

@@ -27,6 +27,18 @@
 #include <string_view>
 #include <type_traits>
 
+/// libgarray: Global-Arrays-style distributed N-d arrays on MPI-3 one-sided communication.
+///
+/// Every public call's comment says how ranks take part (docs/semantics.md, "Participation"):
+/// - **Collective**: every rank of the array's (or context's) Context calls it, in the same
+///   order relative to the other collectives, with the same arguments; it starts with a
+///   signature handshake, so ranks that disagree all throw CollectiveMismatch, and a rank that
+///   fails after the handshake makes the others throw CollectiveFailure.
+/// - **One-sided**: any rank calls it alone; the owners of the data do not take part.
+/// - **Local**: touches only the calling rank's state.
+///
+/// and what is true when it returns (the README table, docs/semantics.md "Operations and
+/// completion"). Errors are Error subclasses thrown before any data moves.
 namespace garray {
 
 /// How arrays of a context expose their blocks.
@@ -45,12 +57,16 @@ struct ContextState;
 class Context {
  public:
   /// Attaches to `comm` (initialising MPI if nobody did). **Collective over comm.**
-  /// Throws MpiError if duplicating the communicator fails.
+  /// On return the context holds its own duplicate of `comm` (MPI_ERRORS_RETURN installed)
+  /// and has chosen its window kind, identical on every rank. Throws MpiError if
+  /// duplicating the communicator fails.
   explicit Context(MPI_Comm comm = MPI_COMM_WORLD);
 
-  /// Splits into process groups like MPI_Comm_split. Ranks passing `MPI_UNDEFINED` get an
-  /// empty context (`valid() == false`). **Collective over this context** (handshaked:
-  /// a rank calling another collective meanwhile makes every rank throw CollectiveMismatch).
+  /// Splits into process groups like MPI_Comm_split. **Collective over this context**
+  /// (handshaked: a rank calling another collective meanwhile makes every rank throw
+  /// CollectiveMismatch). Returns this rank's new context: the ranks that passed the same
+  /// `color`, ordered by `key`, then by rank here; ranks passing `MPI_UNDEFINED` get an
+  /// empty context (`valid() == false`).
   Context split(int color, int key = 0) const;
 
   /// Local. False for the empty context split() gives ranks that passed MPI_UNDEFINED (and
@@ -78,8 +94,9 @@ class Context {
   /// (depth, byte cap, clear(): see window_cache.hpp). Shared by all copies of the handle.
   WindowCache& cache() const;
 
-  /// Local. A number identifying the next array created on this context; identical on every
-  /// rank because array creation is collective. Used in collective signatures.
+  /// Local. Returns a number identifying the next array created on this context and advances
+  /// it; identical on every rank because array creation is collective. Used in collective
+  /// signatures.
   std::uint64_t next_array_id();
 
   /// Local. Lets the MPI library make progress on one-sided requests that target this
@@ -88,19 +105,20 @@ class Context {
   void progress() const;
 
   /// **Collective** barrier over the context, handshaked like every collective (a rank
-  /// calling another collective meanwhile makes every rank throw CollectiveMismatch).
+  /// calling another collective meanwhile makes every rank throw CollectiveMismatch). On
+  /// return every rank of the context has entered the barrier.
   void barrier() const;
 
-  /// Local. One line per setting: MPI library version, ranks, window kind, Open MPI's osc
-  /// selection if set. Printed by verbose apps and benchmarks.
+  /// Local. Returns one line per setting: MPI library version, ranks, window kind, Open MPI's
+  /// osc selection if set. Printed by verbose apps and benchmarks.
   std::string describe() const;
 
-  /// **Collective.** True on every rank iff `ok` is true on every rank: the "did it work
+  /// **Collective** (handshaked). True on every rank iff `ok` is true on every rank: the "did it work
   /// everywhere?" question of an SPMD program (two small allreduces). Handshaked like every
   /// collective: a rank calling another collective meanwhile makes every rank throw
   /// CollectiveMismatch.
   bool agree(bool ok) const;
-  /// **Collective.** Runs `f()` on every rank, then agrees on the outcome (the failure rule
+  /// **Collective**. Runs `f()` on every rank, then agrees on the outcome (the failure rule
   /// of docs/semantics.md, one allreduce): if f threw on some rank, that rank rethrows its
   /// exception and every other rank throws CollectiveFailure carrying its message (`what`
   /// names the step); otherwise f's result is returned on every rank. For a step that may

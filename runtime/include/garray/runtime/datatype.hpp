@@ -60,13 +60,14 @@ concept Element = std::is_trivially_copyable_v<T> && detail::has_mpi_type<T>;
 template <class T>
 concept IntegerElement = Element<T> && std::integral<T>;
 
-/// The predefined MPI datatype of `T`.
+/// Local. Returns the predefined MPI datatype of `T` (e.g. MPI_DOUBLE).
 template <Element T>
 MPI_Datatype mpi_type() noexcept {
   return detail::MpiTypeOf<T>::get();
 }
 
-/// "double", "int32", ... for messages.
+/// Local. Returns the name of `T` in messages: "float", "double", "int32", "int64",
+/// "complex<float>", "complex<double>".
 template <Element T>
 constexpr std::string_view type_name() noexcept {
   return detail::MpiTypeOf<T>::name;

@@ -27,24 +27,32 @@ namespace garray {
 /// Base of every exception garray throws. `rank()` is the world rank that raised it.
 class Error : public std::runtime_error {
  public:
+  /// Local. An error with message `what`, stamped with this process's rank in
+  /// MPI_COMM_WORLD (-1 when MPI is not initialised or already finalised).
   explicit Error(const std::string& what);
   ~Error() override;  // out of line: vtables and type info live in libgarray_runtime
+  /// Local. The MPI_COMM_WORLD rank that raised the error (-1 if raised outside MPI's lifetime).
   int rank() const noexcept { return rank_; }
 
  private:
   int rank_;
 };
 
+/// An index or an index list entry outside the array. Thrown before any data moves.
 class BoundsError : public Error {
  public:
   using Error::Error;
   ~BoundsError() override;
 };
+/// A buffer's size or an operand's shape differs from the section's it must match. Thrown
+/// before any data moves.
 class SizeMismatch : public Error {
  public:
   using Error::Error;
   ~SizeMismatch() override;
 };
+/// A slice that cannot be normalised: a zero step, a step that overflows, more indices
+/// than dimensions, two ellipses. Thrown before any data moves.
 class InvalidSlice : public Error {
  public:
   using Error::Error;
@@ -56,6 +64,8 @@ class InvalidArgument : public Error {
   using Error::Error;
   ~InvalidArgument() override;
 };
+/// Element types disagree: an array's and a file dataset's, or an attribute's stored type
+/// and the one asked for.
 class TypeMismatch : public Error {
  public:
   using Error::Error;
@@ -73,8 +83,10 @@ class CollectiveMismatch : public Error {
 /// rule in docs/semantics.md.
 class CollectiveFailure : public Error {
  public:
+  /// Local. The error with message `what` reporting that `failed_rank` failed.
   CollectiveFailure(const std::string& what, int failed_rank) : Error(what), failed_rank_(failed_rank) {}
   ~CollectiveFailure() override;
+  /// Local. The lowest rank (of the collective's context) whose part failed.
   int failed_rank() const noexcept { return failed_rank_; }
 
  private:
@@ -83,16 +95,19 @@ class CollectiveFailure : public Error {
 /// An MPI call returned an error code. `code()` is that code; the message includes MPI's text.
 class MpiError : public Error {
  public:
+  /// Local. The error with message `what` for the MPI error code `code`.
   MpiError(const std::string& what, int code);
   ~MpiError() override;
+  /// Local. The MPI error code the failing call returned.
   int code() const noexcept { return code_; }
 
  private:
   int code_;
 };
 
-/// Prints "garray: fatal on rank r: msg" to stderr and calls MPI_Abort. For states that
-/// cannot be recovered or are inconsistent across ranks.
+/// Local; never returns. Prints "garray: fatal [rank r/p]: msg" to stderr and calls
+/// MPI_Abort on MPI_COMM_WORLD (std::abort if MPI is not initialised or already finalised).
+/// For states that cannot be recovered or are inconsistent across ranks.
 [[noreturn]] void abort(std::string_view msg) noexcept;
 
 namespace detail {
@@ -142,8 +157,9 @@ SeqPrinter<Seq> seq(const Seq& s) {
 }
 
 }  // namespace detail
-/// Throws `E` (a garray::Error) with a message streamed from `args` plus " [rank r/p]", the
-/// way garray reports its own errors: for applications built on garray.
+/// Local; never returns. Throws `E` (a garray::Error) with a message streamed from `args`
+/// plus " [rank r/p]", the way garray reports its own errors: for applications built on
+/// garray.
 ///   garray::throw_error<garray::InvalidArgument>("app: bad grid '", text, "'");
 template <class E, class... Args>
 requires std::is_base_of_v<Error, E>

@@ -71,6 +71,13 @@ namespace detail {
 class Window;
 }
 
+/// The per-Context pool of MPI windows that destroyed arrays leave behind, so a new array
+/// of the same element type, shape, distribution and ghost width skips MPI_Win_allocate /
+/// MPI_Win_free (GAiN's array cache). Reached as `ctx.cache()`. Destroying an array is
+/// always local; windows are freed only at collective points (a create, clear(), the
+/// context's end). Settings are local calls but must be identical on every rank (checked at
+/// the next create). Environment: GARRAY_CACHE_DEPTH, GARRAY_CACHE_BYTES,
+/// GARRAY_CACHE_WINDOWS, GARRAY_CACHE_IDLE (see window_cache.hpp).
 class WindowCache {
  public:
   static constexpr int default_depth = 3;                               ///< as GAiN found best
@@ -84,11 +91,11 @@ class WindowCache {
   /// `ctx.cache()`.
   WindowCache(MPI_Comm comm, Stats& stats);
   /// Frees every cached window. **Collective** (runs at the Context's destruction, which is
-  /// collective anyway). Never throws; during stack unwinding the windows are leaked and
+  /// collective anyway). On return no cached window is held. Never throws; during stack unwinding the windows are leaked and
   /// counted in Stats::leaked_windows instead (see detail::Window).
   ~WindowCache();
-  WindowCache(const WindowCache&) = delete;
-  WindowCache& operator=(const WindowCache&) = delete;
+  WindowCache(const WindowCache&) = delete;             ///< Not copyable: one per Context.
+  WindowCache& operator=(const WindowCache&) = delete;  ///< Not copyable: one per Context.
 
   // ---- settings: Local, but must be identical on every rank ---------------------------
   // A rank whose settings differ is detected at the next create (CollectiveMismatch on
@@ -117,7 +124,8 @@ class WindowCache {
   }
   std::uint64_t idle_after() const noexcept { return idle_after_; }  ///< Local.
 
-  /// Frees every cached window (counted as evictions). **Collective over the context.**
+  /// Frees every cached window (counted as evictions). **Collective over the context.** On
+  /// return windows_held() == 0 and bytes_held() == 0 on every rank.
   /// Throws CollectiveMismatch on every rank (freeing nothing) if ranks hold different
   /// windows or live-array counts. Pools that hold the same windows in a different order
   /// (arrays destroyed in a different order on some rank) are freed consistently.
@@ -142,9 +150,9 @@ class WindowCache {
   /// windows, `charge` (bytes) is identical on every rank, `serial` is set by acquire():
   /// the allocation number of the window, the same on every rank for the same MPI window.
   struct Slot {
-    std::uint64_t key = 0;
-    std::size_t charge = 0;
-    std::uint64_t serial = 0;
+    std::uint64_t key = 0;     ///< identifies interchangeable windows (0: none)
+    std::size_t charge = 0;    ///< bytes charged against the cap, identical on every rank
+    std::uint64_t serial = 0;  ///< allocation number, set by acquire()
   };
   /// What acquire() would do, without doing it.
   struct Plan {
