@@ -6,6 +6,17 @@
 #include <chrono>
 #include <thread>
 
+#if defined(__SANITIZE_ADDRESS__)
+#define GARRAY_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define GARRAY_ASAN 1
+#endif
+#endif
+#if defined(GARRAY_ASAN)
+#include <sanitizer/asan_interface.h>
+#endif
+
 namespace garray::detail {
 
 // add_into: one clone per ISA, chosen at load time (ifunc), like MPI's own MPI_SUM kernels.
@@ -37,6 +48,29 @@ MPI_Info make_info(WindowKind kind) {
     MPI_Info_set(info, "alloc_shared_noncontig", "true");
   }
   return info;
+}
+
+/// Under AddressSanitizer: the memory of a window comes from MPI (a shared mapping or MPI's
+/// own allocation), which ASan knows nothing about, so an access past a block would go
+/// unnoticed. Poison what no garray access may touch: this rank's padding after its block
+/// and, on shared windows, every segment's lock line after its lock word (in this process's
+/// mapping). Unpoisoned before MPI_Win_free (the addresses are reused). No-op without ASan.
+void guard(bool poison, std::byte* base, std::size_t bytes, std::size_t padded,
+           const std::vector<std::uint32_t*>& locks) noexcept {
+#if defined(GARRAY_ASAN)
+  auto mark = [poison](std::byte* from, std::byte* to) {
+    if (to <= from) return;
+    if (poison) ASAN_POISON_MEMORY_REGION(from, static_cast<std::size_t>(to - from));
+    else ASAN_UNPOISON_MEMORY_REGION(from, static_cast<std::size_t>(to - from));
+  };
+  if (base) mark(base + (bytes + 7) / 8 * 8, base + padded);  // shadow granularity: 8 bytes
+  for (auto* l : locks) {
+    auto* line = reinterpret_cast<std::byte*>(l);
+    mark(line + 8, line + 64);
+  }
+#else
+  (void)poison, (void)base, (void)bytes, (void)padded, (void)locks;
+#endif
 }
 }  // namespace
 
@@ -128,6 +162,7 @@ Window::Window(const Context& ctx, std::size_t bytes)
     conclude(ctx.comm(), err, call);  // throws on every rank: some rank failed
     throw MpiError(message(call, ": failed on another rank"), MPI_ERR_WIN);
   }
+  guard(true, base_, bytes_, (bytes_ + line - 1) / line * line, locks_);
   auto& st = *stats_;
   ++st.windows_allocated;
   st.window_bytes += static_cast<std::int64_t>(bytes_);
@@ -142,6 +177,7 @@ Window::~Window() {
   int fin = 0;
   MPI_Finalized(&fin);
   if (fin) return;
+  guard(false, base_, bytes_, (bytes_ + 63) / 64 * 64, locks_);
   MPI_Win_unlock_all(win_);
   MPI_Win_free(&win_);
   ++st.windows_freed;

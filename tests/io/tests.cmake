@@ -27,7 +27,8 @@ else()
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/io/interop.sh ${MPIEXEC_EXECUTABLE} $<TARGET_FILE:test_io>
                    ${GARRAY_H5PY_PYTHON} ${GARRAY_H5DUMP} ${garray_io_dir})
   set_tests_properties(io_interop PROPERTIES TIMEOUT 180 PROCESSORS 3 LABELS mpi FIXTURES_SETUP garray_io_cross
-                       PASS_REGULAR_EXPRESSION "interop: pass" ENVIRONMENT "${garray_io_env}")
+                       PASS_REGULAR_EXPRESSION "interop: pass"
+                       FAIL_REGULAR_EXPRESSION "${GARRAY_SANITIZER_FAIL_REGEX}" ENVIRONMENT "${garray_io_env}")
   foreach(np IN ITEMS 1 2 4)
     if(NOT np IN_LIST GARRAY_TEST_RANK_LIST)
       continue()
@@ -44,6 +45,7 @@ else()
              COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/io/checkpoint.sh ${MPIEXEC_EXECUTABLE} $<TARGET_FILE:laplace>
                      ${GARRAY_H5PY_PYTHON} ${CMAKE_CURRENT_BINARY_DIR}/checkpoint_files)
     set_tests_properties(laplace_checkpoint_restart PROPERTIES TIMEOUT 300 PROCESSORS 4 LABELS mpi
-                         PASS_REGULAR_EXPRESSION "checkpoint/restart: pass" ENVIRONMENT "${garray_io_env}")
+                         PASS_REGULAR_EXPRESSION "checkpoint/restart: pass"
+                         FAIL_REGULAR_EXPRESSION "${GARRAY_SANITIZER_FAIL_REGEX}" ENVIRONMENT "${garray_io_env}")
   endif()
 endif()
