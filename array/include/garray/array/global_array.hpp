@@ -402,7 +402,7 @@ class GlobalArray {
   /// fetch-and-add is done at the owner (atomic with other read_incs and accumulates).
   template <class I = T>  // a template so that explicit instantiations skip it for non-integers
   T read_inc(const shape_type& i, std::type_identity_t<I> inc = I{1}) {
-    static_assert(std::is_integral_v<I>,
+    static_assert(std::is_integral_v<I> && std::is_same_v<I, T>,
                   "garray: read_inc needs an integer element type (std::int32_t or std::int64_t)");
     return fetch_add(i, inc);
   }
