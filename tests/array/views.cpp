@@ -418,17 +418,7 @@ void random_views_case(const garray::Context& ctx, test::Rng& g, Index max_exten
   }
 }
 
-template <class E, class F>
-std::string message_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return std::string("WRONG TYPE: ") + e.what();
-  }
-  return "NO THROW";
-}
+using test::message_of;
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 

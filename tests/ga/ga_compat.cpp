@@ -67,18 +67,21 @@ std::vector<double> ga_whole(int g, int r = R, int c = C) {
   NGA_Get(g, lo, hi, v.data(), ld);
   return v;
 }
-void ga_load(int g) {
+/// Fills GA array g (2-d doubles) with f(i, j) through NGA_Access on each rank's patch.
+template <class F>
+void ga_load(int g, F f) {
   int lo[2], hi[2], ld[1];
   NGA_Distribution(g, GA_Nodeid(), lo, hi);
   if (lo[0] <= hi[0] && lo[1] <= hi[1]) {
     double* p = nullptr;
     NGA_Access(g, lo, hi, &p, ld);
     for (int i = lo[0]; i <= hi[0]; ++i)
-      for (int j = lo[1]; j <= hi[1]; ++j) p[(i - lo[0]) * ld[0] + (j - lo[1])] = val(i, j);
+      for (int j = lo[1]; j <= hi[1]; ++j) p[(i - lo[0]) * ld[0] + (j - lo[1])] = f(i, j);
     NGA_Release_update(g, lo, hi);
   }
   GA_Sync();
 }
+void ga_load(int g) { ga_load(g, val); }
 #endif
 
 }  // namespace
@@ -439,16 +442,7 @@ TEST_CASE("GA row: NGA_Select_elem (argmax / argmin + get)") {
   CHECK(perm(imin[0], imin[1]) == vmin);
 #if defined(GARRAY_TEST_HAVE_GA)
   const int g = ga_create();
-  int lo[2], hi[2], ld[1];
-  NGA_Distribution(g, GA_Nodeid(), lo, hi);
-  if (lo[0] <= hi[0] && lo[1] <= hi[1]) {
-    double* p = nullptr;
-    NGA_Access(g, lo, hi, &p, ld);
-    for (int i = lo[0]; i <= hi[0]; ++i)
-      for (int j = lo[1]; j <= hi[1]; ++j) p[(i - lo[0]) * ld[0] + (j - lo[1])] = perm(i, j);
-    NGA_Release_update(g, lo, hi);
-  }
-  GA_Sync();
+  ga_load(g, perm);
   double gmx = 0, gmn = 0;
   int wmax[2], wmin[2];
   NGA_Select_elem(g, const_cast<char*>("max"), &gmx, wmax);

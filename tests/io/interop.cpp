@@ -108,7 +108,7 @@ void read_cross(io::File& f, const garray::Context& ctx) {
       CHECK(bitwise_equal(all_of(r), want));
     } else {
       const auto m = message_of<garray::InvalidArgument>([&] { (void)io::read_array<T, N>(f, name); });
-      CHECK(has(m, "needs 3 ranks"));
+      CHECK(contains(m, "needs 3 ranks"));
       auto r = io::read_array<T, N>(f, name, D::blocked());
       CHECK(bitwise_equal(all_of(r), want));
     }

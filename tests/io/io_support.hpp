@@ -85,18 +85,8 @@ bool bitwise_equal(const std::vector<T>& a, const std::vector<T>& b) {
   return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
 }
 
-template <class E, class F>
-std::string message_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return std::string("WRONG TYPE: ") + e.what();
-  }
-  return "NO THROW";
-}
-inline bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using test::message_of;  // support/test_support.hpp
+using test::contains;
 
 /// Removes a file on rank 0 after everybody is done with it.
 inline void remove_file(const garray::Context& ctx, const std::string& name) {

@@ -600,7 +600,7 @@ struct ArrayAccess {
 
 namespace garray {
 // The six element types at 1-4 dimensions are compiled once into libgarray_array
-// (array/src/instantiate_*.cpp): user translation units do not instantiate them again.
+// (array/src/instantiate.cpp.in): user translation units do not instantiate them again.
 #ifndef GARRAY_INSTANTIATING
 #define GARRAY_DETAIL_EXTERN(T)            \
   extern template class GlobalArray<T, 1>; \

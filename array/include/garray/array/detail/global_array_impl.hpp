@@ -2,7 +2,7 @@
 // The machinery behind GlobalArray<T, N> (global_array.hpp): creation, the transfer engine
 // of get/put/accumulate, index lists, read_inc, sync/fill, validation. Out-of-class member
 // definitions, so that the explicit instantiations compiled into libgarray_array (six
-// element types x 1-4 dimensions, array/src/instantiate_*.cpp) are used by every user
+// element types x 1-4 dimensions, array/src/instantiate.cpp.in) are used by every user
 // translation unit instead of being instantiated again (`extern template` at the end of
 // global_array.hpp). Other element types and ranks instantiate from here as usual.
 
