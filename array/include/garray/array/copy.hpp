@@ -67,7 +67,11 @@ Section<N> sub_section(const Section<N>& sec, const Box<M>& k) noexcept {
 /// one-sided get, the source of the part of dst in its block, and writes it locally. On
 /// return every rank sees the result (the call ends with a sync of dst); operations issued
 /// before the call by any rank on either array are complete before it reads.
-/// Throws before any data moves, on every rank: SizeMismatch (shapes differ),
+/// src may also broadcast to dst (NumPy: an extent-1 dimension of src stretches, e.g. a
+/// (1, n) row into every row of an (m, n) destination): each rank then fetches the source
+/// piece once and replicates it locally (operands of fewer dimensions broadcast through
+/// the numeric layer's `view = expr`).
+/// Throws before any data moves, on every rank: SizeMismatch (shapes do not broadcast),
 /// InvalidArgument (arrays on different groups), CollectiveMismatch (ranks passed
 /// different views). Views of different ranks do not compile.
 template <Element T, std::size_t N1, std::size_t N2, std::size_t M>
@@ -87,9 +91,10 @@ void copy(const View<T, N1, M>& dst, const View<T, N2, M>& src) {
   detail::begin_collective(
       std::span<const detail::Window* const>(wins, same ? 1 : 2), da.context().comm(), sig, what,
       dst.describe() + " <- " + src.describe(), [&] {
-        if (dst.shape() != src.shape())
-          detail::raise<SizeMismatch>(what, ": destination shape ", detail::seq(dst.shape()),
-                                      " differs from source shape ", detail::seq(src.shape()));
+        for (std::size_t j = 0; j < M; ++j)
+          if (src.shape()[j] != dst.shape()[j] && src.shape()[j] != 1)
+            detail::raise<SizeMismatch>(what, ": source shape ", detail::seq(src.shape()),
+                                        " does not broadcast to destination shape ", detail::seq(dst.shape()));
         int cmp = MPI_UNEQUAL;
         detail::check_mpi(MPI_Comm_compare(da.context().comm(), sa.context().comm(), &cmp),
                           "MPI_Comm_compare");
@@ -98,8 +103,10 @@ void copy(const View<T, N1, M>& dst, const View<T, N2, M>& src) {
                                          da.id(), " live on different process groups");
       });
 
-  // Same array and intersecting bounding boxes: reading and writing may overlap.
-  bool overlap = false;
+  // Same array and intersecting bounding boxes: reading and writing may overlap. A
+  // broadcast source goes the same way (fetch the source piece, then replicate it).
+  const bool bcast = dst.shape() != src.shape();
+  bool overlap = bcast;
   if constexpr (N1 == N2) {
     if (same) {
       const Box<N1> b = intersect(dst.section().bounding_box(), src.section().bounding_box());
@@ -128,6 +135,31 @@ void copy(const View<T, N1, M>& dst, const View<T, N2, M>& src) {
         if (!dst.section().dropped[d]) kept_str[j++] = p->block_str[d];
       for (std::size_t d = 0, j = 0; d < N2; ++d) out_str[d] = src.section().dropped[d] ? 0 : kept_str[j++];
       detail::ArrayAccess::get_section_strided(sa, ssub, blk.data() + p->block_off, out_str);
+    } else if (bcast) {
+      // The source piece: dst's piece with stretched dimensions cut to index 0; its dense
+      // copy is read with stride 0 along them.
+      Box<M> b = dst.box_of(me);
+      for (std::size_t j = 0; j < M; ++j)
+        if (src.shape()[j] != dst.shape()[j]) {
+          b.lo[j] = 0;
+          b.hi[j] = 1;
+        }
+      const Section<N2> bsub = detail::sub_section(src.section(), b);
+      const Index bn = bsub.size();
+      Shape<M> ext{};
+      for (std::size_t j = 0; j < M; ++j) ext[j] = b.hi[j] - b.lo[j];
+      const Shape<M> rs = row_major_strides(ext);
+      Shape<N1> tstr{};
+      for (std::size_t d = 0, j = 0; d < N1; ++d)
+        if (!dst.section().dropped[d]) {
+          tstr[d] = src.shape()[j] != dst.shape()[j] ? 0 : rs[j];
+          ++j;
+        }
+      wr = detail::collapse(p->count, p->block_str, tstr);
+      tmp.reset(new T[static_cast<std::size_t>(bn)]);
+      auto& peak = da.context().stats().temp_bytes_peak;
+      peak = std::max<std::int64_t>(peak, bn * static_cast<Index>(sizeof(T)));
+      sa.get_section(bsub, std::span<T>(tmp.get(), static_cast<std::size_t>(bn)));
     } else {
       wr = detail::collapse(p->count, p->block_str, row_major_strides(p->count));
       tmp.reset(new T[static_cast<std::size_t>(n)]);
@@ -168,7 +200,8 @@ void copy(GlobalArray<T, N1>& dst, const View<T, N2, M>& src) {
 }
 
 /// Whole-array copy: `copy(dst.view(), src.view())`. **Collective over dst's context.**
-/// Distributions may differ; shapes must be equal (SizeMismatch on every rank otherwise).
+/// Distributions may differ; src's shape must equal or broadcast to dst's (SizeMismatch on
+/// every rank otherwise).
 template <Element T, std::size_t N>
 void copy(GlobalArray<T, N>& dst, GlobalArray<T, N>& src) {
   copy(dst.view(), src.view());

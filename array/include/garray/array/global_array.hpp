@@ -207,7 +207,8 @@ class GlobalArray {
   /// **Collective** (numeric layer, <garray/garray.hpp>): `a = expr`, `a = view`, `a = b`
   /// (another array, any element type) or `a = scalar` evaluates into the whole array,
   /// owner-computes, as `a.view() = ...` (garray::assign; numpy's `a[...] = ...`, aliasing
-  /// as numpy). Shapes must match (else SizeMismatch on every rank, nothing written). It
+  /// as numpy). The right side must broadcast to the array's shape (NumPy's rules; else
+  /// SizeMismatch on every rank, nothing written). It
   /// never rebinds: only the move assignment above (from an rvalue array, e.g. the result
   /// of garray::eval or zeros) replaces the array.
   template <class E>
@@ -222,8 +223,8 @@ class GlobalArray {
   GlobalArray<U, N> astype() const {
     return eval<U>(cast<U>(const_cast<GlobalArray&>(*this)));  // ADL: numeric/creation.hpp
   }
-  /// **Collective**: copies `o`'s elements into this array (shapes must match, else
-  /// SizeMismatch on every rank, nothing written): garray::copy (copy.hpp), the one
+  /// **Collective**: copies `o`'s elements into this array (o's shape must equal or
+  /// broadcast to this one's, else SizeMismatch on every rank, nothing written): garray::copy (copy.hpp), the one
   /// implementation behind `copy`, `a = b` and `view = view`. On return this array holds
   /// o's elements, visible to every rank.
   GlobalArray& operator=(const GlobalArray& o) {

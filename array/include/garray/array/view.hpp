@@ -126,7 +126,8 @@ class View {
     return *this;
   }
   /// **Collective**: copies `v`'s elements into this view (garray::copy, copy.hpp: the
-  /// same implementation as `copy(*this, v)`; shapes must match). On return the elements
+  /// same implementation as `copy(*this, v)`; v's shape must equal or broadcast to this
+  /// view's). On return the elements
   /// are written and visible to every rank.
   View& operator=(const View& v) {
     copy(*this, v);  // copy.hpp (included by global_array.hpp after this header)

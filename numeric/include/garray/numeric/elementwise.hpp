@@ -91,8 +91,8 @@ std::string describe_expr(std::uint64_t out_id, const E&) {
 /// Steps 1-2 of an assignment (validation, handshake); the rest runs in run_assign.
 template <class T, std::size_t N, std::size_t M, class E>
 void setup_assign(Plan<M>& p, const View<T, N, M>& out, const E& e) {
-  static_assert(E::rank == static_cast<int>(M) || E::rank == scalar_rank,
-                "garray: the expression and the output view have different numbers of dimensions");
+  static_assert(E::rank <= static_cast<int>(M),
+                "garray: the expression has more dimensions than the output view (it cannot broadcast to it)");
   set_driver(p, out, true);
   prepare(p, e, describe_expr(out.array().id(), e));
 }
@@ -403,7 +403,7 @@ Distribution<M> derived_distribution(const View<T, N, M>& v) {
 template <std::size_t M, class E>
 void prepare_free(Plan<M>& p, const E& e, std::string_view what) {
   p.what = what;
-  with_first_view(e, [&](const auto& v) { set_driver(p, v, false); });
+  set_free_driver(p, e);
   prepare(p, e, std::string("expression ") + typeid(E).name());
 }
 }  // namespace detail
@@ -423,11 +423,9 @@ auto eval(const X& x) {
   using T = std::conditional_t<std::is_void_v<V>, typename E::value_type, V>;
   detail::Plan<M> p;
   detail::prepare_free(p, e, "garray::eval");
-  std::optional<Distribution<M>> dist;
-  detail::with_first_view(e, [&](const auto& v) {
-    if constexpr (std::remove_cvref_t<decltype(v)>::dims == M) dist = detail::derived_distribution(v);
-  });
-  GlobalArray<T, M> out(*p.ctx, p.shape, *dist);
+  Distribution<M> dist = Distribution<M>::blocked();
+  detail::with_driver_view(e, [&](const auto& v) { dist = detail::derived_distribution(v); });
+  GlobalArray<T, M> out(*p.ctx, p.shape, dist);
   assign(out, e);
   return out;
 }

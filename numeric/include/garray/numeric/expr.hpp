@@ -21,8 +21,13 @@
 //   where(cond, a, b)                                     cond ? a : b per element
 //   cast<U>(a)                                            element conversion
 //
+// Broadcasting (NumPy's rules): operand shapes are aligned at their last dimension; a
+// missing leading dimension or an extent 1 stretches to the other operands' extent
+// (`a2d + row1d`, `a(m,1) * b(1,n)`); an output takes any expression that broadcasts to its
+// shape. A broadcast operand is read, or fetched, once per rank and piece, never per element.
+//
 // Evaluation (all Collective over the arrays' context, owner-computes, one fused pass;
-// shapes must match exactly; misuse throws on every rank before any data moves):
+// misuse throws on every rank before any data moves):
 //   view = expr;  view += expr;  -= *= /=                 write into a view (numpy semantics
 //                                                         when the view overlaps an input)
 //   assign(view, expr)                                    same as view = expr
@@ -58,7 +63,7 @@
 //   for_each_local(view, f)   f(T& x) or f(T& x, const Shape<M>& view_index) on every element
 //                             this rank owns (Local; other ranks see writes after a sync()).
 //
-// Errors: SizeMismatch (shapes differ), InvalidArgument (arrays of different contexts, bad
+// Errors: SizeMismatch (shapes do not broadcast), InvalidArgument (arrays of different contexts, bad
 // axis), CollectiveMismatch (ranks passed different arguments); thrown on every rank, nothing
 // written.
 // -----------------------------------------------------------------------------------------
@@ -405,11 +410,11 @@ struct IndexLeaf : detail::ExprTag {
 };
 
 namespace detail {
+/// The rank of an operation's result: the larger operand rank (NumPy broadcasting prepends
+/// length-1 dimensions to the smaller one; a scalar, rank -1, broadcasts to any shape).
 template <int A, int B>
 constexpr int join_rank() {
-  static_assert(A == scalar_rank || B == scalar_rank || A == B,
-                "garray: operands of an expression have different numbers of dimensions");
-  return A == scalar_rank ? B : A;
+  return A > B ? A : B;
 }
 }  // namespace detail
 
@@ -433,13 +438,14 @@ struct UnaryExpr : detail::ExprTag {
 };
 
 /// Op applied elementwise to the operand nodes `A` and `B` (a + b, a < b, pow(a, b), ...);
-/// the operands have the same rank or one is a scalar. Built by the operators and functions
+/// the operands' shapes broadcast as NumPy's (trailing alignment, length-1 dimensions
+/// stretch), a scalar to any shape. Built by the operators and functions
 /// below; a plain value, evaluated only when assigned.
 template <class Op, class A, class B>
 struct BinaryExpr : detail::ExprTag {
   /// Op's result type
   using value_type = std::invoke_result_t<Op, typename A::value_type, typename B::value_type>;
-  static constexpr int rank = detail::join_rank<A::rank, B::rank>();  ///< the operands' rank
+  static constexpr int rank = detail::join_rank<A::rank, B::rank>();  ///< the larger operand rank
   static constexpr bool needs_coords = A::needs_coords || B::needs_coords;  ///< an operand needs element indices
   A a;  ///< the left operand node
   B b;  ///< the right operand node
@@ -460,7 +466,7 @@ struct WhereExpr : detail::ExprTag {
   /// a's and b's type promoted as NumPy does
   using value_type = detail::promote_t<typename A::value_type, typename B::value_type, A::rank == detail::scalar_rank,
                                        B::rank == detail::scalar_rank>;
-  /// the operands' rank
+  /// the largest operand rank
   static constexpr int rank = detail::join_rank<C::rank, detail::join_rank<A::rank, B::rank>()>();
   /// an operand needs element indices
   static constexpr bool needs_coords = C::needs_coords || A::needs_coords || B::needs_coords;

@@ -101,7 +101,7 @@ auto reduce_axis(const X& x, Axis axis, Red red, Map map, std::string_view what)
   constexpr std::size_t R = M - 1;
   Plan<M> p;
   p.what = what;
-  with_first_view(e, [&](const auto& v) { set_driver(p, v, false); });
+  set_free_driver(p, e);
   std::exception_ptr bad;
   if (axis.value >= M) {
     try {
@@ -142,8 +142,11 @@ auto reduce_axis(const X& x, Axis axis, Red red, Map map, std::string_view what)
   const Shape<R> pstr = row_major_strides(pext);
   run_plan(p, e, [&] {
   execute(p, e, true, true, [&](auto& bt, const RowPos& pos, Index n) {
+    // The run's first partial: every dimension but the axis, the last one included (a
+    // run starts at its sub-box's column, not the piece's, when other operands' owner
+    // boundaries split the piece along the last dimension).
     Index base = 0;
-    for (std::size_t d = 0, j = 0; d + 1 < M; ++d)
+    for (std::size_t d = 0, j = 0; d < M; ++d)
       if (d != ax) base += (pos.abs[d] - p.k0[d]) * pstr[j++];
     const auto run = [&](auto unit) {
       constexpr bool U = decltype(unit)::value;
@@ -346,13 +349,13 @@ auto max(const X& x, Axis axis) {
 // ---- NumPy-style statistics and arg reductions -------------------------------------------
 
 namespace detail {
-/// Number of elements of an expression (the driver's view; identical on every rank once
+/// Number of elements of an expression (of its broadcast shape; identical on every rank once
 /// the reduction's handshake passed).
 template <class E>
 Index expr_size(const E& e) {
-  Index n = 0;
-  with_first_view(e, [&](const auto& v) { n = v.size(); });
-  return n;
+  Shape<static_cast<std::size_t>(E::rank)> full{};
+  broadcast_shape(e, full);
+  return volume(full);
 }
 
 /// NumPy's ordering for argmax/argmin: NaN beats everything (the first NaN wins), complex
@@ -498,7 +501,12 @@ auto mean(const X& x, Axis axis) {
   using Acc = detail::mean_t<detail::value_t<X>>;
   auto r = detail::reduce_axis<Acc>(x, axis, sum_reducer{}, detail::To<Acc>{}, "garray::mean(axis)");
   Index n = 0;
-  detail::with_first_view(as_expr(x), [&](const auto& v) { n = v.shape()[axis.value]; });
+  {
+    const auto e = as_expr(x);
+    Shape<static_cast<std::size_t>(decltype(e)::rank)> full{};
+    detail::broadcast_shape(e, full);
+    n = full[axis.value];
+  }
   assign(r, r / static_cast<typename detail::real_of<Acc>::type>(n));
   return r;
 }

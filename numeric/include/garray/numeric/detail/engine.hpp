@@ -329,10 +329,56 @@ struct ViewSource final : LeafSource<M> {
   }
 };
 
+/// A view leaf of `K` dimensions broadcast into an expression of `M` >= K dimensions:
+/// leaf dimension e is expression dimension e + M - K; the leading M - K expression
+/// dimensions, and those where the leaf has extent 1 but the expression more (`stretched`),
+/// read the leaf at index 0 (stride 0). The leaf is bound through `in` on the leaf box that
+/// a sub-box maps to; consecutive sub-boxes mapping to the same leaf box (a row broadcast
+/// down the rows of a split piece) reuse the binding, so each rank fetches a broadcast
+/// operand once per distinct piece of it, never once per element.
+template <class T, std::size_t N, std::size_t K, std::size_t M>
+struct BroadcastSource final : LeafSource<M> {
+  static constexpr std::size_t lead = M - K;
+  ViewSource<T, N, K> in;
+  std::array<bool, M> stretched{};
+  mutable bool bound = false;
+  mutable Shape<K> last0{}, last1{};
+  mutable Slot last;
+
+  void leaf_box(const Shape<M>& b0, const Shape<M>& b1, Shape<K>& l0, Shape<K>& l1) const {
+    for (std::size_t e = 0; e < K; ++e) {
+      const std::size_t d = e + lead;
+      l0[e] = stretched[d] ? 0 : b0[d];
+      l1[e] = stretched[d] ? 1 : b1[d];
+    }
+  }
+  void add_cuts(const Shape<M>& k0, const Shape<M>& k1, std::array<std::vector<Index>, M>& cuts) const override {
+    Shape<K> l0{}, l1{};
+    leaf_box(k0, k1, l0, l1);
+    std::array<std::vector<Index>, K> lc;
+    in.add_cuts(l0, l1, lc);
+    for (std::size_t e = 0; e < K; ++e)
+      if (!stretched[e + lead]) cuts[e + lead].insert(cuts[e + lead].end(), lc[e].begin(), lc[e].end());
+  }
+  void bind(const Shape<M>& b0, const Shape<M>& b1, Slot& s, ScratchArena& sc) const override {
+    Shape<K> l0{}, l1{};
+    leaf_box(b0, b1, l0, l1);
+    if (!bound || l0 != last0 || l1 != last1) {
+      in.bind(l0, l1, last, sc);
+      last0 = l0;
+      last1 = l1;
+      bound = true;
+    }
+    s.ptr = last.ptr;
+    for (std::size_t d = 0; d < M; ++d) s.str[d] = (d < lead || stretched[d]) ? 0 : last.str[d - lead];
+  }
+};
+
 struct FetchGroupBase {
   virtual ~FetchGroupBase() = default;
   virtual void fetch(ScratchArena& sc) = 0;
   std::uint64_t id = 0;
+  std::size_t dims = 0;  // the leaves' number of dimensions (a group per array and leaf rank)
 };
 
 /// The aliasing leaves of one array: snapshotted before the aliasing barrier.
@@ -479,7 +525,47 @@ void set_driver(Plan<M>& p, const View<T, N, M>& v, bool is_output) {
   }
 }
 
-/// Finds the first view leaf of an expression (the driver of reductions and eval).
+/// True if `s` broadcasts to `full` (NumPy: aligned at the last dimension, each extent
+/// equal or 1; no more dimensions than `full`).
+template <std::size_t K, std::size_t M>
+bool broadcasts_to(const Shape<K>& s, const Shape<M>& full) {
+  if constexpr (K > M) {
+    return false;
+  } else {
+    for (std::size_t e = 0; e < K; ++e)
+      if (s[e] != full[e + M - K] && s[e] != 1) return false;
+    return true;
+  }
+}
+
+/// The broadcast shape of every shaped leaf of `e` (views, local arrays, index leaves):
+/// per dimension the extent that is not 1, else 1. False if two extents differ and neither
+/// is 1 (validate() then names the operand).
+template <std::size_t M, class E>
+bool broadcast_shape(const E& e, Shape<M>& full) {
+  full.fill(1);
+  bool ok = true;
+  const auto join = [&](const auto& sh) {
+    constexpr std::size_t K = std::tuple_size_v<std::remove_cvref_t<decltype(sh)>>;
+    if constexpr (K <= M) {
+      for (std::size_t k = 0; k < K; ++k) {
+        Index& f = full[k + M - K];
+        if (sh[k] == f || sh[k] == 1) continue;
+        if (f == 1) f = sh[k];
+        else ok = false;
+      }
+    } else {
+      ok = false;
+    }
+  };
+  e.for_each_leaf([&](const auto& leaf) {
+    if constexpr (requires { leaf.v.section(); }) join(leaf.v.shape());
+    else if constexpr (requires { leaf.strides; }) join(leaf.shape);
+  });
+  return ok;
+}
+
+/// Finds the first view leaf of an expression.
 template <class E, class F>
 void with_first_view(const E& e, F&& f) {
   bool done = false;
@@ -491,6 +577,45 @@ void with_first_view(const E& e, F&& f) {
       }
     }
   });
+}
+
+/// Calls f(v) for the view leaf that drives a free expression (eval, reductions): the first
+/// one of the expression's full broadcast shape. Nothing is called when no operand spans
+/// the broadcast shape (`a(m,1) + b(1,n)`).
+template <class E, class F>
+void with_driver_view(const E& e, F&& f) {
+  constexpr std::size_t M = static_cast<std::size_t>(E::rank);
+  Shape<M> full{};
+  const bool ok = broadcast_shape(e, full);
+  bool done = false;
+  e.for_each_leaf([&](const auto& leaf) {
+    if constexpr (requires { leaf.v.section(); }) {
+      if constexpr (std::remove_cvref_t<decltype(leaf.v)>::dims == M) {
+        if (!done && (!ok || leaf.v.shape() == full)) {
+          done = true;
+          f(leaf.v);
+        }
+      }
+    }
+  });
+}
+
+/// The driver of a free expression: its first view operand of the full broadcast shape (see
+/// set_driver); without one, the broadcast shape partitioned as a blocked distribution over
+/// the first view operand's context (each rank computes its block).
+template <std::size_t M, class E>
+void set_free_driver(Plan<M>& p, const E& e) {
+  with_driver_view(e, [&](const auto& v) { set_driver(p, v, false); });
+  if (p.have_driver) return;
+  with_first_view(e, [&](const auto& v) { p.ctx = v.array().context(); });
+  if (!p.ctx) return;  // no view operand: validate() reports it
+  p.have_driver = true;
+  broadcast_shape(e, p.shape);
+  const Box<M> box =
+      Distribution<M>::blocked().resolve(p.shape, p.ctx->size(), p.what).block(p.ctx->rank());
+  p.empty = box.empty();
+  p.k0 = box.lo;
+  p.k1 = box.hi;
 }
 
 /// Step 1: local validation of every leaf against the driver; accumulates the signature.
@@ -505,9 +630,9 @@ void validate(Plan<M>& p, const E& e) {
         raise<InvalidArgument>(
             p.what, ": operand ", k, " (array #", a.id(),
             ") lives on a different context (process group) than the output/first operand");
-      if (leaf.v.shape() != p.shape)
+      if (!broadcasts_to(leaf.v.shape(), p.shape))
         raise<SizeMismatch>(p.what, ": operand ", k, " has shape ", shape_str(leaf.v.shape()),
-                            " but the expression has shape ", shape_str(p.shape));
+                            ", which does not broadcast to the expression's shape ", shape_str(p.shape));
       const auto& s = leaf.v.section();
       p.sig = hash_mix(p.sig, a.id());
       for (std::size_t d = 0; d < s.start.size(); ++d)
@@ -516,9 +641,9 @@ void validate(Plan<M>& p, const E& e) {
                          static_cast<std::uint64_t>(s.count[d]) * 2 + (s.dropped[d] ? 1 : 0));
       p.fence_once(a);
     } else if constexpr (requires { leaf.strides; }) {
-      if (leaf.shape != p.shape)
+      if (!broadcasts_to(leaf.shape, p.shape))
         raise<SizeMismatch>(p.what, ": local operand ", k, " has shape ", shape_str(leaf.shape),
-                            " but the expression has shape ", shape_str(p.shape));
+                            ", which does not broadcast to the expression's shape ", shape_str(p.shape));
     } else if constexpr (requires { leaf.s; }) {
       // Scalars are arguments too: every rank must pass the same value.
       using S = std::remove_cvref_t<decltype(leaf.s)>;
@@ -594,7 +719,27 @@ void run_plan(Plan<M>& p, const E& e, Work&& work) {
   conclude(comm, err, p.what);
 }
 
-/// Step 3: a LeafSource per leaf; aliasing leaves join their array's snapshot group.
+/// Adds leaf source `src` (reading `piece`, its part of the driver's piece) to the snapshot
+/// group of array `a` (one group per array and leaf rank).
+template <std::size_t M, class T, std::size_t N, std::size_t K>
+void join_snapshot(Plan<M>& p, const GlobalArray<T, N>& a, const Section<N>& piece, ViewSource<T, N, K>* src) {
+  using G = FetchGroup<T, N, K>;
+  G* g = nullptr;
+  for (auto& gb : p.groups)
+    if (gb->id == a.id() && gb->dims == K) g = static_cast<G*>(gb.get());
+  if (!g) {
+    auto ng = std::make_unique<G>();
+    ng->id = a.id();
+    ng->dims = K;
+    ng->a = &a;
+    g = ng.get();
+    p.groups.push_back(std::move(ng));
+  }
+  g->members.push_back({piece, src});
+}
+
+/// Step 3: a LeafSource per leaf; aliasing leaves join their array's snapshot group; leaves
+/// of another shape than the expression's are broadcast (BroadcastSource).
 template <std::size_t M, class E>
 void plan_leaves(Plan<M>& p, const E& e) {
   e.for_each_leaf([&](const auto& leaf) {
@@ -602,35 +747,48 @@ void plan_leaves(Plan<M>& p, const E& e) {
     if constexpr (requires { leaf.v.section(); }) {
       using T = typename L::value_type;
       constexpr std::size_t N = std::tuple_size_v<std::remove_cvref_t<decltype(leaf.v.section().start)>>;
+      constexpr std::size_t K = std::remove_cvref_t<decltype(leaf.v)>::dims;
       auto& a = leaf.v.array();
       const auto& s = leaf.v.section();
       const int ov = p.overlap_with_out(a.id(), s);
       if (ov == 2) p.alias = true;
       if (ov == 1) p.pointwise = true;
-      auto src = std::make_unique<ViewSource<T, N, M>>();
-      src->a = &a;
-      src->sec = s;
-      src->snapshot = ov == 2;
-      if (ov == 2 && !p.empty) {
-        using G = FetchGroup<T, N, M>;
-        G* g = nullptr;
-        for (auto& gb : p.groups)
-          if (gb->id == a.id()) g = static_cast<G*>(gb.get());
-        if (!g) {
-          auto ng = std::make_unique<G>();
-          ng->id = a.id();
-          ng->a = &a;
-          g = ng.get();
-          p.groups.push_back(std::move(ng));
+      bool same_shape = false;
+      if constexpr (K == M) {
+        same_shape = leaf.v.shape() == p.shape;
+        if (same_shape) {
+          auto src = std::make_unique<ViewSource<T, N, M>>();
+          src->a = &a;
+          src->sec = s;
+          src->snapshot = ov == 2;
+          if (ov == 2 && !p.empty) join_snapshot(p, a, piece_section(s, p.k0, p.k1), src.get());
+          p.sources.push_back(std::move(src));
         }
-        g->members.push_back({piece_section(s, p.k0, p.k1), src.get()});
+      }
+      if constexpr (K <= M) {
+        if (!same_shape) {
+          auto src = std::make_unique<BroadcastSource<T, N, K, M>>();
+          src->in.a = &a;
+          src->in.sec = s;
+          src->in.snapshot = ov == 2;
+          const auto sh = leaf.v.shape();
+          for (std::size_t k = 0; k < K; ++k) src->stretched[k + M - K] = sh[k] == 1 && p.shape[k + M - K] != 1;
+          if (ov == 2 && !p.empty) {
+            Shape<K> l0{}, l1{};
+            src->leaf_box(p.k0, p.k1, l0, l1);
+            join_snapshot(p, a, piece_section(s, l0, l1), &src->in);
+          }
+          p.sources.push_back(std::move(src));
+        }
       }
       p.slots.emplace_back();
-      p.sources.push_back(std::move(src));
     } else if constexpr (requires { leaf.strides; }) {
+      constexpr std::size_t K = std::tuple_size_v<std::remove_cvref_t<decltype(leaf.shape)>>;
       auto src = std::make_unique<LocalSource<typename L::value_type, M>>();
       src->base = leaf.data;
-      src->str = leaf.strides;
+      if constexpr (K <= M)
+        for (std::size_t k = 0; k < K; ++k)
+          src->str[k + M - K] = (leaf.shape[k] == 1 && p.shape[k + M - K] != 1) ? 0 : leaf.strides[k];
       p.slots.emplace_back();
       p.sources.push_back(std::move(src));
     }
@@ -689,12 +847,12 @@ struct Binder {
     b.p = b.base;
     return b;
   }
-  template <class T, std::size_t N>
-  auto operator()(const ViewLeaf<T, N, M>&) {
+  template <class T, std::size_t N, std::size_t K>
+  auto operator()(const ViewLeaf<T, N, K>&) {
     return ptr_leaf<T>();
   }
-  template <class T>
-  auto operator()(const LocalLeaf<T, M>&) {
+  template <class T, std::size_t K>
+  auto operator()(const LocalLeaf<T, K>&) {
     return ptr_leaf<T>();
   }
   template <class S>
