@@ -321,6 +321,11 @@ constexpr auto promote() {
 }
 template <class A, class B, bool AW, bool BW>
 using promote_t = typename decltype(promote<A, B, AW, BW>())::type;
+/// The element type of where(c, a, b): promote_t, except that two integer scalars give
+/// int64 (NumPy: `np.where(c, 1, -1)` holds Python ints, int64), as C++ literals are int.
+template <class A, class B, bool AW, bool BW>
+using where_t = std::conditional_t<AW && BW && kind_of<promote_t<A, B, AW, BW>>() == 1, std::int64_t,
+                                   promote_t<A, B, AW, BW>>;
 }  // namespace detail
 
 namespace ops {
@@ -463,9 +468,9 @@ struct BinaryExpr : detail::ExprTag {
 /// b's promoted type (NumPy's). A plain value, evaluated only when assigned.
 template <class C, class A, class B>
 struct WhereExpr : detail::ExprTag {
-  /// a's and b's type promoted as NumPy does
-  using value_type = detail::promote_t<typename A::value_type, typename B::value_type, A::rank == detail::scalar_rank,
-                                       B::rank == detail::scalar_rank>;
+  /// a's and b's type promoted as NumPy does (two integer scalars, as Python ints: int64)
+  using value_type = detail::where_t<typename A::value_type, typename B::value_type, A::rank == detail::scalar_rank,
+                                     B::rank == detail::scalar_rank>;
   /// the largest operand rank
   static constexpr int rank = detail::join_rank<C::rank, detail::join_rank<A::rank, B::rank>()>();
   /// an operand needs element indices
