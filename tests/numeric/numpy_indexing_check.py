@@ -54,6 +54,19 @@ def expected(c):
         v = r[view]
         v[mask] = s
         return r
+    # the rows of the user guide's table
+    if op == "compress_negative":
+        return np.compress(xv < 0, xv)
+    if op == "where_positive":
+        return np.where(xv > 0, xv, 0)
+    if op == "zero_negative":
+        r = x.copy()
+        r[r < 0] = 0
+        return r
+    if op == "place_above5":
+        r = x.copy()
+        np.place(r, r > 5, y)
+        return r
     raise ValueError("unknown op " + op)
 
 

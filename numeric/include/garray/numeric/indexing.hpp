@@ -22,13 +22,15 @@
 //                  (its own idx block: no transfer), checks them, and fetches a's elements
 //                  with ONE index-list gather: one transport call per owner of a, straight
 //                  into its result block.
-//   put            rank r handles the r-th contiguous slice of idx's flat positions; it keeps
-//                  the last occurrence of each target within its slice, and a target also
-//                  present in a higher rank's slice is left to that rank (resolved with
-//                  one scatter_acc of 2^r into a temporary int64 array of a's size: P <= 62;
-//                  more ranks write in rank order). So the element at the highest position of
-//                  idx wins, as NumPy's sequential np.put; values are fetched with one gather
-//                  per owner, written with one scatter per owner of a.
+//   put            rank r handles the r-th contiguous slice of idx's flat positions; within
+//                  its slice the scatter keeps the last value of a repeated target, and a
+//                  target also present in a higher rank's slice is left to that rank
+//                  (resolved with one scatter_acc of 2^r per distinct target into a temporary
+//                  int64 array of a's size, then one gather of those marks: 2 <= P <= 62;
+//                  more ranks write one after another in rank order). So the value at the
+//                  highest position of idx wins, as NumPy's sequential np.put; values are
+//                  fetched with one get (or gather) per owner, written with one scatter per
+//                  owner of a.
 //   masks          the mask is evaluated into an int32 array distributed in slabs along axis
 //                  0 (each rank's block is a contiguous run of flat positions, in rank
 //                  order); one MPI_Allgather of the per-rank counts gives each rank its offset
@@ -350,61 +352,70 @@ requires(detail::StoredOperand<Values> || ScalarOperand<Values>) void put(A&& a,
   detail::agree_checked<BoundsError>(ctx, err, what);
   if (nv == 0 || total == 0) return;  // np.put with empty values: nothing (same on every rank)
 
-  // Last occurrence per target within this rank's slice (positions lo + j).
-  std::vector<std::size_t> order(target.size());
-  for (std::size_t j = 0; j < order.size(); ++j) order[j] = j;
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return target[x] < target[y]; });
-  std::vector<Index> tgt, pos;  // distinct targets, the position that writes each
-  for (std::size_t q = 0; q < order.size(); ++q) {
-    if (q + 1 < order.size() && target[order[q + 1]] == target[order[q]]) continue;  // a later one wins
-    tgt.push_back(target[order[q]]);
-    pos.push_back(lo + static_cast<Index>(order[q]));
-  }
-  // Stage 1: read the values (before anything is written: a may alias them) and mark this
-  // rank's targets in a temporary array (P > 1).
-  std::vector<T> vals(tgt.size());
+  // Stage 1: read the values of every position (before anything is written: a may alias
+  // them) and, with more than one rank, mark this rank's distinct targets with 2^rank in a
+  // temporary array (scatter_acc: the marks of all ranks add up).
+  const std::size_t cnt = target.size();
+  std::vector<T> vals(cnt);
   const bool flags = p > 1 && p <= 62;
   std::optional<GlobalArray<std::int64_t, 1>> mark;
   if (flags) mark.emplace(ctx, Shape<1>{av.size()});
-  std::vector<Shape<1>> tgt1(tgt.size());
-  for (std::size_t j = 0; j < tgt.size(); ++j) tgt1[j] = Shape<1>{tgt[j]};
+  std::vector<Shape<1>> distinct;
+  if (flags) {
+    std::vector<Index> d(target);
+    std::sort(d.begin(), d.end());
+    d.erase(std::unique(d.begin(), d.end()), d.end());
+    distinct.resize(d.size());
+    for (std::size_t j = 0; j < d.size(); ++j) distinct[j] = Shape<1>{d[j]};
+  }
   detail::run_concluded(ctx.comm(), what, [&] {
     if constexpr (scalar) {
       std::fill(vals.begin(), vals.end(), static_cast<T>(values));
     } else {
       const auto vv = detail::index_view(values);
       constexpr std::size_t MV = decltype(vv)::dims;
-      std::vector<Shape<MV>> vk(pos.size());
-      const auto vs = vv.shape();
-      for (std::size_t j = 0; j < pos.size(); ++j) vk[j] = detail::unflatten<MV>(pos[j] % nv, vs);
-      if (!vk.empty()) vv.gather(vk, std::span<T>(vals));
+      if (hi <= nv) {  // no wrap-around: the flat range [lo, hi) of values
+        detail::fetch_flat(vv, lo, hi, std::span<T>(vals));
+      } else {
+        std::vector<Shape<MV>> vk(cnt);
+        const auto vs = vv.shape();
+        for (std::size_t j = 0; j < cnt; ++j) vk[j] = detail::unflatten<MV>((lo + static_cast<Index>(j)) % nv, vs);
+        if (!vk.empty()) vv.gather(vk, std::span<T>(vals));
+      }
     }
-    if (flags && !tgt.empty()) {
-      const std::vector<std::int64_t> bit(tgt.size(), std::int64_t{1} << me);
-      mark->scatter_acc(tgt1, bit);
+    if (flags && !distinct.empty()) {
+      const std::vector<std::int64_t> bit(distinct.size(), std::int64_t{1} << me);
+      mark->scatter_acc(distinct, bit);
       mark->fence();
     }
   });
-  // Stage 2: keep only the targets no higher rank writes, then one scatter per owner.
-  std::vector<Shape<M>> k;
-  std::vector<T> kv;
+  // Stage 2: one scatter per owner of a of the positions whose target no higher rank writes.
+  // Within the list, the scatter stores the last value of a repeated target (semantics.md),
+  // i.e. the highest position of this rank's slice.
+  const auto sh = av.shape();
   if (flags) {
     detail::run_concluded(ctx.comm(), what, [&] {
-      std::vector<std::int64_t> seen(tgt.size());
-      if (!tgt.empty()) mark->gather(tgt1, std::span<std::int64_t>(seen));
-      const auto sh = av.shape();
-      for (std::size_t j = 0; j < tgt.size(); ++j)
-        if ((static_cast<std::uint64_t>(seen[j]) >> (me + 1)) == 0) {
-          k.push_back(detail::unflatten<M>(tgt[j], sh));
+      std::vector<std::int64_t> seen(distinct.size());
+      if (!distinct.empty()) mark->gather(distinct, std::span<std::int64_t>(seen));
+      std::vector<Shape<M>> k;
+      std::vector<T> kv;
+      k.reserve(cnt);
+      kv.reserve(cnt);
+      for (std::size_t j = 0; j < cnt; ++j) {
+        const auto it = std::lower_bound(distinct.begin(), distinct.end(), target[j],
+                                         [](const Shape<1>& x, Index t) { return x[0] < t; });
+        if ((static_cast<std::uint64_t>(seen[static_cast<std::size_t>(it - distinct.begin())]) >> (me + 1)) == 0) {
+          k.push_back(detail::unflatten<M>(target[j], sh));
           kv.push_back(vals[j]);
         }
+      }
       if (!k.empty()) av.scatter(k, kv);
       av.array().fence();
     });
   } else {
-    const auto sh = av.shape();
-    for (std::size_t j = 0; j < tgt.size(); ++j) k.push_back(detail::unflatten<M>(tgt[j], sh));
-    for (int q = 0; q < p; ++q)  // one rank (p == 1), or more than 62: rank order
+    std::vector<Shape<M>> k(cnt);
+    for (std::size_t j = 0; j < cnt; ++j) k[j] = detail::unflatten<M>(target[j], sh);
+    for (int q = 0; q < p; ++q)  // one rank, or more than 62 ranks: in rank order
       detail::run_concluded(ctx.comm(), what, [&] {
         if (q == me) {
           if (!k.empty()) av.scatter(k, vals);
