@@ -357,16 +357,22 @@ requires(detail::StoredOperand<Values> || ScalarOperand<Values>) void put(A&& a,
   // temporary array (scatter_acc: the marks of all ranks add up).
   const std::size_t cnt = target.size();
   std::vector<T> vals(cnt);
-  const bool flags = p > 1 && p <= 62;
+  // (the marks need P <= 62 bits and slices below 2^32 positions; else rank order; the same
+  // decision on every rank)
+  const bool flags = p > 1 && p <= 62 && total / p + 1 < (Index{1} << 32);
   std::optional<GlobalArray<std::int64_t, 1>> mark;
   if (flags) mark.emplace(ctx, Shape<1>{av.size()});
-  std::vector<Shape<1>> distinct;
+  std::vector<Shape<1>> distinct;   // this rank's distinct targets
+  std::vector<std::uint32_t> group;  // position j -> its target's entry in distinct
   if (flags) {
-    std::vector<Index> d(target);
-    std::sort(d.begin(), d.end());
-    d.erase(std::unique(d.begin(), d.end()), d.end());
-    distinct.resize(d.size());
-    for (std::size_t j = 0; j < d.size(); ++j) distinct[j] = Shape<1>{d[j]};
+    std::vector<std::pair<Index, std::uint32_t>> tj(cnt);
+    for (std::size_t j = 0; j < cnt; ++j) tj[j] = {target[j], static_cast<std::uint32_t>(j)};
+    std::sort(tj.begin(), tj.end());
+    group.resize(cnt);
+    for (std::size_t q = 0; q < cnt; ++q) {
+      if (q == 0 || tj[q].first != tj[q - 1].first) distinct.push_back(Shape<1>{tj[q].first});
+      group[tj[q].second] = static_cast<std::uint32_t>(distinct.size() - 1);
+    }
   }
   detail::run_concluded(ctx.comm(), what, [&] {
     if constexpr (scalar) {
@@ -402,9 +408,7 @@ requires(detail::StoredOperand<Values> || ScalarOperand<Values>) void put(A&& a,
       k.reserve(cnt);
       kv.reserve(cnt);
       for (std::size_t j = 0; j < cnt; ++j) {
-        const auto it = std::lower_bound(distinct.begin(), distinct.end(), target[j],
-                                         [](const Shape<1>& x, Index t) { return x[0] < t; });
-        if ((static_cast<std::uint64_t>(seen[static_cast<std::size_t>(it - distinct.begin())]) >> (me + 1)) == 0) {
+        if ((static_cast<std::uint64_t>(seen[group[j]]) >> (me + 1)) == 0) {
           k.push_back(detail::unflatten<M>(target[j], sh));
           kv.push_back(vals[j]);
         }
