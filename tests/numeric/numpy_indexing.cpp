@@ -52,6 +52,25 @@ void cases_of(Cases& cs, const garray::Context& ctx, test::Rng& rng) {
   // take (of the view, and of a view of the index array)
   cs.add("\"op\": \"take\", \"exact\": true, " + xs + ", " + is + ", \"got\": " + dump(garray::take(av, idx)));
   cs.add("\"op\": \"take\", \"exact\": true, \"x\": " + dump(a) + ", " + is + ", \"got\": " + dump(garray::take(a, idx)));
+  // take with a reversed view of the index array (result blocked)
+  {
+    garray::Section<K> rs = garray::Section<K>::full(idx.shape());
+    rs.start[0] = idx.shape()[0] - 1;
+    rs.step[0] = -1;
+    garray::View<I, K, K> ir(idx, rs);
+    std::string it = "[[null, null, -1]";
+    for (std::size_t d = 1; d < K; ++d) it += ", [null, null, 1]";
+    cs.add("\"op\": \"take\", \"exact\": true, " + xs + ", " + is + ", \"idx_view\": " + it + "]" +
+           ", \"got\": " + dump(garray::take(av, ir)));
+  }
+  // take along an axis with a 1-d index array (indices in range of that extent)
+  {
+    const auto ax = static_cast<std::size_t>(test::uniform(rng, 0, N - 1));
+    auto i1 = random_indices<I, 1>(ctx, rng, av.shape()[ax]);
+    cs.add("\"op\": \"take_axis\", \"exact\": true, \"x\": " + dump(a) + ", \"args\": {\"view\": " + items +
+           ", \"axis\": " + std::to_string(ax) + "}, \"idx\": " + dump(i1) +
+           ", \"got\": " + dump(garray::take(av, i1, garray::Axis{ax})));
+  }
 
   // put: values shorter (cyclic) or longer than idx; a scalar
   {
@@ -195,6 +214,14 @@ TEST_CASE("indexing bad input throws on every rank and changes nothing") {
   garray::GlobalArray<std::int64_t, 1> low(ctx, garray::Shape<1>{5});
   low.fill(-11);
   CHECK_THROWS_AS(garray::take(a, low), garray::BoundsError);
+  {
+    garray::GlobalArray<double, 2> a2(ctx, garray::Shape<2>{3, 4});
+    garray::GlobalArray<std::int64_t, 1> i4(ctx, garray::Shape<1>{2});
+    i4.fill(3);  // in range for axis 1 (4), out of range for axis 0 (3)
+    CHECK_THROWS_AS(garray::take(a2, i4, garray::Axis{0}), garray::BoundsError);
+    CHECK_THROWS_AS(garray::take(a2, i4, garray::Axis{2}), garray::InvalidArgument);
+    CHECK(garray::take(a2, i4, garray::Axis{1}).shape() == garray::Shape<2>{3, 2});
+  }
   CHECK_THROWS_AS(garray::put(a, bad, 5.0), garray::BoundsError);
   auto v = garray::full<double>(ctx, garray::Shape<1>{3}, 9.0);
   CHECK_THROWS_AS(garray::put(a, bad, v), garray::BoundsError);

@@ -28,7 +28,11 @@ def expected(c):
         s = complex(s[0], s[1])
     xv = x[view]
     if op == "take":
+        if "idx_view" in c:
+            idx = idx[nc.view_index(c["idx_view"])]
         return np.take(xv, idx)
+    if op == "take_axis":
+        return np.take(xv, idx, axis=a["axis"])
     if op == "put":
         r = x.copy()
         v = r[view].copy()

@@ -2,6 +2,7 @@
 // Advanced indexing as in NumPy (issue 15): integer-array indexing and boolean masks.
 //
 //   auto t = garray::take(a, idx);            // np.take(a, idx): t has idx's shape
+//   auto r = garray::take(a, idx, Axis{1});   // np.take(a, idx, axis=1) (idx 1-d)
 //   garray::put(a, idx, values);              // np.put(a, idx, values) (values cyclic)
 //   garray::put(a, idx, 0.0);                 // np.put(a, idx, 0.0)
 //   auto s = garray::masked_select(a, a > 0); // a[a > 0]: a new 1-d array, row-major order
@@ -51,6 +52,7 @@
 #include <garray/array/view.hpp>
 #include <garray/numeric/elementwise.hpp>
 #include <garray/numeric/expr.hpp>
+#include <garray/numeric/reductions.hpp>  // Axis
 #include <garray/runtime/context.hpp>
 #include <garray/runtime/datatype.hpp>
 #include <garray/runtime/error.hpp>
@@ -292,6 +294,68 @@ auto take(const A& a, const I& idx) {
     where_in_a.resize(flat.size());
     const auto sh = av.shape();
     for (std::size_t j = 0; j < flat.size(); ++j) where_in_a[j] = detail::unflatten<M>(flat[j], sh);
+  } catch (...) {
+    err = std::current_exception();
+  }
+  detail::agree_checked<BoundsError>(ctx, err, what);
+  detail::run_concluded(ctx.comm(), what, [&] {
+    auto blk = out.access();
+    if (n > 0) av.gather(where_in_a, std::span<T>(blk.data(), static_cast<std::size_t>(n)));
+  });
+  return out;
+}
+
+/// np.take(a, idx, axis=k) for a 1-d index array: a new array of a's shape with extent k
+/// replaced by idx.size(), `result[..., j, ...] = a[..., idx[j], ...]` (negative indices count
+/// from the end of dimension k; repeats allowed). `a`: a GlobalArray or View; `idx`: a 1-d
+/// GlobalArray or View of int32/int64. The result is blocked; each rank reads the part of idx
+/// its block needs (one get) and fetches its block with one index-list gather (one transport
+/// call per owner of a).
+/// **Collective** over a's context (handshaked: arrays, sections, types, the axis). On return
+/// the result is complete and visible everywhere; a and idx unchanged. Throws on every rank
+/// before the result is written: InvalidArgument (axis >= a's dimensions), BoundsError (an
+/// index outside [-extent, extent)), CollectiveMismatch.
+template <detail::StoredOperand A, detail::IndexOperand I>
+auto take(const A& a, const I& idx, Axis axis) {
+  const auto av = detail::index_view(a);
+  const auto iv = detail::index_view(idx);
+  using T = typename decltype(av)::value_type;
+  using IT = typename decltype(iv)::value_type;
+  constexpr std::size_t M = decltype(av)::dims;
+  static_assert(decltype(iv)::dims == 1, "garray::take along an axis: the index array must be 1-d");
+  constexpr std::string_view what = "garray::take";
+  const Context& ctx = av.array().context();
+  const std::size_t k = axis.value;
+  std::uint64_t sig = detail::hash_mix(detail::hash_string("garray::take(axis)"), k);
+  sig = detail::view_hash(detail::view_hash(sig, av), iv);
+  detail::indexing_handshake(
+      ctx, sig, what,
+      [&] {
+        if (k >= M) detail::raise<InvalidArgument>(what, ": axis ", k, " out of range for a ", M, "-d array");
+      },
+      av, iv);
+  Shape<M> shape = av.shape();
+  const Index extent = shape[k];
+  shape[k] = iv.size();
+  GlobalArray<T, M> out(ctx, shape, Distribution<M>::blocked(), Shape<M>{}, uninitialized);
+  const Box<M> b = out.local_box();
+  Shape<M> ext{};
+  for (std::size_t d = 0; d < M; ++d) ext[d] = b.extent(d);
+  const Index n = volume(ext);
+  std::vector<Shape<M>> where_in_a;
+  std::exception_ptr err;
+  try {
+    if (n > 0) {
+      std::vector<IT> raw(static_cast<std::size_t>(ext[k]));
+      detail::fetch_flat(iv, b.lo[k], b.hi[k], std::span<IT>(raw));
+      const auto sel = detail::normalize_indices<IT>(raw, b.lo[k], extent, what);
+      where_in_a.resize(static_cast<std::size_t>(n));
+      for (Index f = 0; f < n; ++f) {
+        Shape<M> q = detail::unflatten<M>(f, ext);
+        for (std::size_t d = 0; d < M; ++d) q[d] = d == k ? sel[static_cast<std::size_t>(q[d])] : q[d] + b.lo[d];
+        where_in_a[static_cast<std::size_t>(f)] = q;
+      }
+    }
   } catch (...) {
     err = std::current_exception();
   }
