@@ -291,3 +291,46 @@ TEST_CASE("Coming from NumPy: the indexing rows of the user guide") {
          dump(garray::arange<double>(ctx, 1.0, 3.0)) + ", \"got\": " + dump(b));
   CHECK(cs.check(ctx));
 }
+
+TEST_CASE("indexing: a mask of another shape on one rank only, and a fault at the handshake") {
+  garray::Context ctx;
+  auto a = garray::arange<double>(ctx, 0.0, 10.0);
+  auto a0 = garray::allgather(a);
+  auto v = garray::full<double>(ctx, garray::Shape<1>{3}, 9.0);
+  if (ctx.size() > 1) {  // rank 0's mask has another shape: every rank throws, nothing written
+    auto m = garray::ones<std::int32_t>(ctx, garray::Shape<1>{10});
+    auto m9 = garray::ones<std::int32_t>(ctx, garray::Shape<1>{9});
+    bool right = false;
+    try {
+      if (ctx.rank() == 0) garray::place(a, m9, v);
+      else garray::place(a, m, v);
+    } catch (const garray::CollectiveMismatch&) {
+      right = true;  // the mask's evaluation already sees different arrays on the ranks
+    } catch (const garray::SizeMismatch&) {
+      right = ctx.rank() == 0;
+    }
+    CHECK(test::all_ranks(right));
+    CHECK(same(garray::allgather(a), a0));
+  }
+#ifdef GARRAY_FAULT_INJECTION
+  auto idx = garray::arange<std::int64_t>(ctx, std::int64_t{0}, std::int64_t{10});
+  const int victim = ctx.size() - 1;
+  for (int which = 0; which < 2; ++which) {
+    if (ctx.rank() == victim) garray::testing::arm_fault("collective.complete");
+    bool threw = false, right_type = false;
+    try {
+      if (which == 0) garray::put(a, idx, v);
+      else (void)garray::take(a, idx);
+    } catch (const garray::testing::InjectedFault&) {
+      threw = true;
+      right_type = ctx.rank() == victim;
+    } catch (const garray::CollectiveFailure& e) {
+      threw = true;
+      right_type = ctx.rank() != victim && e.failed_rank() == victim;
+    }
+    garray::testing::disarm_fault();
+    CHECK(test::all_ranks(threw && right_type));
+    CHECK(same(garray::allgather(a), a0));
+  }
+#endif
+}

@@ -43,8 +43,8 @@
 // scalars) that also completes every rank's earlier writes to the operands; an index out of
 // range anywhere makes every rank throw BoundsError (the rank that found it its own, naming
 // the position; the others one carrying its message) before anything is written; a mask of
-// another shape throws SizeMismatch (the others CollectiveMismatch when only some ranks
-// passed a wrong shape); a failure while moving data throws on every rank (CollectiveFailure
+// another shape throws SizeMismatch (CollectiveMismatch when ranks pass different masks or
+// arrays); a failure while moving data throws on every rank (CollectiveFailure
 // on the others). Inputs are read completely before any element is written, so `a` may alias
 // idx, values or the mask.
 
@@ -501,8 +501,8 @@ requires(detail::StoredOperand<Values> || ScalarOperand<Values>) void put(A&& a,
 /// offset (one put per owner of the result).
 /// **Collective** over a's context (handshaked). On return the result is complete and
 /// visible everywhere; a is unchanged. Throws SizeMismatch on every rank when the mask's
-/// shape differs from a's (CollectiveMismatch on the others if only some ranks' shapes
-/// differ), before the result exists.
+/// shape differs from a's, CollectiveMismatch when ranks pass different masks or arrays,
+/// before the result exists.
 template <detail::StoredOperand A, ArrayOperand Mask>
 auto masked_select(const A& a, const Mask& mask) {
   const auto av = detail::index_view(a);
