@@ -244,6 +244,14 @@ TEST_CASE("indexing bad input throws on every rank and changes nothing") {
     CHECK_THROWS_AS(garray::put(a, part, 1.0), garray::CollectiveMismatch);
     CHECK(same(garray::allgather(a), a0));
   }
+  // empty index arrays and selections
+  auto none = garray::zeros<std::int64_t>(ctx, garray::Shape<1>{0});
+  CHECK(garray::take(a, none).size() == 0);
+  garray::put(a, none, v);
+  garray::put(a, idx, e);  // empty values: nothing written (np.put)
+  CHECK(garray::masked_select(a, a > 100.0).size() == 0);
+  garray::place(a, a > 100.0, e);
+  CHECK(same(garray::allgather(a), a0));
   // the context still works
   auto t = garray::take(a, idx);
   CHECK(garray::sum(t) == 2 * 45.0);
