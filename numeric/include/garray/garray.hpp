@@ -20,6 +20,7 @@
 #include <garray/numeric/creation.hpp>
 #include <garray/numeric/elementwise.hpp>
 #include <garray/numeric/expr.hpp>
+#include <garray/numeric/indexing.hpp>
 #include <garray/numeric/matmul.hpp>
 #include <garray/numeric/reductions.hpp>
 #include <garray/runtime/context.hpp>
