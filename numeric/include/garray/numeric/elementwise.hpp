@@ -363,20 +363,20 @@ double assign_norm2_exact_sweep(O&& out_, const E& e, const char* what) {
       const auto run = [&](auto unit) {
         constexpr bool U = decltype(unit)::value;
         const auto bb = bt;
-        ExactAcc<double>& a = acc;
-        for (Index i = 0; i < n; ++i) {
+        acc.add_n(n, [&](Index i) {  // called once per i, in order
           T& slot = U ? o[i] : o[i * os];
           if constexpr (WithRef) {
             const auto v = bb.template at<U>(i);
             const T nv = static_cast<T>(v.first);
-            a.add(AbsSquare{}(nv - v.second));
             slot = nv;
+            return AbsSquare{}(nv - v.second);
           } else {
             const T nv = static_cast<T>(bb.template at<U>(i));
-            a.add(AbsSquare{}(nv - slot));
+            const double d = AbsSquare{}(nv - slot);
             slot = nv;
+            return d;
           }
-        }
+        });
       };
       if (p.unit)
         run(std::true_type{});

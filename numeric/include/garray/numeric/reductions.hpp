@@ -535,8 +535,7 @@ ExactAcc<V> reduce_exact(const X& x, Map map, std::string_view what) {
       const auto run = [&](auto unit) {
         constexpr bool U = decltype(unit)::value;
         const auto bb = bt;
-        ExactAcc<V>& a = acc;
-        for (Index i = 0; i < n; ++i) a.add(map(bb.template at<U>(i)));
+        acc.add_n(n, [&](Index i) { return map(bb.template at<U>(i)); });
       };
       if (p.unit) run(std::true_type{});
       else run(std::false_type{});

@@ -51,22 +51,29 @@ inline constexpr reproducible_t reproducible{};
 namespace detail {
 
 /// An exact accumulator of doubles (see the file comment). Local.
+///
+/// For speed it has `lanes` independent copies of the chunks: consecutive terms usually hit
+/// the same chunks, and spreading them over lanes (put(lane, x)) breaks the chain of
+/// read-modify-writes on one memory word. normalize() carries every lane and folds them into
+/// lane 0; the value is the sum of the lanes, so the lane a term went to does not matter.
 class ExactSum {
  public:
   static constexpr int chunks = 70;     ///< 32-bit digits (2240 bits: the double range + carries)
-  static constexpr int budget = 2000;   ///< additions between two normalizations
+  static constexpr int budget = 2000;   ///< puts per lane between two normalizations
   static constexpr int words = chunks + 3;  ///< chunks + counts of +inf, -inf, NaN (the wire format)
+  static constexpr int lanes = 4;       ///< independent copies of the chunks
 
   ExactSum() noexcept { clear(); }
 
   /// Local. Back to an exact zero.
   void clear() noexcept {
-    std::fill(c_, c_ + words, std::int64_t{0});
+    for (auto& l : c_) std::fill(l, l + words, std::int64_t{0});
     left_ = budget;
   }
 
-  /// Local. Adds x exactly (inline, branch-free except for inf/NaN).
-  [[gnu::always_inline]] inline void add(double x) noexcept {
+  /// Local. Adds x exactly into lane `lane` (< lanes) without counting: the caller calls
+  /// used() after at most room() puts per lane. Inline, branch-free except for inf/NaN.
+  [[gnu::always_inline]] inline void put(int lane, double x) noexcept {
     const auto b = std::bit_cast<std::uint64_t>(x);
     const std::uint64_t e = (b >> 52) & 0x7FF;
     if (e == 0x7FF) [[unlikely]] {
@@ -81,9 +88,22 @@ class ExactSum {
     const std::int64_t neg = static_cast<std::int64_t>(b) >> 63;  // 0 or -1
     const auto lo = static_cast<std::int64_t>((m << s) & 0xFFFFFFFFull);
     const auto hi = static_cast<std::int64_t>(m >> (32 - s));
-    c_[i] += (lo ^ neg) - neg;
-    c_[i + 1] += (hi ^ neg) - neg;
-    if (--left_ == 0) [[unlikely]] normalize();
+    std::int64_t* c = c_[lane];
+    c[i] += (lo ^ neg) - neg;
+    c[i + 1] += (hi ^ neg) - neg;
+  }
+  /// Local. How many more puts every lane may take before used() must be called.
+  [[nodiscard]] int room() const noexcept { return left_; }
+  /// Local. Records k puts per lane (k <= room()); normalizes when the budget is spent.
+  void used(int k) noexcept {
+    left_ -= k;
+    if (left_ <= 0) normalize();
+  }
+
+  /// Local. Adds x exactly.
+  [[gnu::always_inline]] inline void add(double x) noexcept {
+    put(0, x);
+    used(1);
   }
   /// Local. Adds a float exactly (its double conversion is exact).
   [[gnu::always_inline]] inline void add(float x) noexcept { add(static_cast<double>(x)); }
@@ -102,13 +122,16 @@ class ExactSum {
     }
   }
 
-  /// Local. Carry propagation: every chunk but the top one into [0, 2^32).
+  /// Local. Carry propagation in every lane, then the lanes folded into lane 0: every chunk
+  /// of lane 0 but the top one in [0, 2^32), the other lanes zero.
   void normalize() noexcept {
-    for (int k = 0; k + 1 < chunks; ++k) {
-      const std::int64_t carry = c_[k] >> 32;  // floor division by 2^32
-      c_[k] &= 0xFFFFFFFF;
-      c_[k + 1] += carry;
-    }
+    for (int l = 0; l < lanes; ++l) carry(c_[l]);
+    for (int l = 1; l < lanes; ++l)
+      for (int k = 0; k < words; ++k) {
+        c_[0][k] += c_[l][k];
+        c_[l][k] = 0;
+      }
+    carry(c_[0]);
     left_ = budget;
   }
 
@@ -117,14 +140,15 @@ class ExactSum {
     ExactSum t = o;
     t.normalize();
     normalize();
-    for (int k = 0; k < words; ++k) c_[k] += t.c_[k];
+    for (int k = 0; k < words; ++k) c_[0][k] += t.c_[0][k];
     normalize();
   }
 
-  /// Local. Normalizes and exposes the wire format (words int64 values) for a sum over ranks.
+  /// Local. Normalizes and exposes the wire format (words int64 values) for a sum over ranks
+  /// (MPI_SUM as int64); values written back through it are taken as they are.
   std::int64_t* wire() noexcept {
     normalize();
-    return c_;
+    return c_[0];
   }
 
   /// Local. The exact sum rounded to T (double or float) to nearest, ties to even; NaN/inf
@@ -132,22 +156,23 @@ class ExactSum {
   template <class T>
   T round() const noexcept {
     static_assert(std::is_same_v<T, double> || std::is_same_v<T, float>);
-    const std::int64_t pinf = c_[chunks], ninf = c_[chunks + 1], nan = c_[chunks + 2];
+    ExactSum t = *this;
+    t.normalize();
+    const std::int64_t* c = t.c_[0];
+    const std::int64_t pinf = c[chunks], ninf = c[chunks + 1], nan = c[chunks + 2];
     if (nan != 0 || (pinf != 0 && ninf != 0)) return std::numeric_limits<T>::quiet_NaN();
     if (pinf != 0) return std::numeric_limits<T>::infinity();
     if (ninf != 0) return -std::numeric_limits<T>::infinity();
-    ExactSum t = *this;
-    t.normalize();
-    bool negative = t.c_[chunks - 1] < 0;
+    const bool negative = c[chunks - 1] < 0;
     if (negative) {
-      for (int k = 0; k < chunks; ++k) t.c_[k] = -t.c_[k];
+      for (int k = 0; k < chunks; ++k) t.c_[0][k] = -t.c_[0][k];
       t.normalize();
     }
     int h = chunks - 1;
-    while (h >= 0 && t.c_[h] == 0) --h;
+    while (h >= 0 && c[h] == 0) --h;
     if (h < 0) return T(0);
     const std::int64_t length =
-        32 * std::int64_t{h} + static_cast<std::int64_t>(std::bit_width(static_cast<std::uint64_t>(t.c_[h])));
+        32 * std::int64_t{h} + static_cast<std::int64_t>(std::bit_width(static_cast<std::uint64_t>(c[h])));
     constexpr std::int64_t P = std::numeric_limits<T>::digits;
     // Lowest kept bit position: P bits below the top, but not below the type's subnormal lsb.
     constexpr std::int64_t kmin = (std::numeric_limits<T>::min_exponent - P) + 1074;
@@ -172,10 +197,17 @@ class ExactSum {
   }
 
  private:
-  void special(std::uint64_t b) noexcept {
-    if ((b & 0xFFFFFFFFFFFFFull) != 0) ++c_[chunks + 2];
-    else if (b >> 63) ++c_[chunks + 1];
-    else ++c_[chunks];
+  [[gnu::noinline]] void special(std::uint64_t b) noexcept {
+    if ((b & 0xFFFFFFFFFFFFFull) != 0) ++c_[0][chunks + 2];
+    else if (b >> 63) ++c_[0][chunks + 1];
+    else ++c_[0][chunks];
+  }
+  static void carry(std::int64_t* c) noexcept {
+    for (int k = 0; k + 1 < chunks; ++k) {
+      const std::int64_t up = c[k] >> 32;  // floor division by 2^32
+      c[k] &= 0xFFFFFFFF;
+      c[k + 1] += up;
+    }
   }
   void add_magnitude(std::uint64_t mag, std::size_t i, unsigned s, bool negative) noexcept {
     // mag * 2^s spread over chunks i, i+1, i+2 (each part < 2^32).
@@ -183,15 +215,15 @@ class ExactSum {
     const std::uint64_t mid = (mag >> (32 - s)) & 0xFFFFFFFFull;
     const std::uint64_t hi = s == 0 ? 0 : mag >> (64 - s);
     const std::int64_t sg = negative ? -1 : 1;
-    c_[i] += sg * static_cast<std::int64_t>(lo);
-    c_[i + 1] += sg * static_cast<std::int64_t>(mid);
-    c_[i + 2] += sg * static_cast<std::int64_t>(hi);
-    if (--left_ == 0) normalize();
+    c_[0][i] += sg * static_cast<std::int64_t>(lo);
+    c_[0][i + 1] += sg * static_cast<std::int64_t>(mid);
+    c_[0][i + 2] += sg * static_cast<std::int64_t>(hi);
+    used(1);
   }
   // On a normalized, nonnegative value: bit j, bits [j, j + n) (n <= 64), any bit below j.
   bool bit(std::int64_t j) const noexcept {
     if (j < 0) return false;
-    return ((static_cast<std::uint64_t>(c_[j / 32]) >> (j % 32)) & 1) != 0;
+    return ((static_cast<std::uint64_t>(c_[0][j / 32]) >> (j % 32)) & 1) != 0;
   }
   std::uint64_t bits(std::int64_t j, int n) const noexcept {
     std::uint64_t r = 0;
@@ -203,24 +235,53 @@ class ExactSum {
     if (j <= 0) return false;
     const std::int64_t w = j / 32;
     for (std::int64_t q = 0; q < w; ++q)
-      if (c_[q] != 0) return true;
+      if (c_[0][q] != 0) return true;
     const std::uint64_t mask = (std::uint64_t{1} << (j % 32)) - 1;
-    return (static_cast<std::uint64_t>(c_[w]) & mask) != 0;
+    return (static_cast<std::uint64_t>(c_[0][w]) & mask) != 0;
   }
 
-  alignas(64) std::int64_t c_[words];
+  alignas(64) std::int64_t c_[lanes][words];
   int left_ = budget;
 };
+
+/// True for std::complex.
+template <class X>
+inline constexpr bool is_complex_v = false;
+template <class X>
+inline constexpr bool is_complex_v<std::complex<X>> = true;
 
 /// An exact accumulator for a real or complex value type: one ExactSum per component. Local
 /// except allreduce().
 template <class V>
 struct ExactAcc {
-  static constexpr bool complex = false;
   ExactSum re;
   template <class X>
   [[gnu::always_inline]] inline void add(const X& x) noexcept {
     re.add(x);
+  }
+  /// Local. Adds get(0), ..., get(n - 1), calling get exactly once per index, in order (it
+  /// may have side effects, e.g. write the element it returns). Spreads floating-point terms
+  /// over the lanes, four at a time.
+  template <class Get>
+  [[gnu::always_inline]] inline void add_n(std::int64_t n, Get&& get) {
+    using R = std::remove_cvref_t<decltype(get(std::int64_t{0}))>;
+    std::int64_t i = 0;
+    if constexpr (std::is_floating_point_v<R>) {
+      static_assert(ExactSum::lanes == 4);
+      while (n - i >= 4) {
+        const int rounds = static_cast<int>(std::min<std::int64_t>((n - i) / 4, re.room()));
+        for (int r = 0; r < rounds; ++r, i += 4) {
+          const double x0 = static_cast<double>(get(i)), x1 = static_cast<double>(get(i + 1));
+          const double x2 = static_cast<double>(get(i + 2)), x3 = static_cast<double>(get(i + 3));
+          re.put(0, x0);
+          re.put(1, x1);
+          re.put(2, x2);
+          re.put(3, x3);
+        }
+        re.used(rounds);
+      }
+    }
+    for (; i < n; ++i) re.add(get(i));
   }
   void merge(const ExactAcc& o) noexcept { re.merge(o.re); }
   /// Collective over `comm`: every rank ends with the exact total (one MPI_Allreduce).
@@ -233,7 +294,6 @@ struct ExactAcc {
 };
 template <class X>
 struct ExactAcc<std::complex<X>> {
-  static constexpr bool complex = true;
   ExactSum re, im;
   template <class Y>
   [[gnu::always_inline]] inline void add(const std::complex<Y>& x) noexcept {
@@ -244,10 +304,32 @@ struct ExactAcc<std::complex<X>> {
   [[gnu::always_inline]] inline void add(const Y& x) noexcept {
     re.add(x);
   }
+  /// Local. As ExactAcc<real>::add_n (two complex terms at a time, over two lanes each).
+  template <class Get>
+  [[gnu::always_inline]] inline void add_n(std::int64_t n, Get&& get) {
+    using R = std::remove_cvref_t<decltype(get(std::int64_t{0}))>;
+    std::int64_t i = 0;
+    if constexpr (is_complex_v<R>) {
+      while (n - i >= 2) {
+        const int rounds = static_cast<int>(std::min<std::int64_t>((n - i) / 2, re.room()));
+        for (int r = 0; r < rounds; ++r, i += 2) {
+          const R z0 = get(i), z1 = get(i + 1);
+          re.put(0, static_cast<double>(z0.real()));
+          im.put(0, static_cast<double>(z0.imag()));
+          re.put(1, static_cast<double>(z1.real()));
+          im.put(1, static_cast<double>(z1.imag()));
+        }
+        re.used(rounds);
+        im.used(rounds);
+      }
+    }
+    for (; i < n; ++i) add(get(i));
+  }
   void merge(const ExactAcc& o) noexcept {
     re.merge(o.re);
     im.merge(o.im);
   }
+  /// Collective over `comm`: every rank ends with the exact total (one MPI_Allreduce).
   void allreduce(MPI_Comm comm) {
     std::int64_t buf[2 * ExactSum::words];
     std::copy_n(re.wire(), ExactSum::words, buf);
@@ -257,6 +339,7 @@ struct ExactAcc<std::complex<X>> {
     std::copy_n(buf, ExactSum::words, re.wire());
     std::copy_n(buf + ExactSum::words, ExactSum::words, im.wire());
   }
+  /// Local. The rounded total (per component).
   std::complex<X> value() const noexcept { return {re.round<X>(), im.round<X>()}; }
 };
 
