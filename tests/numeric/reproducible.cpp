@@ -243,6 +243,23 @@ TEST_CASE("ExactSum: serial accumulation is the correctly rounded sum (math.fsum
     CHECK(hex(std::sqrt(sq.round<double>())) == hex(r[1]));
     CHECK(hex(dot.round<double>()) == hex(r[2]));
     CHECK(hex(std::sqrt(diff.round<double>())) == hex(r[3]));
+    // The block path (ExtractVector slices + term by term), blocks of varying sizes.
+    {
+      garray::detail::ExactSum bs, bq;
+      std::vector<double> buf;
+      std::size_t i = 0, len = 1;
+      while (i < d.x.size()) {
+        const std::size_t b = std::min<std::size_t>({len, d.x.size() - i, garray::detail::ExactSum::block});
+        buf.assign(d.x.begin() + static_cast<std::ptrdiff_t>(i), d.x.begin() + static_cast<std::ptrdiff_t>(i + b));
+        bs.add_block(buf.data(), static_cast<int>(b));
+        for (std::size_t k = 0; k < b; ++k) buf[k] = d.x[i + k] * d.x[i + k];
+        bq.add_block(buf.data(), static_cast<int>(b));
+        i += b;
+        len = len * 3 % 301 + 1;
+      }
+      CHECK(hex(bs.round<double>()) == hex(r[0]));
+      CHECK(hex(std::sqrt(bq.round<double>())) == hex(r[1]));
+    }
     // Any order, any split into partial accumulators, gives the same integer.
     garray::detail::ExactSum a, b;
     for (std::size_t i = d.x.size(); i-- > 0;) (i % 3 == 0 ? a : b).add(d.x[i]);

@@ -31,6 +31,7 @@
 #include <complex>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 
@@ -98,6 +99,106 @@ class ExactSum {
   void used(int k) noexcept {
     left_ -= k;
     if (left_ <= 0) normalize();
+  }
+
+  /// Terms per block of add_block (2^block_bits >= block + 2: see add_block).
+  static constexpr int block = 256;
+  static constexpr int block_bits = 9;
+
+  /// Local. Adds buf[0], ..., buf[n - 1] (n <= block) exactly; overwrites buf.
+  ///
+  /// The fast path is Rump, Ogita and Oishi's ExtractVector (AccSum, 2008): with
+  /// sigma = 2^k >= 2^block_bits * max|p_i|, q_i = (sigma + p_i) - sigma and p_i - q_i are
+  /// exact, every q_i is a multiple of 2^-53 sigma, and the q_i sum to a double exactly in any
+  /// order (every partial sum is a multiple of 2^-53 sigma below sigma). One such slice takes
+  /// the top ~44 bits of every term at once, with plain (two-wide SIMD) floating-point
+  /// additions; its sum goes into the accumulator (one add). The remainders p_i - q_i are
+  /// sliced again with sigma / 2^44 until they are all zero, up to 4 slices; whatever is left (terms spanning more than ~180 bits, or
+  /// near the bottom of the exponent range) goes in term by term. Blocks with inf/NaN or
+  /// terms near overflow go in term by term too. The result is the same exact sum.
+  void add_block(double* buf, int n) noexcept {
+    // The largest magnitude (and whether there is a NaN).
+    double mx = 0;
+    bool bad = false;
+    int i = 0;
+#if defined(__GNUC__)
+    v2d m0 = {0, 0}, m1 = {0, 0};
+    v2u nan = {0, 0};
+    for (; i + 4 <= n; i += 4) {
+      const v2d x0 = load2(buf + i), x1 = load2(buf + i + 2);
+      const v2d a0 = abs2(x0), a1 = abs2(x1);
+      m0 = a0 > m0 ? a0 : m0;
+      m1 = a1 > m1 ? a1 : m1;
+      nan |= reinterpret_cast<v2u>(x0 != x0) | reinterpret_cast<v2u>(x1 != x1);
+    }
+    m0 = m1 > m0 ? m1 : m0;
+    mx = std::max(m0[0], m0[1]);
+    bad = (nan[0] | nan[1]) != 0;
+#endif
+    for (; i < n; ++i) {
+      mx = std::max(mx, std::fabs(buf[i]));
+      bad = bad || buf[i] != buf[i];
+    }
+    if (bad || !(mx <= 0x1p1000)) {
+      add_terms(buf, n);
+      return;
+    }
+    if (mx == 0) return;
+    // sigma_0 = 2^(e + block_bits) with mx < 2^e; each slice leaves |p_i| <= 2^-53 sigma_k,
+    // so sigma_{k+1} = 2^(block_bits - 53) sigma_k meets the lemma's condition again.
+    int es = static_cast<int>((std::bit_cast<std::uint64_t>(mx) >> 52) & 0x7FF) - 1022 + block_bits;
+    bool left = true;
+    for (int slice = 0; slice < 4 && left; ++slice, es -= 53 - block_bits) {
+      if (es - 53 < -1022) break;  // 2^-53 sigma would leave the normal range: term by term
+      const double sigma = std::bit_cast<double>(static_cast<std::uint64_t>(es + 1023) << 52);
+      double t = 0;
+      std::uint64_t z = 0;
+      i = 0;
+#if defined(__GNUC__)
+      const v2d sg = {sigma, sigma}, zero = {0, 0};
+      v2d t0 = {0, 0}, t1 = {0, 0};
+      v2u z2 = {0, 0};
+      for (; i + 4 <= n; i += 4) {
+        const v2d x0 = load2(buf + i), x1 = load2(buf + i + 2);
+        const v2d q0 = (sg + x0) - sg, q1 = (sg + x1) - sg;
+        const v2d r0 = x0 - q0, r1 = x1 - q1;
+        store2(buf + i, r0);
+        store2(buf + i + 2, r1);
+        t0 += q0;
+        t1 += q1;
+        z2 |= reinterpret_cast<v2u>(r0 != zero) | reinterpret_cast<v2u>(r1 != zero);
+      }
+      t0 += t1;
+      t = t0[0] + t0[1];
+      z = z2[0] | z2[1];
+#endif
+      for (; i < n; ++i) {
+        const double q = (sigma + buf[i]) - sigma;
+        buf[i] -= q;
+        t += q;
+        z |= buf[i] != 0 ? 1 : 0;
+      }
+      put(0, t);  // exact (see above)
+      used(1);
+      left = z != 0;
+    }
+    if (left) add_terms(buf, n);
+  }
+
+  /// Local. Adds buf[0], ..., buf[n - 1] exactly, term by term (four lanes).
+  void add_terms(const double* buf, int n) noexcept {
+    int i = 0;
+    while (n - i >= 4) {
+      const int rounds = std::min((n - i) / 4, room());
+      for (int r = 0; r < rounds; ++r, i += 4) {
+        put(0, buf[i]);
+        put(1, buf[i + 1]);
+        put(2, buf[i + 2]);
+        put(3, buf[i + 3]);
+      }
+      used(rounds);
+    }
+    for (; i < n; ++i) add(buf[i]);
   }
 
   /// Local. Adds x exactly.
@@ -197,6 +298,20 @@ class ExactSum {
   }
 
  private:
+#if defined(__GNUC__)
+  using v2d = double __attribute__((vector_size(16)));
+  using v2u = std::uint64_t __attribute__((vector_size(16)));
+  static v2d load2(const double* p) noexcept {
+    v2d v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  }
+  static void store2(double* p, v2d v) noexcept { std::memcpy(p, &v, sizeof v); }
+  static v2d abs2(v2d v) noexcept {
+    const v2u mask = {0x7FFFFFFFFFFFFFFFull, 0x7FFFFFFFFFFFFFFFull};
+    return reinterpret_cast<v2d>(reinterpret_cast<v2u>(v) & mask);
+  }
+#endif
   [[gnu::noinline]] void special(std::uint64_t b) noexcept {
     if ((b & 0xFFFFFFFFFFFFFull) != 0) ++c_[0][chunks + 2];
     else if (b >> 63) ++c_[0][chunks + 1];
@@ -265,23 +380,16 @@ struct ExactAcc {
   template <class Get>
   [[gnu::always_inline]] inline void add_n(std::int64_t n, Get&& get) {
     using R = std::remove_cvref_t<decltype(get(std::int64_t{0}))>;
-    std::int64_t i = 0;
     if constexpr (std::is_floating_point_v<R>) {
-      static_assert(ExactSum::lanes == 4);
-      while (n - i >= 4) {
-        const int rounds = static_cast<int>(std::min<std::int64_t>((n - i) / 4, re.room()));
-        for (int r = 0; r < rounds; ++r, i += 4) {
-          const double x0 = static_cast<double>(get(i)), x1 = static_cast<double>(get(i + 1));
-          const double x2 = static_cast<double>(get(i + 2)), x3 = static_cast<double>(get(i + 3));
-          re.put(0, x0);
-          re.put(1, x1);
-          re.put(2, x2);
-          re.put(3, x3);
-        }
-        re.used(rounds);
+      double buf[ExactSum::block];
+      for (std::int64_t i = 0; i < n; i += ExactSum::block) {
+        const int b = static_cast<int>(std::min<std::int64_t>(ExactSum::block, n - i));
+        for (int j = 0; j < b; ++j) buf[j] = static_cast<double>(get(i + j));
+        re.add_block(buf, b);
       }
+    } else {
+      for (std::int64_t i = 0; i < n; ++i) re.add(get(i));
     }
-    for (; i < n; ++i) re.add(get(i));
   }
   void merge(const ExactAcc& o) noexcept { re.merge(o.re); }
   /// Collective over `comm`: every rank ends with the exact total (one MPI_Allreduce).
@@ -304,26 +412,25 @@ struct ExactAcc<std::complex<X>> {
   [[gnu::always_inline]] inline void add(const Y& x) noexcept {
     re.add(x);
   }
-  /// Local. As ExactAcc<real>::add_n (two complex terms at a time, over two lanes each).
+  /// Local. As ExactAcc<real>::add_n (the real and imaginary parts in separate blocks).
   template <class Get>
   [[gnu::always_inline]] inline void add_n(std::int64_t n, Get&& get) {
     using R = std::remove_cvref_t<decltype(get(std::int64_t{0}))>;
-    std::int64_t i = 0;
     if constexpr (is_complex_v<R>) {
-      while (n - i >= 2) {
-        const int rounds = static_cast<int>(std::min<std::int64_t>((n - i) / 2, re.room()));
-        for (int r = 0; r < rounds; ++r, i += 2) {
-          const R z0 = get(i), z1 = get(i + 1);
-          re.put(0, static_cast<double>(z0.real()));
-          im.put(0, static_cast<double>(z0.imag()));
-          re.put(1, static_cast<double>(z1.real()));
-          im.put(1, static_cast<double>(z1.imag()));
+      double br[ExactSum::block], bi[ExactSum::block];
+      for (std::int64_t i = 0; i < n; i += ExactSum::block) {
+        const int b = static_cast<int>(std::min<std::int64_t>(ExactSum::block, n - i));
+        for (int j = 0; j < b; ++j) {
+          const R z = get(i + j);
+          br[j] = static_cast<double>(z.real());
+          bi[j] = static_cast<double>(z.imag());
         }
-        re.used(rounds);
-        im.used(rounds);
+        re.add_block(br, b);
+        im.add_block(bi, b);
       }
+    } else {
+      for (std::int64_t i = 0; i < n; ++i) add(get(i));
     }
-    for (; i < n; ++i) add(get(i));
   }
   void merge(const ExactAcc& o) noexcept {
     re.merge(o.re);
