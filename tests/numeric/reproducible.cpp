@@ -462,3 +462,36 @@ TEST_CASE("reproducible reductions: NaN, infinities, overflow, empty, integers")
   // (2 (2^63 - 1) - 3) / 3, summed exactly (an int64 or double accumulator would not be)
   CHECK(garray::mean(big_i, reproducible) == std::ldexp(1.0, 64) / 3.0);
 }
+
+TEST_CASE("user guide: reproducible reductions (docs/user-guide.md)") {
+  garray::Context ctx;
+  garray::GlobalArray<double, 2> x(ctx, {300, 200}, garray::Distribution<2>::slab(1));
+  garray::fill_random(x, 42);                       // the same values at any rank count
+  double s = garray::sum(x, reproducible);          // same bits at np 1, 2, 3, 4, ...
+  double d = garray::dot(x, x, reproducible);       // each product rounded, then summed exactly
+  double r = garray::norm2(x - 0.5, reproducible);  // fused: sqrt(exact sum of squares)
+  double m = garray::mean(x, reproducible);         // exact sum rounded, then / n
+  garray::GlobalArray<double, 2> y(ctx, {300, 200});  // another distribution: the same bits
+  y.view() = x;
+  CHECK(garray::sum(y, reproducible) == s);
+  double change = garray::assign_norm2_change(y, x * 0.5, reproducible);  // one sweep, as without the tag
+  // The same values serially, through the accumulator: the same bits (any rank count).
+  std::vector<double> all(300 * 200);
+  x.get_section(garray::Section<2>::full({300, 200}), all);
+  garray::detail::ExactSum es, ed, er, ec;
+  for (double v : all) {
+    es.add(v);
+    ed.add(v * v);
+    er.add((v - 0.5) * (v - 0.5));
+    ec.add((v * 0.5 - v) * (v * 0.5 - v));
+  }
+  CHECK(hex(s) == hex(es.round<double>()));
+  CHECK(hex(d) == hex(ed.round<double>()));
+  CHECK(hex(r) == hex(std::sqrt(er.round<double>())));
+  CHECK(hex(m) == hex(es.round<double>() / 60000.0));
+  CHECK(hex(change) == hex(std::sqrt(ec.round<double>())));
+  // mixing the tagged and the plain call across ranks is a collective mismatch, not a hang
+  if (ctx.size() > 1) {
+    CHECK_THROWS_AS((void)(ctx.rank() == 0 ? garray::sum(x, reproducible) : garray::sum(x)), garray::CollectiveMismatch);
+  }
+}

@@ -113,8 +113,10 @@ class ExactSum {
   /// order (every partial sum is a multiple of 2^-53 sigma below sigma). One such slice takes
   /// the top ~44 bits of every term at once, with plain (two-wide SIMD) floating-point
   /// additions; its sum goes into the accumulator (one add). The remainders p_i - q_i are
-  /// sliced again with sigma / 2^44 until they are all zero, up to 4 slices; whatever is left (terms spanning more than ~180 bits, or
-  /// near the bottom of the exponent range) goes in term by term. Blocks with inf/NaN or
+  /// sliced again, with sigma chosen from the largest remainder (so a block of 1.0s and
+  /// 1e-100s takes 3 slices, not 10), until they are all zero, up to 6 slices; the nonzero
+  /// terms left (blocks spanning very many exponent ranges, or terms near the bottom of the
+  /// exponent range) go in term by term. Blocks with inf/NaN or
   /// terms near overflow go in term by term too. The result is the same exact sum.
   void add_block(double* buf, int n) noexcept {
     // The largest magnitude (and whether there is a NaN).
@@ -143,21 +145,20 @@ class ExactSum {
       add_terms(buf, n);
       return;
     }
-    if (mx == 0) return;
-    // sigma_0 = 2^(e + block_bits) with mx < 2^e; each slice leaves |p_i| <= 2^-53 sigma_k,
-    // so sigma_{k+1} = 2^(block_bits - 53) sigma_k meets the lemma's condition again.
-    int es = static_cast<int>((std::bit_cast<std::uint64_t>(mx) >> 52) & 0x7FF) - 1022 + block_bits;
-    bool left = true;
-    for (int slice = 0; slice < 4 && left; ++slice, es -= 53 - block_bits) {
+    // Slices while anything is left: sigma = 2^(e + block_bits) with max|p_i| < 2^e, the
+    // largest magnitude left (so empty ranges of exponents cost nothing).
+    for (int slice = 0; slice < 6 && mx != 0; ++slice) {
+      const int es = static_cast<int>((std::bit_cast<std::uint64_t>(mx) >> 52) & 0x7FF) - 1022 + block_bits;
       if (es - 53 < -1022) break;  // 2^-53 sigma would leave the normal range: term by term
       const double sigma = std::bit_cast<double>(static_cast<std::uint64_t>(es + 1023) << 52);
       double t = 0;
-      std::uint64_t z = 0;
+      mx = 0;
       i = 0;
 #if defined(__GNUC__)
-      const v2d sg = {sigma, sigma}, zero = {0, 0};
+      const v2d sg = {sigma, sigma};
       v2d t0 = {0, 0}, t1 = {0, 0};
-      v2u z2 = {0, 0};
+      m0 = v2d{0, 0};
+      m1 = v2d{0, 0};
       for (; i + 4 <= n; i += 4) {
         const v2d x0 = load2(buf + i), x1 = load2(buf + i + 2);
         const v2d q0 = (sg + x0) - sg, q1 = (sg + x1) - sg;
@@ -166,23 +167,27 @@ class ExactSum {
         store2(buf + i + 2, r1);
         t0 += q0;
         t1 += q1;
-        z2 |= reinterpret_cast<v2u>(r0 != zero) | reinterpret_cast<v2u>(r1 != zero);
+        const v2d a0 = abs2(r0), a1 = abs2(r1);
+        m0 = a0 > m0 ? a0 : m0;
+        m1 = a1 > m1 ? a1 : m1;
       }
       t0 += t1;
       t = t0[0] + t0[1];
-      z = z2[0] | z2[1];
+      m0 = m1 > m0 ? m1 : m0;
+      mx = std::max(m0[0], m0[1]);
 #endif
       for (; i < n; ++i) {
         const double q = (sigma + buf[i]) - sigma;
         buf[i] -= q;
         t += q;
-        z |= buf[i] != 0 ? 1 : 0;
+        mx = std::max(mx, std::fabs(buf[i]));
       }
       put(0, t);  // exact (see above)
       used(1);
-      left = z != 0;
     }
-    if (left) add_terms(buf, n);
+    if (mx != 0)  // what is left, term by term (mostly zeros by now: skipped)
+      for (i = 0; i < n; ++i)
+        if (buf[i] != 0) add(buf[i]);
   }
 
   /// Local. Adds buf[0], ..., buf[n - 1] exactly, term by term (four lanes).
