@@ -124,16 +124,21 @@ class ExactSum {
     bool bad = false;
     int i = 0;
 #if defined(__GNUC__)
-    v2d m0 = {0, 0}, m1 = {0, 0};
+    v2d m0 = {0, 0}, m1 = {0, 0}, m2 = {0, 0}, m3 = {0, 0};
     v2u nan = {0, 0};
-    for (; i + 4 <= n; i += 4) {
-      const v2d x0 = load2(buf + i), x1 = load2(buf + i + 2);
-      const v2d a0 = abs2(x0), a1 = abs2(x1);
+    for (; i + 8 <= n; i += 8) {  // four independent chains: latency, not throughput, bound
+      const v2d x0 = load2(buf + i), x1 = load2(buf + i + 2), x2 = load2(buf + i + 4), x3 = load2(buf + i + 6);
+      const v2d a0 = abs2(x0), a1 = abs2(x1), a2 = abs2(x2), a3 = abs2(x3);
       m0 = a0 > m0 ? a0 : m0;
       m1 = a1 > m1 ? a1 : m1;
-      nan |= reinterpret_cast<v2u>(x0 != x0) | reinterpret_cast<v2u>(x1 != x1);
+      m2 = a2 > m2 ? a2 : m2;
+      m3 = a3 > m3 ? a3 : m3;
+      nan |= reinterpret_cast<v2u>(x0 != x0) | reinterpret_cast<v2u>(x1 != x1) | reinterpret_cast<v2u>(x2 != x2) |
+             reinterpret_cast<v2u>(x3 != x3);
     }
     m0 = m1 > m0 ? m1 : m0;
+    m2 = m3 > m2 ? m3 : m2;
+    m0 = m2 > m0 ? m2 : m0;
     mx = std::max(m0[0], m0[1]);
     bad = (nan[0] | nan[1]) != 0;
 #endif
@@ -156,24 +161,31 @@ class ExactSum {
       i = 0;
 #if defined(__GNUC__)
       const v2d sg = {sigma, sigma};
-      v2d t0 = {0, 0}, t1 = {0, 0};
-      m0 = v2d{0, 0};
-      m1 = v2d{0, 0};
-      for (; i + 4 <= n; i += 4) {
-        const v2d x0 = load2(buf + i), x1 = load2(buf + i + 2);
-        const v2d q0 = (sg + x0) - sg, q1 = (sg + x1) - sg;
-        const v2d r0 = x0 - q0, r1 = x1 - q1;
+      v2d t0 = {0, 0}, t1 = {0, 0}, t2 = {0, 0}, t3 = {0, 0};
+      m0 = m1 = m2 = m3 = v2d{0, 0};
+      for (; i + 8 <= n; i += 8) {
+        const v2d x0 = load2(buf + i), x1 = load2(buf + i + 2), x2 = load2(buf + i + 4), x3 = load2(buf + i + 6);
+        const v2d q0 = (sg + x0) - sg, q1 = (sg + x1) - sg, q2 = (sg + x2) - sg, q3 = (sg + x3) - sg;
+        const v2d r0 = x0 - q0, r1 = x1 - q1, r2 = x2 - q2, r3 = x3 - q3;
         store2(buf + i, r0);
         store2(buf + i + 2, r1);
+        store2(buf + i + 4, r2);
+        store2(buf + i + 6, r3);
         t0 += q0;
         t1 += q1;
-        const v2d a0 = abs2(r0), a1 = abs2(r1);
+        t2 += q2;
+        t3 += q3;
+        const v2d a0 = abs2(r0), a1 = abs2(r1), a2 = abs2(r2), a3 = abs2(r3);
         m0 = a0 > m0 ? a0 : m0;
         m1 = a1 > m1 ? a1 : m1;
+        m2 = a2 > m2 ? a2 : m2;
+        m3 = a3 > m3 ? a3 : m3;
       }
-      t0 += t1;
+      t0 = (t0 + t1) + (t2 + t3);
       t = t0[0] + t0[1];
       m0 = m1 > m0 ? m1 : m0;
+      m2 = m3 > m2 ? m3 : m2;
+      m0 = m2 > m0 ? m2 : m0;
       mx = std::max(m0[0], m0[1]);
 #endif
       for (; i < n; ++i) {
