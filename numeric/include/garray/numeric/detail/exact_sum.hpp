@@ -114,7 +114,7 @@ class ExactSum {
   /// the top ~44 bits of every term at once, with plain (two-wide SIMD) floating-point
   /// additions; its sum goes into the accumulator (one add). The remainders p_i - q_i are
   /// sliced again, with sigma chosen from the largest remainder (so a block of 1.0s and
-  /// 1e-100s takes 3 slices, not 10), until they are all zero, up to 6 slices; the nonzero
+  /// 1e-100s takes 3 slices, not 10), until they are all zero, up to 16 slices; the nonzero
   /// terms left (blocks spanning very many exponent ranges, or terms near the bottom of the
   /// exponent range) go in term by term. Blocks with inf/NaN or
   /// terms near overflow go in term by term too. The result is the same exact sum.
@@ -152,7 +152,7 @@ class ExactSum {
     }
     // Slices while anything is left: sigma = 2^(e + block_bits) with max|p_i| < 2^e, the
     // largest magnitude left (so empty ranges of exponents cost nothing).
-    for (int slice = 0; slice < 6 && mx != 0; ++slice) {
+    for (int slice = 0; slice < 16 && mx != 0; ++slice) {
       const int es = static_cast<int>((std::bit_cast<std::uint64_t>(mx) >> 52) & 0x7FF) - 1022 + block_bits;
       if (es - 53 < -1022) break;  // 2^-53 sigma would leave the normal range: term by term
       const double sigma = std::bit_cast<double>(static_cast<std::uint64_t>(es + 1023) << 52);
@@ -197,9 +197,12 @@ class ExactSum {
       put(0, t);  // exact (see above)
       used(1);
     }
-    if (mx != 0)  // what is left, term by term (mostly zeros by now: skipped)
+    if (mx != 0) {  // what is left, term by term (the nonzero ones, over the lanes)
+      int k = 0;
       for (i = 0; i < n; ++i)
-        if (buf[i] != 0) add(buf[i]);
+        if (buf[i] != 0) buf[k++] = buf[i];
+      add_terms(buf, k);
+    }
   }
 
   /// Local. Adds buf[0], ..., buf[n - 1] exactly, term by term (four lanes).
