@@ -19,6 +19,11 @@
 // An exact zero gives +0.0. float values are converted to double exactly; integers are
 // added exactly (an int64 or uint64 is two 32-bit chunk additions at the units position).
 //
+// Speed: terms are added term by term only when they must be. ExactAcc::add_n buffers
+// blocks of 256 terms and ExactSum::add_block takes the high bits of a whole block at once
+// with exact floating-point "ExtractVector" slices (Rump, Ogita, Oishi), adding one exact
+// double per slice; see add_block, docs/design.md and docs/performance.md.
+//
 // Everything here is Local except allreduce(), which is Collective over the communicator.
 
 #include <garray/runtime/error.hpp>
@@ -93,6 +98,32 @@ class ExactSum {
     c[i] += (lo ^ neg) - neg;
     c[i + 1] += (hi ^ neg) - neg;
   }
+  /// Local. put(lane, x * 2^-shift) for a finite x whose scaled value is a multiple of
+  /// 2^-1074 (so the bits moved below the accumulator's lowest bit are zero).
+  void put_shifted(int lane, double x, int shift) noexcept {
+    if (shift == 0) {
+      put(lane, x);
+      return;
+    }
+    const auto b = std::bit_cast<std::uint64_t>(x);
+    const std::uint64_t e = (b >> 52) & 0x7FF;
+    const std::uint64_t normal = e != 0 ? 1 : 0;
+    std::uint64_t m = (b & 0xFFFFFFFFFFFFFull) | (normal << 52);
+    std::int64_t p = static_cast<std::int64_t>(e - normal) - shift;
+    if (p < 0) {
+      if (p <= -64) return;  // then m is 0
+      m >>= -p;
+      p = 0;
+    }
+    const unsigned s = static_cast<unsigned>(p & 31);
+    const auto i = static_cast<std::size_t>(p >> 5);
+    const std::int64_t neg = static_cast<std::int64_t>(b) >> 63;
+    const auto lo = static_cast<std::int64_t>((m << s) & 0xFFFFFFFFull);
+    const auto hi = static_cast<std::int64_t>(m >> (32 - s));
+    std::int64_t* c = c_[lane];
+    c[i] += (lo ^ neg) - neg;
+    c[i + 1] += (hi ^ neg) - neg;
+  }
   /// Local. How many more puts every lane may take before used() must be called.
   [[nodiscard]] int room() const noexcept { return left_; }
   /// Local. Records k puts per lane (k <= room()); normalizes when the budget is spent.
@@ -115,8 +146,8 @@ class ExactSum {
   /// additions; its sum goes into the accumulator (one add). The remainders p_i - q_i are
   /// sliced again, with sigma chosen from the largest remainder (so a block of 1.0s and
   /// 1e-100s takes 3 slices, not 10), until they are all zero, up to 16 slices; the nonzero
-  /// terms left (blocks spanning very many exponent ranges, or terms near the bottom of the
-  /// exponent range) go in term by term. Blocks with inf/NaN or
+  /// terms left (blocks spanning very many exponent ranges) go in term by term; terms near
+  /// the bottom of the exponent range are scaled up by 2^600 first (exact) and sliced too. Blocks with inf/NaN or
   /// terms near overflow go in term by term too. The result is the same exact sum.
   void add_block(double* buf, int n) noexcept {
     // The largest magnitude (and whether there is a NaN).
@@ -152,9 +183,20 @@ class ExactSum {
     }
     // Slices while anything is left: sigma = 2^(e + block_bits) with max|p_i| < 2^e, the
     // largest magnitude left (so empty ranges of exponents cost nothing).
+    // What is left near the bottom of the exponent range (2^-53 sigma would be subnormal) is
+    // scaled up by 2^scale once: exact (a power of two, no overflow or underflow), and the
+    // slice sums are put back down by `scale` bits (still multiples of 2^-1074: exact).
+    constexpr int scale = 600;
+    int shift = 0;
     for (int slice = 0; slice < 16 && mx != 0; ++slice) {
-      const int es = static_cast<int>((std::bit_cast<std::uint64_t>(mx) >> 52) & 0x7FF) - 1022 + block_bits;
-      if (es - 53 < -1022) break;  // 2^-53 sigma would leave the normal range: term by term
+      int es = static_cast<int>((std::bit_cast<std::uint64_t>(mx) >> 52) & 0x7FF) - 1022 + block_bits;
+      if (es - 53 < -1022) {
+        if (shift != 0) break;
+        for (i = 0; i < n; ++i) buf[i] *= 0x1p600;
+        mx *= 0x1p600;
+        shift = scale;
+        es = static_cast<int>((std::bit_cast<std::uint64_t>(mx) >> 52) & 0x7FF) - 1022 + block_bits;
+      }
       const double sigma = std::bit_cast<double>(static_cast<std::uint64_t>(es + 1023) << 52);
       double t = 0;
       mx = 0;
@@ -194,13 +236,14 @@ class ExactSum {
         t += q;
         mx = std::max(mx, std::fabs(buf[i]));
       }
-      put(0, t);  // exact (see above)
+      put_shifted(0, t, shift);  // exact (see above)
       used(1);
     }
     if (mx != 0) {  // what is left, term by term (the nonzero ones, over the lanes)
       int k = 0;
+      const double down = shift != 0 ? 0x1p-600 : 1.0;  // exact: multiples of 2^-1074 again
       for (i = 0; i < n; ++i)
-        if (buf[i] != 0) buf[k++] = buf[i];
+        if (buf[i] != 0) buf[k++] = buf[i] * down;
       add_terms(buf, k);
     }
   }
