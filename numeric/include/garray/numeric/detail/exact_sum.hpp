@@ -26,6 +26,7 @@
 //
 // Everything here is Local except allreduce(), which is Collective over the communicator.
 
+#include <garray/numeric/reproducible.hpp>
 #include <garray/runtime/error.hpp>
 
 #include <mpi.h>
@@ -41,18 +42,6 @@
 #include <type_traits>
 
 namespace garray {
-
-/// The tag type of reproducible reductions (see `garray::reproducible`).
-struct reproducible_t {
-  explicit constexpr reproducible_t() = default;
-};
-/// Selects the reproducible variant of a reduction: `sum(x, garray::reproducible)`,
-/// `dot(a, b, garray::reproducible)`, `norm2(x, garray::reproducible)`,
-/// `mean(x, garray::reproducible)`, `assign_norm2_change(out, expr, garray::reproducible)`,
-/// `assign_norm2_diff(out, expr, ref, garray::reproducible)`. The floating-point result is
-/// the exact sum of the terms rounded once (to nearest, ties to even): bitwise identical for
-/// every rank count, process grid, distribution and view of the same values.
-inline constexpr reproducible_t reproducible{};
 
 namespace detail {
 
