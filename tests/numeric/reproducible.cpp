@@ -3,21 +3,20 @@
 // checked bitwise against Python's math.fsum (tests/numeric/exact_ref.py, run by rank 0), for
 // the same values laid out with different distributions, process grids and views (negative
 // steps): every layout, every rank and every rank count give the same bits.
-#include "numeric/support.hpp"
-
-#include <garray/garray.hpp>
-
 #include <cmath>
 #include <complex>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <garray/garray.hpp>
 #include <limits>
 #include <map>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "numeric/support.hpp"
 
 #ifndef GARRAY_EXACT_REF
 #error "GARRAY_EXACT_REF (the path of tests/numeric/exact_ref.py) must be defined"
@@ -80,7 +79,8 @@ std::vector<DSet> double_sets() {
   {
     DSet d{"tiny_many", {}, {}};  // many tiny terms (the accumulator normalises ~100 times)
     d.x.push_back(1.0);
-    for (int i = 0; i < 200000; ++i) d.x.push_back(std::ldexp(static_cast<double>(test::uniform(g, 1, 1000)), -1000));
+    for (int i = 0; i < 200000; ++i)
+      d.x.push_back(std::ldexp(static_cast<double>(test::uniform(g, 1, 1000)), -1000));
     d.x.push_back(-1.0);
     s.push_back(d);
   }
@@ -98,7 +98,8 @@ std::vector<DSet> double_sets() {
   }
   {
     DSet d{"uniform", {}, {}};
-    for (int i = 0; i < 10000; ++i) d.x.push_back(static_cast<double>(test::uniform(g, 0, (gidx{1} << 53) - 1)) * 0x1p-53);
+    for (int i = 0; i < 10000; ++i)
+      d.x.push_back(static_cast<double>(test::uniform(g, 0, (gidx{1} << 53) - 1)) * 0x1p-53);
     s.push_back(d);
   }
   for (auto& d : s) {
@@ -125,8 +126,8 @@ std::vector<std::pair<std::string, std::vector<float>>> float_sets() {
 }
 
 /// Rank 0 writes every set, runs exact_ref.py, and broadcasts its answer: name -> values.
-std::map<std::string, std::vector<double>> references(const std::vector<DSet>& ds,
-                                                     const std::vector<std::pair<std::string, std::vector<float>>>& fs) {
+std::map<std::string, std::vector<double>> references(
+    const std::vector<DSet>& ds, const std::vector<std::pair<std::string, std::vector<float>>>& fs) {
   garray::Context ctx;
   std::string text;
   if (ctx.rank() == 0) {
@@ -144,7 +145,8 @@ std::map<std::string, std::vector<double>> references(const std::vector<DSet>& d
         for (float x : v) f << hex(static_cast<double>(x)) << '\n';
       }
     }
-    const std::string cmd = std::string("/usr/bin/python3 ") + GARRAY_EXACT_REF + " " + in.string() + " > " + out.string();
+    const std::string cmd =
+        std::string("/usr/bin/python3 ") + GARRAY_EXACT_REF + " " + in.string() + " > " + out.string();
     if (std::system(cmd.c_str()) == 0) {
       std::ifstream f(out);
       std::stringstream ss;
@@ -185,8 +187,9 @@ garray::Shape<2> shape_for(gidx n) {
 /// An array of `sh` holding `v` in row-major order (reversed: in reverse order, so the view
 /// with steps -1, -1 reads v in order), distributed as `dist`. Collective.
 template <class T>
-garray::GlobalArray<T, 2> laid_out(const garray::Context& ctx, const std::vector<T>& v, const garray::Shape<2>& sh,
-                                   const garray::Distribution<2>& dist, bool reversed) {
+garray::GlobalArray<T, 2> laid_out(const garray::Context& ctx, const std::vector<T>& v,
+                                   const garray::Shape<2>& sh, const garray::Distribution<2>& dist,
+                                   bool reversed) {
   garray::GlobalArray<T, 2> a(ctx, sh, dist);
   {
     auto blk = a.access();
@@ -214,12 +217,13 @@ garray::Section<2> whole(const garray::Shape<2>& sh, bool reversed) {
 /// The layouts every set is checked in: blocked, row slabs, column slabs, random process
 /// grids with random block boundaries; each also reversed (a view with negative steps).
 std::vector<std::pair<std::string, garray::Distribution<2>>> layouts(const garray::Shape<2>& sh, int nranks,
-                                                                      test::Rng& g) {
+                                                                     test::Rng& g) {
   std::vector<std::pair<std::string, garray::Distribution<2>>> r;
   r.push_back({"blocked", garray::Distribution<2>::blocked()});
   r.push_back({"slab0", garray::Distribution<2>::slab(0)});
   r.push_back({"slab1", garray::Distribution<2>::slab(1)});
-  for (int k = 0; k < 2; ++k) r.push_back({"random" + std::to_string(k), test::random_distribution<2>(g, sh, nranks)});
+  for (int k = 0; k < 2; ++k)
+    r.push_back({"random" + std::to_string(k), test::random_distribution<2>(g, sh, nranks)});
   return r;
 }
 
@@ -250,7 +254,8 @@ TEST_CASE("ExactSum: serial accumulation is the correctly rounded sum (math.fsum
       std::size_t i = 0, len = 1;
       while (i < d.x.size()) {
         const std::size_t b = std::min<std::size_t>({len, d.x.size() - i, garray::detail::ExactSum::block});
-        buf.assign(d.x.begin() + static_cast<std::ptrdiff_t>(i), d.x.begin() + static_cast<std::ptrdiff_t>(i + b));
+        buf.assign(d.x.begin() + static_cast<std::ptrdiff_t>(i),
+                   d.x.begin() + static_cast<std::ptrdiff_t>(i + b));
         bs.add_block(buf.data(), static_cast<int>(b));
         for (std::size_t k = 0; k < b; ++k) buf[k] = d.x[i + k] * d.x[i + k];
         bq.add_block(buf.data(), static_cast<int>(b));
@@ -296,8 +301,8 @@ TEST_CASE("ExactSum: special values, overflow, zero, integers") {
   CHECK(total({big, big}) == inf);
   CHECK(total({-big, -big}) == -inf);
   CHECK(total({big, big, -big}) == big);
-  CHECK(total({big, 0x1p970}) == inf);      // exactly halfway to 2^1024: ties to even -> inf
-  CHECK(total({big, 0x1p969}) == big);      // below halfway
+  CHECK(total({big, 0x1p970}) == inf);  // exactly halfway to 2^1024: ties to even -> inf
+  CHECK(total({big, 0x1p969}) == big);  // below halfway
   CHECK(total({0x1p-1074, -0x1p-1074, 0x1p-1074}) == 0x1p-1074);
   const double z = total({-0.0, 1.0, -1.0});
   CHECK(z == 0.0);
@@ -326,7 +331,8 @@ TEST_CASE("reproducible sum/dot/norm2/mean/assign_norm2_*: math.fsum's bits in e
     const auto& r = ref.at(d.name);
     for (const auto& [lname, dist] : layouts(sh, ctx.size(), g))
       for (bool rev : {false, true}) {
-        INFO("set " << d.name << " layout " << lname << (rev ? " reversed" : "") << " shape " << sh[0] << "x" << sh[1]);
+        INFO("set " << d.name << " layout " << lname << (rev ? " reversed" : "") << " shape " << sh[0] << "x"
+                    << sh[1]);
         auto xa = laid_out(ctx, d.x, sh, dist, rev);
         auto ya = laid_out(ctx, d.y, sh, garray::Distribution<2>::blocked(), rev);
         const garray::View<double, 2, 2> xv(xa, whole(sh, rev)), yv(ya, whole(sh, rev));
@@ -432,8 +438,8 @@ TEST_CASE("reproducible reductions: NaN, infinities, overflow, empty, integers")
   CHECK(std::isnan(total({inf, 1.0, 2.0, -inf})));
   CHECK(total({inf, 1.0, 2.0, big}) == inf);
   CHECK(total({-inf, 1.0, 2.0, 3.0}) == -inf);
-  CHECK(total({big, 1.0, big, 2.0}) == inf);           // overflow of the rounded total
-  CHECK(total({big, big, -big, 0.5}) == big);          // but not of the exact intermediate
+  CHECK(total({big, 1.0, big, 2.0}) == inf);   // overflow of the rounded total
+  CHECK(total({big, big, -big, 0.5}) == big);  // but not of the exact intermediate
   CHECK(total({1e300, 1.0, -1e300, 0.0}) == 1.0);
   // an empty selection: +0.0; the mean of one: NaN
   garray::GlobalArray<double, 2> a(ctx, {4, 5});
@@ -454,8 +460,8 @@ TEST_CASE("reproducible reductions: NaN, infinities, overflow, empty, integers")
   CHECK(garray::mean(ia, reproducible) == 0.0);
   garray::GlobalArray<std::int64_t, 1> big_i(ctx, {3});
   if (ctx.rank() == 0) {
-    const std::vector<std::int64_t> v{std::numeric_limits<std::int64_t>::max(), std::numeric_limits<std::int64_t>::max(),
-                                      -3};
+    const std::vector<std::int64_t> v{std::numeric_limits<std::int64_t>::max(),
+                                      std::numeric_limits<std::int64_t>::max(), -3};
     big_i.put_section(garray::Section<1>::full({3}), std::span<const std::int64_t>(v));
   }
   big_i.sync();
@@ -466,11 +472,11 @@ TEST_CASE("reproducible reductions: NaN, infinities, overflow, empty, integers")
 TEST_CASE("user guide: reproducible reductions (docs/user-guide.md)") {
   garray::Context ctx;
   garray::GlobalArray<double, 2> x(ctx, {300, 200}, garray::Distribution<2>::slab(1));
-  garray::fill_random(x, 42);                       // the same values at any rank count
-  double s = garray::sum(x, reproducible);          // same bits at np 1, 2, 3, 4, ...
-  double d = garray::dot(x, x, reproducible);       // each product rounded, then summed exactly
-  double r = garray::norm2(x - 0.5, reproducible);  // fused: sqrt(exact sum of squares)
-  double m = garray::mean(x, reproducible);         // exact sum rounded, then / n
+  garray::fill_random(x, 42);                         // the same values at any rank count
+  double s = garray::sum(x, reproducible);            // same bits at np 1, 2, 3, 4, ...
+  double d = garray::dot(x, x, reproducible);         // each product rounded, then summed exactly
+  double r = garray::norm2(x - 0.5, reproducible);    // fused: sqrt(exact sum of squares)
+  double m = garray::mean(x, reproducible);           // exact sum rounded, then / n
   garray::GlobalArray<double, 2> y(ctx, {300, 200});  // another distribution: the same bits
   y.view() = x;
   CHECK(garray::sum(y, reproducible) == s);
@@ -492,6 +498,7 @@ TEST_CASE("user guide: reproducible reductions (docs/user-guide.md)") {
   CHECK(hex(change) == hex(std::sqrt(ec.round<double>())));
   // mixing the tagged and the plain call across ranks is a collective mismatch, not a hang
   if (ctx.size() > 1) {
-    CHECK_THROWS_AS((void)(ctx.rank() == 0 ? garray::sum(x, reproducible) : garray::sum(x)), garray::CollectiveMismatch);
+    CHECK_THROWS_AS((void)(ctx.rank() == 0 ? garray::sum(x, reproducible) : garray::sum(x)),
+                    garray::CollectiveMismatch);
   }
 }

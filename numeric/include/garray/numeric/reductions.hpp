@@ -17,6 +17,7 @@
 // Empty selections give the reducer's identity (0, 1, +inf / max, -inf / lowest, false/true).
 // Throws as assignments: SizeMismatch, InvalidArgument, CollectiveMismatch, on every rank.
 
+#include <garray/numeric/detail/exact_sum.hpp>
 #include <garray/numeric/elementwise.hpp>
 #include <garray/numeric/expr.hpp>
 
@@ -515,7 +516,7 @@ auto mean(const X& x, Axis axis) {
 // correctly rounded sum of the terms, so it does not depend on the rank count, the process
 // grid, the distribution, the view's steps or the evaluation order. Terms are rounded per
 // element exactly as in the plain reductions (a * b in dot, |x|^2 in double in norm2), which
-// is deterministic. See docs/semantics.md, "Reproducible reductions".
+// is deterministic. See docs/semantics.md, "Reductions".
 
 namespace detail {
 

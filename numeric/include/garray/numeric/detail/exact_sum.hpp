@@ -26,9 +26,6 @@
 //
 // Everything here is Local except allreduce(), which is Collective over the communicator.
 
-#include <garray/numeric/reproducible.hpp>
-#include <garray/runtime/error.hpp>
-
 #include <mpi.h>
 
 #include <algorithm>
@@ -38,6 +35,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <garray/numeric/reproducible.hpp>
+#include <garray/runtime/error.hpp>
 #include <limits>
 #include <type_traits>
 
@@ -53,10 +52,10 @@ namespace detail {
 /// lane 0; the value is the sum of the lanes, so the lane a term went to does not matter.
 class ExactSum {
  public:
-  static constexpr int chunks = 70;     ///< 32-bit digits (2240 bits: the double range + carries)
-  static constexpr int budget = 2000;   ///< puts per lane between two normalizations
+  static constexpr int chunks = 70;         ///< 32-bit digits (2240 bits: the double range + carries)
+  static constexpr int budget = 2000;       ///< puts per lane between two normalizations
   static constexpr int words = chunks + 3;  ///< chunks + counts of +inf, -inf, NaN (the wire format)
-  static constexpr int lanes = 4;       ///< independent copies of the chunks
+  static constexpr int lanes = 4;           ///< independent copies of the chunks
 
   ExactSum() noexcept { clear(); }
 
@@ -136,8 +135,8 @@ class ExactSum {
   /// sliced again, with sigma chosen from the largest remainder (so a block of 1.0s and
   /// 1e-100s takes 3 slices, not 10), until they are all zero, up to 16 slices; the nonzero
   /// terms left (blocks spanning very many exponent ranges) go in term by term; terms near
-  /// the bottom of the exponent range are scaled up by 2^600 first (exact) and sliced too. Blocks with inf/NaN or
-  /// terms near overflow go in term by term too. The result is the same exact sum.
+  /// the bottom of the exponent range are scaled up by 2^600 first (exact) and sliced too. Blocks with
+  /// inf/NaN or terms near overflow go in term by term too. The result is the same exact sum.
   void add_block(double* buf, int n) noexcept {
     // The largest magnitude (and whether there is a NaN).
     double mx = 0;
@@ -147,14 +146,15 @@ class ExactSum {
     v2d m0 = {0, 0}, m1 = {0, 0}, m2 = {0, 0}, m3 = {0, 0};
     v2u nan = {0, 0};
     for (; i + 8 <= n; i += 8) {  // four independent chains: latency, not throughput, bound
-      const v2d x0 = load2(buf + i), x1 = load2(buf + i + 2), x2 = load2(buf + i + 4), x3 = load2(buf + i + 6);
+      const v2d x0 = load2(buf + i), x1 = load2(buf + i + 2), x2 = load2(buf + i + 4),
+                x3 = load2(buf + i + 6);
       const v2d a0 = abs2(x0), a1 = abs2(x1), a2 = abs2(x2), a3 = abs2(x3);
       m0 = a0 > m0 ? a0 : m0;
       m1 = a1 > m1 ? a1 : m1;
       m2 = a2 > m2 ? a2 : m2;
       m3 = a3 > m3 ? a3 : m3;
-      nan |= reinterpret_cast<v2u>(x0 != x0) | reinterpret_cast<v2u>(x1 != x1) | reinterpret_cast<v2u>(x2 != x2) |
-             reinterpret_cast<v2u>(x3 != x3);
+      nan |= reinterpret_cast<v2u>(x0 != x0) | reinterpret_cast<v2u>(x1 != x1) |
+             reinterpret_cast<v2u>(x2 != x2) | reinterpret_cast<v2u>(x3 != x3);
     }
     m0 = m1 > m0 ? m1 : m0;
     m2 = m3 > m2 ? m3 : m2;
@@ -195,7 +195,8 @@ class ExactSum {
       v2d t0 = {0, 0}, t1 = {0, 0}, t2 = {0, 0}, t3 = {0, 0};
       m0 = m1 = m2 = m3 = v2d{0, 0};
       for (; i + 8 <= n; i += 8) {
-        const v2d x0 = load2(buf + i), x1 = load2(buf + i + 2), x2 = load2(buf + i + 4), x3 = load2(buf + i + 6);
+        const v2d x0 = load2(buf + i), x1 = load2(buf + i + 2), x2 = load2(buf + i + 4),
+                  x3 = load2(buf + i + 6);
         const v2d q0 = (sg + x0) - sg, q1 = (sg + x1) - sg, q2 = (sg + x2) - sg, q3 = (sg + x3) - sg;
         const v2d r0 = x0 - q0, r1 = x1 - q1, r2 = x2 - q2, r3 = x3 - q3;
         store2(buf + i, r0);
@@ -262,7 +263,7 @@ class ExactSum {
   [[gnu::always_inline]] inline void add(float x) noexcept { add(static_cast<double>(x)); }
   /// Local. Adds an integer exactly.
   template <class I>
-    requires std::is_integral_v<I>
+  requires std::is_integral_v<I>
   void add(I x) noexcept {
     constexpr std::size_t units = 1074 / 32;  // chunk of 2^0: bit 1074 = 33 * 32 + 18
     constexpr unsigned shift = 1074 % 32;
@@ -365,9 +366,12 @@ class ExactSum {
   }
 #endif
   [[gnu::noinline]] void special(std::uint64_t b) noexcept {
-    if ((b & 0xFFFFFFFFFFFFFull) != 0) ++c_[0][chunks + 2];
-    else if (b >> 63) ++c_[0][chunks + 1];
-    else ++c_[0][chunks];
+    if ((b & 0xFFFFFFFFFFFFFull) != 0)
+      ++c_[0][chunks + 2];
+    else if (b >> 63)
+      ++c_[0][chunks + 1];
+    else
+      ++c_[0][chunks];
   }
   static void carry(std::int64_t* c) noexcept {
     for (int k = 0; k + 1 < chunks; ++k) {
