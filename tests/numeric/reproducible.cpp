@@ -214,14 +214,15 @@ garray::Section<2> whole(const garray::Shape<2>& sh, bool reversed) {
   return s;
 }
 
-/// The layouts every set is checked in: blocked, row slabs, column slabs, random process
-/// grids with random block boundaries; each also reversed (a view with negative steps).
+/// The layouts every set is checked in: blocked, row slabs, column slabs, replicated, random
+/// process grids with random block boundaries; each also reversed (a view with negative steps).
 std::vector<std::pair<std::string, garray::Distribution<2>>> layouts(const garray::Shape<2>& sh, int nranks,
                                                                      test::Rng& g) {
   std::vector<std::pair<std::string, garray::Distribution<2>>> r;
   r.push_back({"blocked", garray::Distribution<2>::blocked()});
   r.push_back({"slab0", garray::Distribution<2>::slab(0)});
   r.push_back({"slab1", garray::Distribution<2>::slab(1)});
+  r.push_back({"replicated", garray::Distribution<2>::replicated()});  // every rank holds all: counted once
   for (int k = 0; k < 2; ++k)
     r.push_back({"random" + std::to_string(k), test::random_distribution<2>(g, sh, nranks)});
   return r;
@@ -331,7 +332,7 @@ TEST_CASE("reproducible sum/dot/norm2/mean/assign_norm2_*: math.fsum's bits in e
     const auto& r = ref.at(d.name);
     for (const auto& [lname, dist] : layouts(sh, ctx.size(), g))
       for (bool rev : {false, true}) {
-        INFO("set " << d.name << " layout " << lname << (rev ? " reversed" : "") << " shape " << sh[0] << "x"
+        INFO("set " << d.name << " layout " << lname << std::string(rev ? " reversed" : "") << " shape " << sh[0] << "x"
                     << sh[1]);
         auto xa = laid_out(ctx, d.x, sh, dist, rev);
         auto ya = laid_out(ctx, d.y, sh, garray::Distribution<2>::blocked(), rev);
@@ -366,7 +367,7 @@ TEST_CASE("reproducible float32 and complex reductions") {
     const auto sh = shape_for(static_cast<gidx>(v.size()));
     for (const auto& [lname, dist] : layouts(sh, ctx.size(), g))
       for (bool rev : {false, true}) {
-        INFO("set " << name << " layout " << lname << (rev ? " reversed" : ""));
+        INFO("set " << name << " layout " << lname << std::string(rev ? " reversed" : ""));
         auto a = laid_out(ctx, v, sh, dist, rev);
         const garray::View<float, 2, 2> av(a, whole(sh, rev));
         const float s = garray::sum(av, reproducible);
@@ -402,7 +403,7 @@ TEST_CASE("reproducible float32 and complex reductions") {
   for (const auto& z : cf) ser_f.add(z);
   for (const auto& [lname, dist] : layouts(sh, ctx.size(), g))
     for (bool rev : {false, true}) {
-      INFO("complex layout " << lname << (rev ? " reversed" : ""));
+      INFO("complex layout " << lname << std::string(rev ? " reversed" : ""));
       auto a = laid_out(ctx, c, sh, dist, rev);
       auto b = laid_out(ctx, c2, sh, garray::Distribution<2>::slab(0), rev);
       auto f = laid_out(ctx, cf, sh, dist, rev);
@@ -501,4 +502,26 @@ TEST_CASE("user guide: reproducible reductions (docs/user-guide.md)") {
     CHECK_THROWS_AS((void)(ctx.rank() == 0 ? garray::sum(x, reproducible) : garray::sum(x)),
                     garray::CollectiveMismatch);
   }
+}
+
+TEST_CASE("assign_reduce over a replicated output counts every element once (plain and reproducible)") {
+  garray::Context ctx;
+  const garray::Shape<2> sh{7, 9};
+  std::vector<double> x(63), y(63);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    x[i] = std::sin(static_cast<double>(i)) * 3.0;
+    y[i] = std::cos(static_cast<double>(i) * 0.7);
+  }
+  double serial = 0;  // rank 0's copy, row-major: the plain rule
+  garray::detail::ExactSum exact;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    serial += (y[i] - x[i]) * (y[i] - x[i]);
+    exact.add((y[i] - x[i]) * (y[i] - x[i]));
+  }
+  auto ya = laid_out(ctx, y, sh, garray::Distribution<2>::blocked(), false);
+  auto u = laid_out(ctx, x, sh, garray::Distribution<2>::replicated(), false);
+  CHECK(hex(garray::assign_norm2_change(u, ya)) == hex(std::sqrt(serial)));
+  auto w = laid_out(ctx, x, sh, garray::Distribution<2>::replicated(), false);
+  CHECK(hex(garray::assign_norm2_change(w, ya, reproducible)) == hex(std::sqrt(exact.round<double>())));
+  CHECK(garray::max(w) == garray::max(ya));  // written on every rank
 }

@@ -288,6 +288,8 @@ auto assign_reduce_sweep(O&& out_, const E& e, Red red, F f, const char* what) {
         run(std::false_type{});
     });
   });
+  // A replicated output is written on every rank, but its elements are counted once (rank 0's).
+  if (holds_everything(out.array()) && out.array().context().rank() != 0) acc = Red::template identity<Acc>();
   return combine_partials(out.array().context(), acc, red, Red::template identity<Acc>());
 }
 }  // namespace detail
@@ -384,6 +386,8 @@ double assign_norm2_exact_sweep(O&& out_, const E& e, const char* what) {
         run(std::false_type{});
     });
   });
+  // A replicated output is written on every rank, but its elements are counted once (rank 0's).
+  if (holds_everything(out.array()) && out.array().context().rank() != 0) acc = ExactAcc<double>{};
   acc.allreduce(out.array().context().comm());
   return acc.value();
 }
