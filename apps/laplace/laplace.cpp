@@ -94,6 +94,22 @@ double sweep(const double* u, double* v, Index stride, Index rows, Index cols,
   return s;
 }
 
+void sweep_exact(const double* u, double* v, Index stride, Index rows, Index cols, const Coefficients& c,
+                 garray::detail::ExactAcc<double>& acc) noexcept {
+  for (Index i = 0; i < rows; ++i) {
+    const double* __restrict mid = u + i * stride;
+    const double* __restrict up = mid - stride;
+    const double* __restrict dn = mid + stride;
+    double* __restrict out = v + i * stride;
+    acc.add_n(cols, [&](Index k) {
+      const double nv = jacobi(up[k], dn[k], mid[k - 1], mid[k + 1], c);
+      const double d = nv - mid[k];
+      out[k] = nv;
+      return d * d;
+    });
+  }
+}
+
 double combine_partials(MPI_Comm comm, double partial) {
   // Every partial on every rank, then one sum in rank order: the same bits on every rank
   // for any MPI library, and reproducible by the serial reference.
@@ -180,6 +196,18 @@ Reference reference_solve(const Problem& p, const Distribution<2>& dist, int n_i
     for (Index i = 1; i < p.nx - 1; ++i)
       for (Index j = 1; j < p.ny - 1; ++j)
         ref.u[i][j] = jacobi(old[i - 1][j], old[i + 1][j], old[i][j - 1], old[i][j + 1], c);
+    if (p.reproducible) {  // the exact sum over the whole grid, rounded once
+      garray::detail::ExactSum acc;
+      for (Index i = 0; i < p.nx; ++i)
+        for (Index j = 0; j < p.ny; ++j) {
+          const double d = ref.u[i][j] - old[i][j];
+          acc.add(d * d);
+        }
+      const double err = std::sqrt(acc.round<double>());
+      ref.errors.push_back(err);
+      if (err <= eps) break;
+      continue;
+    }
     // Per-rank partials over each rank's block, row-major, then combined in rank order.
     for (int r = 0; r < dist.nranks(); ++r) {
       const Box<2> b = dist.block(r);
@@ -268,6 +296,7 @@ class KernelImpl final : public Impl {
     Array& v = *nxt_;
     fetch_ghosts(u);
     double s = 0.0;
+    garray::detail::ExactAcc<double> exact;
     const Box<2> box = u.local_box();
     const Index i0 = std::max<Index>(box.lo[0], 1), i1 = std::min<Index>(box.hi[0], p_.nx - 1);
     const Index j0 = std::max<Index>(box.lo[1], 1), j1 = std::min<Index>(box.hi[1], p_.ny - 1);
@@ -275,11 +304,19 @@ class KernelImpl final : public Impl {
       auto bu = u.access();
       auto bv = v.access();
       const auto lay = u.layout_of(ctx_.rank());  // the same for v: same distribution and ghosts
-      s = sweep(bu.data() + lay.offset({i0, j0}), bv.data() + lay.offset({i0, j0}), lay.strides[0], i1 - i0,
-                j1 - j0, c_);
+      const double* pu = bu.data() + lay.offset({i0, j0});
+      double* pv = bv.data() + lay.offset({i0, j0});
+      if (p_.reproducible)
+        sweep_exact(pu, pv, lay.strides[0], i1 - i0, j1 - j0, c_, exact);
+      else
+        s = sweep(pu, pv, lay.strides[0], i1 - i0, j1 - j0, c_);
     }
     v.sync();  // everyone's new values complete and visible; nobody still reads u
     std::swap(cur_, nxt_);
+    if (p_.reproducible) {
+      exact.allreduce(ctx_.comm());
+      return std::sqrt(exact.value());
+    }
     return std::sqrt(combine_partials(ctx_.comm(), s));
   }
 
@@ -371,7 +408,8 @@ class FusedImpl final : public Impl {
     const Coefficients& c = c_;
     // The same operations in the same order as jacobi().
     const auto jac = ((s.up + s.down) * c.dy2 + (s.left + s.right) * c.dx2) * c.dnr_inv;
-    const double err = garray::assign_norm2_diff(t.inner, jac, s.inner);
+    const double err = p_.reproducible ? garray::assign_norm2_diff(t.inner, jac, s.inner, garray::reproducible)
+                                       : garray::assign_norm2_diff(t.inner, jac, s.inner);
     std::swap(cur_, nxt_);
     return err;
   }
@@ -436,7 +474,7 @@ class NumpyImpl final : public Impl {
       auto d = garray::subtract(u_, *old_);
       return garray::multiply(d, d);  // numpy computes d**2 as d*d
     }();
-    return std::sqrt(garray::sum(d2));
+    return std::sqrt(p_.reproducible ? garray::sum(d2, garray::reproducible) : garray::sum(d2));
   }
 
  private:
@@ -470,6 +508,9 @@ Solver::Solver(const Context& ctx, const Problem& p, Variant v, const Distributi
     garray::throw_error<garray::InvalidArgument>(
         "laplace::Solver: another rank was given a grid smaller than 2x2");
   }
+  const bool all_repro = ctx.agree(p.reproducible), any_repro = !ctx.agree(!p.reproducible);
+  if (all_repro != any_repro)
+    garray::throw_error<garray::CollectiveMismatch>("laplace::Solver: ranks disagree on Problem::reproducible");
   impl_ = detail::make_impl(ctx, p, v, dist);
 }
 Solver::~Solver() = default;

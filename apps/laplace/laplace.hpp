@@ -34,9 +34,14 @@
 // sequential accumulator; the per-rank partials are then combined by the numeric layer's
 // reduction rule (combine_partials()). Elements that do not change (the boundary) add +0.0,
 // which changes no sum, so summing over the interior or the whole grid is the same.
+//
+// With Problem::reproducible the sum is instead exact (an order-independent fixed-point
+// accumulation, see numeric/detail/exact_sum.hpp), rounded once: err is then the correctly
+// rounded 2-norm of the change, identical for any rank count, grid and variant.
 
 #include <garray/array/distribution.hpp>
 #include <garray/array/global_array.hpp>
+#include <garray/numeric/detail/exact_sum.hpp>
 #include <garray/runtime/context.hpp>
 
 #include <boost/multi_array.hpp>
@@ -70,6 +75,11 @@ struct Problem {
   Index nx = 1000;
   Index ny = 1000;
   Init init = Init::zero;
+  /// How err's sum of squared changes is formed. false: per-rank partials in row-major order
+  /// combined in rank order (the rule above; its bits depend on the rank count and grid).
+  /// true: the exact sum of the squared changes rounded once (garray::reproducible), so
+  /// every variant prints the same bits at every rank count and process grid.
+  bool reproducible = false;
 };
 
 /// The constants of laplace.py, computed as it does.
@@ -96,6 +106,10 @@ inline double jacobi(double up, double down, double left, double right, const Co
 /// serial loop and its hand-written MPI code all run this one function, so their ratios
 /// measure communication and library overhead, not code generation.
 double sweep(const double* u, double* v, Index stride, Index rows, Index cols, const Coefficients& c) noexcept;
+/// Local. sweep() with the squared changes added to the exact accumulator `acc` instead
+/// (Problem::reproducible); the new values written to `v` are the same.
+void sweep_exact(const double* u, double* v, Index stride, Index rows, Index cols, const Coefficients& c,
+                 garray::detail::ExactAcc<double>& acc) noexcept;
 
 /// Collective over `comm`. Combines one partial sum per rank into the global sum, identical
 /// on every rank. This is the combination rule every variant's error uses.
@@ -167,7 +181,8 @@ struct Reference {
   boost::multi_array<double, 2> u;
   std::vector<double> errors;
 };
-/// Local. Runs the reference for at most n_iter steps (stopping as solve() does).
+/// Local. Runs the reference for at most n_iter steps (stopping as solve() does); with
+/// p.reproducible the errors are the exact sums of the squared changes, rounded once.
 Reference reference_solve(const Problem& p, const Distribution<2>& dist, int n_iter, double eps);
 
 /// Local. The error of one reference step, from the per-rank partials of `dist`, combined as

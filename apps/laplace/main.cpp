@@ -4,6 +4,7 @@
 //   mpiexec -n 2 build/apps/laplace/laplace                       # 1000x1000, 100 iterations
 //   mpiexec -n 4 build/apps/laplace/laplace --nx 4000 --ny 4000 --variant fused --grid 2x2
 //   mpiexec -n 3 build/apps/laplace/laplace --nx 33 --ny 17 --init hash --check
+//   mpiexec -n 3 build/apps/laplace/laplace --reproducible      # error= the same bits at any np
 //   mpiexec -n 4 build/apps/laplace/laplace --iters 400 --checkpoint ck.h5 --checkpoint-every 50
 //   mpiexec -n 2 build/apps/laplace/laplace --iters 400 --restart ck.h5     # resumes at step 350
 #include <boost/program_options.hpp>
@@ -61,6 +62,7 @@ struct Options {
   std::string init = "zero";
   bool quiet = false;
   bool check = false;
+  bool reproducible = false;
   std::string checkpoint;
   int checkpoint_every = 0;
   std::string restart;
@@ -90,6 +92,9 @@ bool parse(int argc, char** argv, Options& o, bool root) {
      "needs parallel HDF5), .npy, or text otherwise (both gathered on rank 0)")
     ("init", po::value(&o.init)->default_value(o.init), "initial interior: zero (laplace.py) or hash (of the global index)")
     ("quiet,q", po::bool_switch(&o.quiet), "print only the results, no configuration or statistics")
+    ("reproducible", po::bool_switch(&o.reproducible),
+     "error = the exact sum of the squared changes rounded once: the same bits at every rank count "
+     "and process grid (garray::reproducible)")
     ("check", po::bool_switch(&o.check),
      "compare with a serial in-process reference (small grids); exit 1 on mismatch")
     ("checkpoint", po::value(&o.checkpoint),
@@ -217,7 +222,7 @@ int run(int argc, char** argv) {
     return 2;
   }
   const lp::Variant variant = lp::parse_variant(o.variant);
-  const lp::Problem prob{o.nx, o.ny, o.init == "hash" ? lp::Init::hash : lp::Init::zero};
+  const lp::Problem prob{o.nx, o.ny, o.init == "hash" ? lp::Init::hash : lp::Init::zero, o.reproducible};
   if (o.cache_depth >= 0) lp::set_cache_depth(ctx, o.cache_depth);
   if (o.check && o.nx * o.ny > (garray::Index{1} << 24))
     throw garray::InvalidArgument(
@@ -231,6 +236,7 @@ int run(int argc, char** argv) {
   if (root && !o.quiet) {
     os << "app=laplace\nnx=" << o.nx << "\nny=" << o.ny << "\niters=" << o.iters << "\neps=" << o.eps
        << "\nvariant=" << lp::to_string(variant) << "\ninit=" << o.init
+       << "\nreproducible=" << (o.reproducible ? 1 : 0)
        << "\nprocess_grid=" << dist.procs()[0] << 'x' << dist.procs()[1]
        << "\ncache_depth=" << lp::cache_depth(ctx) << "\nrepeat=" << o.repeat << '\n'
        << ctx.describe();

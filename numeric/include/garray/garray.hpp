@@ -23,6 +23,7 @@
 #include <garray/numeric/indexing.hpp>
 #include <garray/numeric/matmul.hpp>
 #include <garray/numeric/reductions.hpp>
+#include <garray/numeric/reproducible.hpp>
 #include <garray/runtime/context.hpp>
 #include <garray/runtime/datatype.hpp>
 #include <garray/runtime/error.hpp>

@@ -31,6 +31,7 @@
 
 #include <cstdint>
 #include <garray/numeric/detail/engine.hpp>
+#include <garray/numeric/detail/exact_sum.hpp>
 #include <garray/numeric/expr.hpp>
 #include <limits>
 #include <memory>
@@ -287,6 +288,8 @@ auto assign_reduce_sweep(O&& out_, const E& e, Red red, F f, const char* what) {
         run(std::false_type{});
     });
   });
+  // A replicated output is written on every rank, but its elements are counted once (rank 0's).
+  if (holds_everything(out.array()) && out.array().context().rank() != 0) acc = Red::template identity<Acc>();
   return combine_partials(out.array().context(), acc, red, Red::template identity<Acc>());
 }
 }  // namespace detail
@@ -339,6 +342,76 @@ template <class O, Operand X>
 double assign_max_abs_change(O&& out, const X& x) {
   return assign_reduce(std::forward<O>(out), x, max_reducer{},
                        [](const auto& nv, const auto& ov) { return static_cast<double>(std::abs(nv - ov)); });
+}
+
+namespace detail {
+/// The sweep of the reproducible assign_norm2_change / assign_norm2_diff: as
+/// assign_reduce_sweep, but |new - second|^2 (in double) goes into an exact accumulator in
+/// any order, then one allreduce and one rounding. Returns the exact sum of squares, rounded.
+template <bool WithRef, class O, class E>
+double assign_norm2_exact_sweep(O&& out_, const E& e, const char* what) {
+  const auto out = out_view(out_);
+  using V = std::remove_cvref_t<decltype(out)>;
+  using T = typename V::value_type;
+  constexpr std::size_t M = V::dims;
+  Plan<M> p;
+  p.what = what;
+  setup_assign(p, out, e);
+  ExactAcc<double> acc;
+  run_assign(p, out, e, [&] {
+    execute(p, e, false, false, [&](auto& bt, const RowPos& pos, Index n) {
+      const Index os = p.nd > 0 ? p.out_slot.str[static_cast<std::size_t>(p.nd - 1)] : 1;
+      T* o = static_cast<T*>(const_cast<void*>(p.out_slot.ptr)) + run_offset(p.out_slot, pos);
+      const auto run = [&](auto unit) {
+        constexpr bool U = decltype(unit)::value;
+        const auto bb = bt;
+        acc.add_n(n, [&](Index i) {  // called once per i, in order
+          T& slot = U ? o[i] : o[i * os];
+          if constexpr (WithRef) {
+            const auto v = bb.template at<U>(i);
+            const T nv = static_cast<T>(v.first);
+            slot = nv;
+            return AbsSquare{}(nv - v.second);
+          } else {
+            const T nv = static_cast<T>(bb.template at<U>(i));
+            const double d = AbsSquare{}(nv - slot);
+            slot = nv;
+            return d;
+          }
+        });
+      };
+      if (p.unit)
+        run(std::true_type{});
+      else
+        run(std::false_type{});
+    });
+  });
+  // A replicated output is written on every rank, but its elements are counted once (rank 0's).
+  if (holds_everything(out.array()) && out.array().context().rank() != 0) acc = ExactAcc<double>{};
+  acc.allreduce(out.array().context().comm());
+  return acc.value();
+}
+}  // namespace detail
+
+/// Reproducible assign_norm2_change: out = expr, and sqrt of the exact sum of |new - old|^2
+/// (each square in double) rounded once. **Collective**, as assign; on return out is written
+/// and visible everywhere and every rank holds the same value, bitwise identical for every
+/// rank count, process grid and distribution of out (see garray::reproducible).
+template <class O, Operand X>
+double assign_norm2_change(O&& out, const X& x, reproducible_t) {
+  return std::sqrt(detail::assign_norm2_exact_sweep<false>(std::forward<O>(out), as_expr(x),
+                                                            "garray::assign_norm2_change(reproducible)"));
+}
+
+/// Reproducible assign_norm2_diff: out = expr, and sqrt of the exact sum of |expr - ref|^2
+/// rounded once. **Collective**, as assign_norm2_diff; on return out is written and visible
+/// everywhere and every rank holds the same value, bitwise identical for every rank count,
+/// process grid and distribution.
+template <class O, Operand X, ArrayOperand Ref>
+double assign_norm2_diff(O&& out, const X& x, const Ref& ref, reproducible_t) {
+  const auto e = BinaryExpr<detail::PairOp, expr_t<X>, expr_t<Ref>>(as_expr(x), as_expr(ref));
+  return std::sqrt(detail::assign_norm2_exact_sweep<true>(std::forward<O>(out), e,
+                                                           "garray::assign_norm2_diff(reproducible)"));
 }
 
 // ---- compound assignment: out op= expr is out = out op expr (same rounding as the serial) ----

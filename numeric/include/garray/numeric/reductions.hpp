@@ -17,6 +17,7 @@
 // Empty selections give the reducer's identity (0, 1, +inf / max, -inf / lowest, false/true).
 // Throws as assignments: SizeMismatch, InvalidArgument, CollectiveMismatch, on every rank.
 
+#include <garray/numeric/detail/exact_sum.hpp>
 #include <garray/numeric/elementwise.hpp>
 #include <garray/numeric/expr.hpp>
 
@@ -509,6 +510,99 @@ auto mean(const X& x, Axis axis) {
   }
   assign(r, r / static_cast<typename detail::real_of<Acc>::type>(n));
   return r;
+}
+
+// ---- reproducible reductions ---------------------------------------------------------------
+//
+//   double s = garray::sum(x, garray::reproducible);       // same bits at any np / grid / view
+//   double d = garray::dot(a, b, garray::reproducible);
+//   double r = garray::norm2(u - v, garray::reproducible);
+//
+// Each rank adds the terms it owns (one owner-computes pass, any order) into an exact
+// fixed-point accumulator (detail/exact_sum.hpp); one MPI_Allreduce sums the accumulators as
+// integers and the exact total is rounded once, to nearest (ties to even). The result is the
+// correctly rounded sum of the terms, so it does not depend on the rank count, the process
+// grid, the distribution, the view's steps or the evaluation order. Terms are rounded per
+// element exactly as in the plain reductions (a * b in dot, |x|^2 in double in norm2), which
+// is deterministic. See docs/semantics.md, "Reductions".
+
+namespace detail {
+
+/// The per-rank exact accumulation of map(x) over the driver's owned elements, then the
+/// allreduce: every rank returns the exact total. Collective.
+template <class V, ArrayOperand X, class Map>
+ExactAcc<V> reduce_exact(const X& x, Map map, std::string_view what) {
+  const auto e = as_expr(x);
+  using E = decltype(e);
+  static_assert(E::rank >= 0, "garray: a reduction needs a view or array operand");
+  constexpr std::size_t M = static_cast<std::size_t>(E::rank);
+  Plan<M> p;
+  prepare_free(p, e, what);
+  ExactAcc<V> acc;
+  run_plan(p, e, [&] {
+    execute(p, e, false, false, [&](auto& bt, const RowPos&, Index n) {
+      const auto run = [&](auto unit) {
+        constexpr bool U = decltype(unit)::value;
+        const auto bb = bt;
+        acc.add_n(n, [&](Index i) { return map(bb.template at<U>(i)); });
+      };
+      if (p.unit) run(std::true_type{});
+      else run(std::false_type{});
+    });
+  });
+  acc.allreduce(p.ctx->comm());
+  return acc;
+}
+
+/// The exact accumulator's value type for a sum of V: V for float, double and complex.
+template <class V>
+inline constexpr bool exact_summable_v = std::is_floating_point_v<V> || is_complex<V>::value;
+/// V widened to double precision (mean's intermediate).
+template <class V>
+using wide_t = std::conditional_t<is_complex<V>::value, std::complex<double>, double>;
+
+}  // namespace detail
+
+/// Reproducible sum: the exact sum of the elements rounded once to the element type (to
+/// nearest, ties to even; bitwise equal to Python's math.fsum for double). Any NaN, or
+/// +inf with -inf, gives NaN; an infinity gives that infinity; an exact zero gives +0.0.
+/// Integer and bool operands give sum(x) (already exact). **Collective**; on return every
+/// rank holds the same value, identical for every rank count, process grid, distribution
+/// and view of the same values. Throws as sum(x).
+template <ArrayOperand X>
+auto sum(const X& x, reproducible_t) {
+  using V = detail::value_t<X>;
+  if constexpr (!detail::exact_summable_v<V>)
+    return sum(x);
+  else
+    return detail::reduce_exact<V>(x, detail::Identity{}, "garray::sum(reproducible)").value();
+}
+/// Reproducible dot product: the exact sum of the products a_i * b_i (each rounded as the
+/// expression a * b rounds it), rounded once. **Collective**; bitwise identical on every
+/// rank and for every rank count and distribution, as sum(x, reproducible).
+template <Operand A, Operand B>
+  requires(ArrayOperand<A> || ArrayOperand<B>)
+auto dot(const A& a, const B& b, reproducible_t) {
+  return sum(a * b, reproducible);
+}
+/// Reproducible 2-norm: sqrt of the exact sum of |x_i|^2 (each square computed in double),
+/// rounded once before the square root. **Collective**; bitwise identical on every rank and
+/// for every rank count and distribution.
+template <ArrayOperand X>
+double norm2(const X& x, reproducible_t) {
+  return std::sqrt(detail::reduce_exact<double>(x, detail::AbsSquare{}, "garray::norm2(reproducible)").value());
+}
+/// Reproducible mean: the exact sum rounded once to double (complex: per component), divided
+/// by the number of elements, converted to mean's type (NaN for an empty selection).
+/// **Collective**; bitwise identical on every rank and for every rank count and
+/// distribution (integers are summed exactly too).
+template <ArrayOperand X>
+auto mean(const X& x, reproducible_t) {
+  using Acc = detail::mean_t<detail::value_t<X>>;
+  using W = detail::wide_t<Acc>;
+  const Index n = detail::expr_size(as_expr(x));
+  const W s = detail::reduce_exact<W>(x, detail::Identity{}, "garray::mean(reproducible)").value();
+  return static_cast<Acc>(s / static_cast<double>(n));
 }
 
 }  // namespace garray
