@@ -3,6 +3,8 @@
 
 #include <garray/garray.hpp>
 
+#include <optional>
+
 using garray::idx;
 using garray::range;
 using ntest::A2;
@@ -69,4 +71,32 @@ TEST_CASE("ranks passing different arguments throw CollectiveMismatch on every r
   }
   CHECK(garray::sum(a) == 64.0);
   CHECK(garray::sum(b) == 192.0);
+}
+
+TEST_CASE("a stale view on one rank only: every rank throws, nobody waits, nothing written") {
+  // Rank 0 moves its array away (a local operation), so its view dangles while the other
+  // ranks' views are fine. Every collective through the view must reach the handshake on
+  // rank 0 too: rank 0 throws InvalidArgument, the others CollectiveMismatch.
+  garray::Context ctx;
+  A2 a(ctx, {5, 6}), b(ctx, {5, 6});
+  garray::fill(b, 2.0);
+  auto v = a[idx[range(1, 4)]];
+  std::optional<A2> moved;
+  if (ctx.rank() == 0) moved.emplace(std::move(a));
+  const auto expect = [&](auto&& f) {
+    if (ctx.rank() == 0) {
+      const auto m = message_of<garray::InvalidArgument>(f);
+      CHECK(contains(m, "destroyed, moved from or assigned to"));
+    } else {
+      CHECK_THROWS_AS(f(), garray::CollectiveMismatch);
+    }
+  };
+  expect([&] { v = b[idx[range(0, 3)]]; });         // copy (array layer)
+  expect([&] { v = b[idx[range(0, 3)]] * 3.0; });   // assign (numeric)
+  expect([&] { (void)garray::sum(v); });            // a reduction driven by the view
+  expect([&] { (void)garray::sum(b[idx[range(2, 5)]] + v); });  // a stale operand
+  // Nothing was written, and the context still works.
+  A2& live = ctx.rank() == 0 ? *moved : a;
+  CHECK(garray::sum(live) == 0.0);
+  CHECK(garray::sum(b) == 60.0);
 }

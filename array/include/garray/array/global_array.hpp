@@ -112,6 +112,13 @@ inline void begin_collective(std::span<const Window* const> wins, MPI_Comm comm,
 }
 }  // namespace detail
 
+/// What a view keeps of its array (GlobalArray::liveness()): whether the array object still
+/// holds the array, and the array's context, valid even when it does not.
+struct ArrayLiveness {
+  bool alive = false;  ///< false once the array object was destroyed, moved from or assigned to
+  Context ctx;         ///< the array's context
+};
+
 /// Tag for creating a GlobalArray whose contents are unspecified (numpy.empty): no zeroing
 /// pass and no barrier, for arrays that are overwritten entirely before being read.
 struct Uninitialized {
@@ -180,14 +187,14 @@ class GlobalArray {
         win_(std::move(o.win_)),
         id_(o.id_),
         slot_(o.slot_),
-        alive_(win_ ? std::make_shared<bool>(true) : std::make_shared<bool>(false)) {
+        alive_(std::make_shared<ArrayLiveness>(ArrayLiveness{static_cast<bool>(win_), ctx_})) {
     o.retire();
   }
   /// Local (the old contents are released as by the destructor). Views of either array made
   /// before the assignment throw InvalidArgument afterwards.
   GlobalArray& operator=(GlobalArray&& o) {
     if (this != &o) {
-      auto token = std::make_shared<bool>(static_cast<bool>(o.win_));
+      auto token = std::make_shared<ArrayLiveness>(ArrayLiveness{static_cast<bool>(o.win_), o.ctx_});
       release();
       retire();
       ctx_ = o.ctx_;
@@ -241,9 +248,11 @@ class GlobalArray {
 
   /// Local. False for a moved-from array; every other operation on it throws InvalidArgument.
   bool valid() const noexcept { return win_ != nullptr; }
-  /// Local. A token that turns false when this array object is destroyed, moved from or
-  /// assigned to (views hold it: an operation through a stale view throws, never crashes).
-  const std::shared_ptr<bool>& liveness() const noexcept { return alive_; }
+  /// Local. A token whose `alive` turns false when this array object is destroyed, moved
+  /// from or assigned to; it also keeps the array's context. Views hold it: an operation
+  /// through a stale view throws, never crashes, and a collective through one still joins
+  /// its context's handshake (every rank throws; nobody waits).
+  const std::shared_ptr<ArrayLiveness>& liveness() const noexcept { return alive_; }
 
   // ---- layout queries: Local --------------------------------------------------------
   const shape_type& shape() const noexcept { return dist_.shape(); }  ///< Local. The global shape.
@@ -477,7 +486,7 @@ class GlobalArray {
   void release() noexcept;
   T fetch_add(const shape_type& i, T inc);  // read_inc's engine
   void retire() noexcept {
-    if (alive_) *alive_ = false;
+    if (alive_) alive_->alive = false;
   }
   void check_live(detail::Call c) const {
     if (!win_) [[unlikely]]
@@ -564,7 +573,7 @@ class GlobalArray {
   std::unique_ptr<detail::Window> win_;
   std::uint64_t id_ = 0;
   WindowCache::Slot slot_{};     // how the window is known to ctx_'s cache
-  std::shared_ptr<bool> alive_;  // liveness(): false once this object no longer holds the array
+  std::shared_ptr<ArrayLiveness> alive_;  // liveness(): false once this object no longer holds the array
   mutable LastBlock last_{};     // single_owner_piece's memo (the distribution never changes)
 };
 

@@ -1195,6 +1195,7 @@ void write(const Group& loc, const std::string& name, GlobalArray<T, N>& a, cons
 template <Element T, std::size_t N, std::size_t M>
 void write(const Group& loc, const std::string& name, const View<T, N, M>& v, const WriteOptions& o = {}) {
   static_assert(M >= 1, "garray::io::write: a 0-d view is a value, not a dataset");
+  garray::detail::join_if_stale("garray::io::write", v);
   detail::write_section(loc, name, v.array(), v.section(), false, o, detail::call_name<T, N>("write"));
 }
 
@@ -1215,6 +1216,7 @@ void read(const Group& loc, const std::string& name, GlobalArray<T, N>& a, const
 template <Element T, std::size_t N, std::size_t M>
 void read(const Group& loc, const std::string& name, const View<T, N, M>& v, const ReadOptions& o = {}) {
   static_assert(M >= 1, "garray::io::read: a 0-d view is a value, not a dataset");
+  garray::detail::join_if_stale("garray::io::read", v);
   detail::read_section(loc, name, v.array(), v.section(), std::nullopt, {}, o,
                        detail::call_name<T, N>("read"));
 }
@@ -1257,6 +1259,7 @@ void read(const Group& loc, const std::string& name, const Slice<K, MS>& file_sl
   if (!std::equal(kept.begin(), kept.end(), vs.begin()))
     gd::raise<SizeMismatch>(what, ": the selection ", fsec, " of ", loc.dataset_where(name), " has shape ",
                             gd::seq(kept), ", the view has shape ", gd::seq(vs));
+  garray::detail::join_if_stale(what, v);
   detail::read_section(loc, name, v.array(), v.section(), sel, fshape, o, what);
 }
 

@@ -515,6 +515,7 @@ std::string array_str_section(const GlobalArray<T, N>& a, const Section<N>& sec,
 /// others CollectiveMismatch naming it), CollectiveFailure (a fetch failed on rank 0).
 template <Element T, std::size_t N, std::size_t M>
 std::string array_str(const View<T, N, M>& v, const PrintOptions& o = {}) {
+  detail::join_if_stale("garray::array_str", v);
   return detail::array_str_section<M>(v.array(), v.section(), o);
 }
 /// np.array_str(a) of a whole array. **Collective**, as above.

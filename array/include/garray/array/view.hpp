@@ -137,11 +137,17 @@ class View {
   /// Local. The viewed array. Throws InvalidArgument if that array object was destroyed,
   /// moved from or assigned to since the view was made (the view would dangle).
   array_type& array() const {
-    if (!alive_ || !*alive_) [[unlikely]]
+    if (!alive_ || !alive_->alive) [[unlikely]]
       detail::raise<InvalidArgument>(detail::ArrayAccess::name<array_type>(detail::Call::get),
                                      ": a view of an array that was destroyed, moved from or assigned to");
     return *a_;
   }
+  /// Local. False if the viewed array object was destroyed, moved from or assigned to since
+  /// the view was made (array() would throw).
+  bool live() const noexcept { return alive_ && alive_->alive; }
+  /// Local. The viewed array's context, also for a stale view (collectives reach their
+  /// handshake through it, so a stale view on one rank makes every rank throw, not wait).
+  const Context& context() const noexcept { return alive_->ctx; }
   /// Local. The canonical selection over the base array.
   const Section<N>& section() const noexcept { return sec_; }
   /// Local. Extents of the view's M dimensions.
@@ -355,7 +361,7 @@ class View {
 
   array_type* a_;
   Section<N> sec_;
-  std::shared_ptr<bool> alive_;  // the array object's liveness token
+  std::shared_ptr<ArrayLiveness> alive_;  // the array object's liveness token (and its context)
 };
 
 /// RAII access to the part of a view that this rank owns (see View::access()).

@@ -95,7 +95,7 @@ void setup_assign(Plan<M>& p, const View<T, N, M>& out, const E& e) {
   static_assert(E::rank <= static_cast<int>(M),
                 "garray: the expression has more dimensions than the output view (it cannot broadcast to it)");
   set_driver(p, out, true);
-  prepare(p, e, describe_expr(out.array().id(), e));
+  prepare(p, e, describe_expr(out.live() ? out.array().id() : 0, e));
 }
 
 /// Steps 3-7: plan, fetch, bind the output, `body()` (execute), then the closing agreement

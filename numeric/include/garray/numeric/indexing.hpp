@@ -273,6 +273,7 @@ auto take(const A& a, const I& idx) {
   constexpr std::size_t K = decltype(iv)::dims;
   static_assert(K >= 1, "garray::take: the index array needs at least one dimension");
   constexpr std::string_view what = "garray::take";
+  detail::join_if_stale(what, av, iv);
   const Context& ctx = av.array().context();
   std::uint64_t sig = detail::hash_string(what);
   sig = detail::view_hash(detail::view_hash(sig, av), iv);
@@ -324,6 +325,7 @@ auto take(const A& a, const I& idx, Axis axis) {
   constexpr std::size_t M = decltype(av)::dims;
   static_assert(decltype(iv)::dims == 1, "garray::take along an axis: the index array must be 1-d");
   constexpr std::string_view what = "garray::take";
+  detail::join_if_stale(what, av, iv);
   const Context& ctx = av.array().context();
   const std::size_t k = axis.value;
   std::uint64_t sig = detail::hash_mix(detail::hash_string("garray::take(axis)"), k);
@@ -385,6 +387,7 @@ requires(detail::StoredOperand<Values> || ScalarOperand<Values>) void put(A&& a,
   using IT = typename decltype(iv)::value_type;
   constexpr std::size_t M = decltype(av)::dims;
   constexpr std::string_view what = "garray::put";
+  detail::join_if_stale(what, av, iv);
   const Context& ctx = av.array().context();
   std::uint64_t sig = detail::hash_string(what);
   sig = detail::view_hash(detail::view_hash(sig, av), iv);
@@ -511,6 +514,7 @@ auto masked_select(const A& a, const Mask& mask) {
   static_assert(expr_t<Mask>::rank == static_cast<int>(M),
                 "garray::masked_select: the mask needs the array's number of dimensions");
   constexpr std::string_view what = "garray::masked_select";
+  detail::join_if_stale(what, av);
   const Context& ctx = av.array().context();
   auto m = detail::eval_mask(mask);
   const auto mv = m.view();
@@ -570,6 +574,7 @@ void place(A&& a, const Mask& mask, const Values& values) {
   static_assert(expr_t<Mask>::rank == static_cast<int>(M),
                 "garray::place: the mask needs the array's number of dimensions");
   constexpr std::string_view what = "garray::place";
+  detail::join_if_stale(what, av, vv);
   const Context& ctx = av.array().context();
   auto m = detail::eval_mask(mask);
   const auto mv = m.view();

@@ -197,6 +197,7 @@ bool direct_tiles(const View<T, N, 2>& v, const Box<2>& region, std::vector<Tile
 template <BlasElement T, std::size_t NA, std::size_t NB, std::size_t NC>
 void gemm_views(MatOp oa, MatOp ob, T alpha, const View<T, NA, 2>& a, const View<T, NB, 2>& b, T beta,
                 const View<T, NC, 2>& c, const GemmOptions& opt) {
+  join_if_stale("garray::gemm", c, a, b);
   auto& ca = c.array();
   const std::string what = "garray::gemm<" + std::string(type_name<T>()) + ">";
   const char* opname[] = {"N", "T", "C"};
@@ -430,6 +431,7 @@ requires BlasElement<detail::mat_value_t<XA>> GlobalArray < detail::mat_value_t<
   const auto va = detail::as_mat_view(a);
   const auto vb = detail::as_mat_view(b);
   const std::string what = "garray::matmul<" + std::string(type_name<T>()) + ">";
+  detail::join_if_stale(what, va, vb);
   const auto sa = va.shape(), sb = vb.shape();
   std::exception_ptr err;
   try {

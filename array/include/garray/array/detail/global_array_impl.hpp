@@ -95,7 +95,7 @@ GlobalArray<T, N>::GlobalArray(const Context& ctx, const shape_type& shape, cons
   }
   id_ = ctx_.next_array_id();
   ++ctx_.stats().arrays_created;
-  alive_ = std::make_shared<bool>(true);
+  alive_ = std::make_shared<ArrayLiveness>(ArrayLiveness{true, ctx_});
   win_->memory_sync();
 }
 

@@ -436,6 +436,7 @@ struct Plan {
   std::optional<Context> ctx;
   Shape<M> shape{};
   bool have_driver = false;
+  bool stale_driver = false;  // the driver view's array is gone: validate() throws
   bool empty = true;
   Shape<M> k0{}, k1{};
   // the output (assignments)
@@ -500,8 +501,12 @@ std::string shape_str(const Shape<M>& s) {
 template <std::size_t M, class T, std::size_t N>
 void set_driver(Plan<M>& p, const View<T, N, M>& v, bool is_output) {
   p.have_driver = true;
-  p.ctx = v.array().context();
+  p.ctx = v.context();
   p.shape = v.shape();
+  if (!v.live()) {  // a stale view: validate() throws inside the handshake
+    p.stale_driver = true;
+    return;
+  }
   const auto& a = v.array();
   Box<N> box = a.local_box();
   if (!is_output && holds_everything(a) && a.context().rank() != 0) box = Box<N>{};
@@ -607,7 +612,7 @@ template <std::size_t M, class E>
 void set_free_driver(Plan<M>& p, const E& e) {
   with_driver_view(e, [&](const auto& v) { set_driver(p, v, false); });
   if (p.have_driver) return;
-  with_first_view(e, [&](const auto& v) { p.ctx = v.array().context(); });
+  with_first_view(e, [&](const auto& v) { p.ctx = v.context(); });
   if (!p.ctx) return;  // no view operand: validate() reports it
   p.have_driver = true;
   broadcast_shape(e, p.shape);
@@ -621,6 +626,9 @@ void set_free_driver(Plan<M>& p, const E& e) {
 /// Step 1: local validation of every leaf against the driver; accumulates the signature.
 template <std::size_t M, class E>
 void validate(Plan<M>& p, const E& e) {
+  if (p.stale_driver)
+    raise<InvalidArgument>(p.what, ": the output (or first operand) is a view of an array that was destroyed, "
+                                   "moved from or assigned to");
   int k = 0;
   e.for_each_leaf([&](const auto& leaf) {
     ++k;
