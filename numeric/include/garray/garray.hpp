@@ -22,6 +22,7 @@
 #include <garray/numeric/expr.hpp>
 #include <garray/numeric/matmul.hpp>
 #include <garray/numeric/reductions.hpp>
+#include <garray/numeric/scan.hpp>
 #include <garray/runtime/context.hpp>
 #include <garray/runtime/datatype.hpp>
 #include <garray/runtime/error.hpp>
