@@ -97,6 +97,13 @@ decltype(auto) map_at(const Map& map, const V& v, Index k) {
   if constexpr (std::is_invocable_v<const Map&, const V&, Index>) return map(v, k);
   else return map(v);
 }
+/// red(a, map(v, k)), or red.step(a, v, k) when the reducer has a cheaper per-element update
+/// with the same result (argmax: compare and keep).
+template <class Red, class Map, class Acc, class V>
+Acc reduce_step(const Red& red, const Map& map, const Acc& a, const V& v, Index k) {
+  if constexpr (requires { red.step(a, v, k); }) return red.step(a, v, k);
+  else return red(a, map_at(map, v, k));
+}
 
 /// Reduction along one axis into a new (M-1)-d array (blocked distribution) holding
 /// fin(partial) for every other index. Per-rank partials go to a [P, result...] scratch array
@@ -172,12 +179,12 @@ auto reduce_axis_with(const X& x, Axis axis, Red red, Map map, Fin fin, std::str
       if (ax == M - 1) {
         Acc a = part[static_cast<std::size_t>(base)];
         const Index k0 = pos.abs[M - 1];
-        for (Index i = 0; i < n; ++i) a = red(a, map_at(map, bb.template at<U>(i), k0 + i));
+        for (Index i = 0; i < n; ++i) a = reduce_step(red, map, a, bb.template at<U>(i), k0 + i);
         part[static_cast<std::size_t>(base)] = a;
       } else {
         Acc* q = part.data() + base;
         const Index k = pos.abs[ax];
-        for (Index i = 0; i < n; ++i) q[i] = red(q[i], map_at(map, bb.template at<U>(i), k));
+        for (Index i = 0; i < n; ++i) q[i] = reduce_step(red, map, q[i], bb.template at<U>(i), k);
       }
     };
     if (p.unit) run(std::true_type{});
@@ -445,6 +452,13 @@ struct arg_reducer {
     if (arg_better<Max>(b.v, a.v)) return b;
     if (arg_better<Max>(a.v, b.v)) return a;
     return b.i < a.i ? b : a;  // ties (and NaN vs NaN): the first, as NumPy
+  }
+  /// a combined with the element v at index k, visited in increasing k (owner-computes
+  /// order along the axis): the same as operator()(a, {v, k}), cheaper.
+  template <class A, class V>
+  A step(const A& a, const V& v, Index k) const {
+    if (a.i < 0 || arg_better<Max>(v, a.v)) return A{v, k};
+    return a;
   }
 };
 
