@@ -100,6 +100,8 @@ int main(int argc, char** argv) {
     std::vector<double> g_c(m);
     for (std::size_t ax = 0; ax < 2; ++ax) {
       tg[ax] = median(time_reps(reps, 1, [&] { (void)garray::argmax(a, garray::Axis{ax}); }));
+      const double tsum = median(time_reps(reps, 1, [&] { (void)garray::sum(a, garray::Axis{ax}); }));
+      if (root) std::printf("(reference: garray::sum(a, Axis{%zu}) %.4f s)\n", ax, tsum);
       auto r = garray::argmax(a, garray::Axis{ax});
       if (root) {
         r.get_section(garray::Section<1>::full(r.shape()), g_arg);

@@ -112,9 +112,9 @@ Acc reduce_step(const Red& red, const Map& map, const Acc& a, const V& v, Index 
 /// an accumulator that is not an Element (a struct: argmax's (value, index), var's
 /// (n, mean, m2)) travels packed in int64 words. `salt`: arguments outside the expression
 /// (ddof), compared by the handshake.
-template <class Acc, ArrayOperand X, class Red, class Map, class Fin>
+template <class Acc, ArrayOperand X, class Red, class Map, class Fin, class Local = std::nullptr_t>
 auto reduce_axis_with(const X& x, Axis axis, Red red, Map map, Fin fin, std::string_view what,
-                      std::uint64_t salt = 0) {
+                      std::uint64_t salt = 0, Local local = nullptr) {
   const auto e = as_expr(x);
   using E = decltype(e);
   static_assert(E::rank >= 2, "garray: a reduction along an axis needs at least 2 dimensions (use the full reduction)");
@@ -168,6 +168,10 @@ auto reduce_axis_with(const X& x, Axis axis, Red red, Map map, Fin fin, std::str
     }
   std::vector<Acc> part(static_cast<std::size_t>(volume(pext)), Red::template identity<Acc>());
   const Shape<R> pstr = row_major_strides(pext);
+  if constexpr (!std::is_same_v<Local, std::nullptr_t>) {
+    // A specialised local pass (argmax: values and indices in separate arrays).
+    run_plan(p, e, [&] { local(p, e, part, pstr, ax); });
+  } else {
   run_plan(p, e, [&] {
   execute(p, e, true, true, [&](auto& bt, const RowPos& pos, Index n) {
     Index base = 0;
@@ -191,6 +195,7 @@ auto reduce_axis_with(const X& x, Axis axis, Red red, Map map, Fin fin, std::str
     else run(std::false_type{});
   });
   });
+  }
 
   pshape[M - 1] *= W;
   GlobalArray<Word, M> scratch(ctx, pshape, Distribution<M>::slab(0));
@@ -638,11 +643,88 @@ struct ToArg {
   ArgAcc<V> operator()(const V& v, Index k) const { return ArgAcc<V>{v, k}; }
 };
 
+/// arg_better<Max>(v, q) with one comparison on the common path (NaN handled after it).
+template <bool Max, class V>
+inline bool arg_better_fast(const V& v, const V& q) {
+  if constexpr (std::is_arithmetic_v<V>) {
+    if (Max ? (q < v) : (v < q)) return true;
+    return v != v && q == q;  // v is NaN and q is not (always false for integers)
+  } else {
+    return arg_better<Max>(v, q);
+  }
+}
+
+/// The local pass of argmax/argmin along an axis: this rank's piece visited in row-major
+/// order (increasing index along the axis for every line), the running extreme kept in
+/// separate value and index arrays (the first element of a line is taken without a
+/// comparison), then packed into the partials.
+template <bool Max>
+struct ArgLocal {
+  template <std::size_t M, class E, class V, std::size_t R>
+  void operator()(Plan<M>& p, const E& e, std::vector<ArgAcc<V>>& part, const Shape<R>& pstr, std::size_t ax) const {
+    using S = std::conditional_t<std::is_same_v<V, bool>, unsigned char, V>;  // no vector<bool>
+    std::vector<S> pv(part.size());
+    std::vector<Index> pi(part.size(), -1);
+    execute(p, e, true, true, [&](auto& bt, const RowPos& pos, Index n) {
+      Index base = 0;
+      for (std::size_t d = 0, j = 0; d + 1 < M; ++d)
+        if (d != ax) base += (pos.abs[d] - p.k0[d]) * pstr[j++];
+      const auto run = [&](auto unit) {
+        constexpr bool U = decltype(unit)::value;
+        const auto bb = bt;
+        if (ax == M - 1) {
+          const auto b = static_cast<std::size_t>(base);
+          const Index k0 = pos.abs[M - 1];
+          V bv = static_cast<V>(pv[b]);
+          Index bi = pi[b];
+          Index i = 0;
+          if (bi < 0 && n > 0) {
+            bv = bb.template at<U>(0);
+            bi = k0;
+            i = 1;
+          }
+          for (; i < n; ++i) {
+            const V v = bb.template at<U>(i);
+            if (arg_better_fast<Max>(v, bv)) {
+              bv = v;
+              bi = k0 + i;
+            }
+          }
+          pv[b] = bv;
+          pi[b] = bi;
+        } else {
+          S* qv = pv.data() + base;
+          Index* qi = pi.data() + base;
+          const Index k = pos.abs[ax];
+          if (k == p.k0[ax]) {
+            for (Index i = 0; i < n; ++i) {
+              qv[i] = bb.template at<U>(i);
+              qi[i] = k;
+            }
+          } else {
+            for (Index i = 0; i < n; ++i) {
+              const V v = bb.template at<U>(i);
+              if (arg_better_fast<Max>(v, static_cast<V>(qv[i]))) {
+                qv[i] = v;
+                qi[i] = k;
+              }
+            }
+          }
+        }
+      };
+      if (p.unit) run(std::true_type{});
+      else run(std::false_type{});
+    });
+    for (std::size_t i = 0; i < part.size(); ++i)
+      if (pi[i] >= 0) part[i] = ArgAcc<V>{static_cast<V>(pv[i]), pi[i]};
+  }
+};
+
 template <bool Max, ArrayOperand X>
 auto arg_extreme_axis(const X& x, Axis axis, std::string_view what) {
   using V = value_t<X>;
   auto r = reduce_axis_with<ArgAcc<V>>(x, axis, arg_reducer<Max>{}, ToArg<V>{},
-                                       [](const ArgAcc<V>& a) -> Index { return a.i; }, what);
+                                       [](const ArgAcc<V>& a) -> Index { return a.i; }, what, 0, ArgLocal<Max>{});
   // After the handshake every rank knows the same shape: an empty axis throws everywhere.
   if (axis_extent(as_expr(x), axis) == 0)
     raise<InvalidArgument>(what, ": attempt to get the arg extreme of an empty sequence (axis ", axis.value,
