@@ -11,7 +11,9 @@
 // How: the operand (an array, a view with any steps and dropped dimensions, or an
 // expression) is first evaluated owner-computes into the result array (its distribution:
 // `dist`, or the operand's when it is a whole array, else blocked). Each rank then scans its
-// own block along the axis in place, sequentially (one pass). When the axis is split among
+// own block along the axis in place, sequentially; when the operand's first array is a whole
+// array distributed as the result, evaluation and local scan are one fused pass (each
+// element read once, written once). When the axis is split among
 // ranks, each rank puts its block totals (one value per line) into row c of a small
 // [procs along the axis, other extents...] array (c: its grid coordinate along the axis), and
 // after a barrier gets rows 0..c-1 for its lines, combines them in order into an offset per
