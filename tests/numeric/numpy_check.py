@@ -111,7 +111,33 @@ def expected(c):
     if op == "count_nonzero": return np.count_nonzero(x)
     if op == "min": return np.min(x)
     if op == "max": return np.max(x)
+    r = expected_scans(op, a, c, x)
+    if r is not None:
+        return r
     raise ValueError("unknown op " + op)
+
+
+# ---- scans and axis reductions (tests/numeric/numpy_scans.cpp) --------------------------
+def expected_scans(op, a, c, x):
+    """cumsum/cumprod (axis absent: flattened) and the axis reductions; "as_bool": the
+    operand is x != 0 as a bool array (garray: a comparison expression)."""
+    if x is not None and c.get("as_bool"):
+        x = x.astype(np.bool_)
+    ax = a.get("axis")
+    import warnings
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if op == "cumsum": return np.cumsum(x, axis=ax)
+        if op == "cumprod": return np.cumprod(x, axis=ax)
+        if op == "argmax_axis": return np.argmax(x, axis=ax)
+        if op == "argmin_axis": return np.argmin(x, axis=ax)
+        if op == "var_axis": return np.var(x, axis=ax, ddof=a["ddof"])
+        if op == "std_axis": return np.std(x, axis=ax, ddof=a["ddof"])
+        if op == "count_nonzero_axis": return np.asarray(np.count_nonzero(x, axis=ax), dtype=np.int64)
+        # garray has no bool element type: any/all along an axis give int32 0/1
+        if op == "any_axis": return np.any(x, axis=ax).astype(np.int32)
+        if op == "all_axis": return np.all(x, axis=ax).astype(np.int32)
+    return None
 
 
 def tol(dt):

@@ -24,6 +24,7 @@
 #include <garray/numeric/matmul.hpp>
 #include <garray/numeric/reductions.hpp>
 #include <garray/numeric/reproducible.hpp>
+#include <garray/numeric/scan.hpp>
 #include <garray/runtime/context.hpp>
 #include <garray/runtime/datatype.hpp>
 #include <garray/runtime/error.hpp>

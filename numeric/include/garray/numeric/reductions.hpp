@@ -21,11 +21,13 @@
 #include <garray/numeric/elementwise.hpp>
 #include <garray/numeric/expr.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <complex>
 #include <cstddef>
 #include <type_traits>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 namespace garray {
@@ -90,18 +92,44 @@ Acc reduce_all(const X& x, Red red, Map map, std::string_view what, std::uint64_
   return combine_partials(*p.ctx, mine, red, Red::template identity<Acc>());
 }
 
-/// Reduction along one axis into a new (M-1)-d array (blocked distribution). Per-rank
-/// partials go to a [P, result...] scratch array (one row per rank); each rank then combines
-/// the rows of its own result block in rank order.
-template <class Acc, ArrayOperand X, class Red, class Map>
-auto reduce_axis(const X& x, Axis axis, Red red, Map map, std::string_view what) {
+/// map(v) or, when the map takes it, map(v, k) with k the element's index along the axis.
+template <class Map, class V>
+decltype(auto) map_at(const Map& map, const V& v, Index k) {
+  if constexpr (std::is_invocable_v<const Map&, const V&, Index>) return map(v, k);
+  else return map(v);
+}
+/// red(a, map(v, k)), or red.step(a, v, k) when the reducer has a cheaper per-element update
+/// with the same result (argmax: compare and keep).
+template <class Red, class Map, class Acc, class V>
+Acc reduce_step(const Red& red, const Map& map, const Acc& a, const V& v, Index k) {
+  if constexpr (requires { red.step(a, v, k); }) return red.step(a, v, k);
+  else return red(a, map_at(map, v, k));
+}
+
+/// Reduction along one axis into a new (M-1)-d array (blocked distribution) holding
+/// fin(partial) for every other index. Per-rank partials go to a [P, result...] scratch array
+/// (one row per rank); each rank then combines the rows of its own result block in rank
+/// order. `map` may take the element's index along the axis as a second argument (argmax);
+/// an accumulator that is not an Element (a struct: argmax's (value, index), var's
+/// (n, mean, m2)) travels packed in int64 words. `salt`: arguments outside the expression
+/// (ddof), compared by the handshake.
+template <class Acc, ArrayOperand X, class Red, class Map, class Fin, class Local = std::nullptr_t>
+auto reduce_axis_with(const X& x, Axis axis, Red red, Map map, Fin fin, std::string_view what,
+                      std::uint64_t salt = 0, Local local = nullptr) {
   const auto e = as_expr(x);
   using E = decltype(e);
   static_assert(E::rank >= 2, "garray: a reduction along an axis needs at least 2 dimensions (use the full reduction)");
   constexpr std::size_t M = static_cast<std::size_t>(E::rank);
   constexpr std::size_t R = M - 1;
+  using Out = std::remove_cvref_t<std::invoke_result_t<const Fin&, const Acc&>>;
+  static_assert(Element<Out>, "garray: the result of an axis reduction must be an element type");
+  static_assert(std::is_trivially_copyable_v<Acc>, "garray: an axis reduction's partial must be trivially copyable");
+  constexpr bool packed = !Element<Acc>;
+  using Word = std::conditional_t<packed, std::int64_t, Acc>;
+  constexpr Index W = packed ? static_cast<Index>((sizeof(Acc) + sizeof(std::int64_t) - 1) / sizeof(std::int64_t)) : 1;
   Plan<M> p;
   p.what = what;
+  p.salt = salt;
   set_free_driver(p, e);
   std::exception_ptr bad;
   if (axis.value >= M) {
@@ -141,6 +169,10 @@ auto reduce_axis(const X& x, Axis axis, Red red, Map map, std::string_view what)
     }
   std::vector<Acc> part(static_cast<std::size_t>(volume(pext)), Red::template identity<Acc>());
   const Shape<R> pstr = row_major_strides(pext);
+  if constexpr (!std::is_same_v<Local, std::nullptr_t>) {
+    // A specialised local pass (argmax: values and indices in separate arrays).
+    run_plan(p, e, [&] { local(p, e, part, pstr, ax); });
+  } else {
   run_plan(p, e, [&] {
   execute(p, e, true, true, [&](auto& bt, const RowPos& pos, Index n) {
     // The run's first partial: every dimension but the axis, the last one included (a
@@ -154,20 +186,32 @@ auto reduce_axis(const X& x, Axis axis, Red red, Map map, std::string_view what)
       const auto bb = bt;
       if (ax == M - 1) {
         Acc a = part[static_cast<std::size_t>(base)];
-        for (Index i = 0; i < n; ++i) a = red(a, map(bb.template at<U>(i)));
+        const Index k0 = pos.abs[M - 1];
+        for (Index i = 0; i < n; ++i) a = reduce_step(red, map, a, bb.template at<U>(i), k0 + i);
         part[static_cast<std::size_t>(base)] = a;
       } else {
         Acc* q = part.data() + base;
-        for (Index i = 0; i < n; ++i) q[i] = red(q[i], map(bb.template at<U>(i)));
+        const Index k = pos.abs[ax];
+        for (Index i = 0; i < n; ++i) q[i] = reduce_step(red, map, q[i], bb.template at<U>(i), k);
       }
     };
     if (p.unit) run(std::true_type{});
     else run(std::false_type{});
   });
   });
+  }
 
-  GlobalArray<Acc, M> scratch(ctx, pshape, Distribution<M>::slab(0));
-  scratch.fill(Red::template identity<Acc>());
+  pshape[M - 1] *= W;
+  GlobalArray<Word, M> scratch(ctx, pshape, Distribution<M>::slab(0));
+  if constexpr (!packed) scratch.fill(Red::template identity<Acc>());
+  if constexpr (packed) {  // the identity in this rank's block of the scratch, then a barrier
+    run_concluded(ctx.comm(), p.what, [&] {
+      auto blk = scratch.access();
+      const Acc id = Red::template identity<Acc>();
+      Word* w = blk.data();
+      for (Index i = 0; i < blk.size(); i += W) std::memcpy(w + i, &id, sizeof(Acc));
+    });
+  }
   run_concluded(ctx.comm(), p.what, [&] {
   if (!p.empty && !part.empty()) {
     Section<M> s;
@@ -179,12 +223,20 @@ auto reduce_axis(const X& x, Axis axis, Red red, Map map, std::string_view what)
       s.step[d + 1] = 1;
       s.count[d + 1] = pext[d];
     }
-    scratch.put_section(s, part);
+    s.start[M - 1] *= W;
+    s.count[M - 1] *= W;
+    if constexpr (packed) {
+      std::vector<Word> words(part.size() * static_cast<std::size_t>(W));
+      for (std::size_t i = 0; i < part.size(); ++i) std::memcpy(words.data() + i * W, &part[i], sizeof(Acc));
+      scratch.put_section(s, words);
+    } else {
+      scratch.put_section(s, part);
+    }
   }
   scratch.fence();
   });
 
-  GlobalArray<Acc, R> out(ctx, rshape);
+  GlobalArray<Out, R> out(ctx, rshape);
   const Box<R> mine = out.local_box();
   run_concluded(ctx.comm(), p.what, [&] {
   if (!mine.empty()) {
@@ -197,12 +249,24 @@ auto reduce_axis(const X& x, Axis axis, Red red, Map map, std::string_view what)
       s.step[d + 1] = 1;
       s.count[d + 1] = mine.extent(d);
     }
-    std::vector<Acc> rows(static_cast<std::size_t>(s.size()));
+    s.start[M - 1] *= W;
+    s.count[M - 1] *= W;
+    std::vector<Word> rows(static_cast<std::size_t>(s.size()));
     scratch.get_section(s, rows);
     const auto per = static_cast<std::size_t>(mine.volume());
-    std::vector<Acc> res(per, Red::template identity<Acc>());
+    std::vector<Acc> acc(per, Red::template identity<Acc>());
     for (std::size_t r = 0; r < static_cast<std::size_t>(ctx.size()); ++r)
-      for (std::size_t i = 0; i < per; ++i) res[i] = red(res[i], rows[r * per + i]);
+      for (std::size_t i = 0; i < per; ++i) {
+        if constexpr (packed) {
+          Acc v;
+          std::memcpy(static_cast<void*>(&v), rows.data() + (r * per + i) * W, sizeof(Acc));
+          acc[i] = red(acc[i], v);
+        } else {
+          acc[i] = red(acc[i], rows[r * per + i]);
+        }
+      }
+    std::vector<Out> res(per);
+    for (std::size_t i = 0; i < per; ++i) res[i] = fin(acc[i]);
     Section<R> o;
     for (std::size_t d = 0; d < R; ++d) {
       o.start[d] = mine.lo[d];
@@ -214,6 +278,12 @@ auto reduce_axis(const X& x, Axis axis, Red red, Map map, std::string_view what)
   out.fence();
   });
   return out;
+}
+
+/// reduce_axis_with with the partial itself as the result (sum, prod, min, max, mean).
+template <class Acc, ArrayOperand X, class Red, class Map>
+auto reduce_axis(const X& x, Axis axis, Red red, Map map, std::string_view what) {
+  return reduce_axis_with<Acc>(x, axis, red, map, [](const Acc& a) { return a; }, what);
 }
 
 template <class X>
@@ -391,6 +461,13 @@ struct arg_reducer {
     if (arg_better<Max>(b.v, a.v)) return b;
     if (arg_better<Max>(a.v, b.v)) return a;
     return b.i < a.i ? b : a;  // ties (and NaN vs NaN): the first, as NumPy
+  }
+  /// a combined with the element v at index k, visited in increasing k (owner-computes
+  /// order along the axis): the same as operator()(a, {v, k}), cheaper.
+  template <class A, class V>
+  A step(const A& a, const V& v, Index k) const {
+    if (a.i < 0 || arg_better<Max>(v, a.v)) return A{v, k};
+    return a;
   }
 };
 
@@ -603,6 +680,222 @@ auto mean(const X& x, reproducible_t) {
   const Index n = detail::expr_size(as_expr(x));
   const W s = detail::reduce_exact<W>(x, detail::Identity{}, "garray::mean(reproducible)").value();
   return static_cast<Acc>(s / static_cast<double>(n));
+}
+
+// ---- More reductions along one axis (issue 15) -----------------------------------------
+// Each is one owner-computes pass into per-rank partials and the rank-order combination of
+// reduce_axis_with: **Collective** over the operand's context; the result is a new
+// (M-1)-d array with the blocked distribution, complete and visible to every rank on return,
+// deterministic for a given rank count and distributions. An axis >= M throws
+// InvalidArgument on the calling rank (CollectiveMismatch on ranks that passed a valid one;
+// every rank throws when all passed it) before anything is created; the operands are never
+// written. Operands: arrays, views (negative steps, dropped dimensions) and expressions.
+
+namespace detail {
+/// The axis' extent of an expression's driver (the same on every rank once its handshake
+/// passed).
+template <class E>
+Index axis_extent(const E& e, Axis axis) {
+  Shape<static_cast<std::size_t>(E::rank)> full{};
+  broadcast_shape(e, full);
+  return axis.value < full.size() ? full[axis.value] : 0;
+}
+
+/// Welford / Chan accumulator of var and std along an axis: count, mean, sum of squared
+/// deviations (in double or complex<double>).
+template <class V>
+struct MomentAcc {
+  using M = std::conditional_t<is_complex<V>::value, std::complex<double>, double>;
+  double n = 0;
+  M mean{};
+  double m2 = 0;
+};
+struct moment_reducer {
+  template <class A>
+  static constexpr A identity() { return A{}; }
+  template <class A>
+  A operator()(const A& a, const A& b) const {
+    if (a.n == 0) return b;
+    if (b.n == 0) return a;
+    A r;
+    r.n = a.n + b.n;
+    const auto d = b.mean - a.mean;
+    r.mean = a.mean + d * (b.n / r.n);
+    double dd;
+    if constexpr (is_complex<std::remove_cv_t<decltype(d)>>::value) dd = std::norm(d);
+    else dd = d * d;
+    r.m2 = a.m2 + b.m2 + dd * (a.n * b.n / r.n);
+    return r;
+  }
+};
+template <class V>
+struct ToMoment {
+  MomentAcc<V> operator()(const V& v) const {
+    MomentAcc<V> a;
+    a.n = 1;
+    a.mean = static_cast<typename MomentAcc<V>::M>(v);
+    a.m2 = 0.0 * AbsSquare{}(v);  // NaN for a NaN or infinite element, as NumPy's var
+    return a;
+  }
+};
+template <class V>
+struct ToArg {
+  ArgAcc<V> operator()(const V& v, Index k) const { return ArgAcc<V>{v, k}; }
+};
+
+/// arg_better<Max>(v, q) with one comparison on the common path (NaN handled after it).
+template <bool Max, class V>
+inline bool arg_better_fast(const V& v, const V& q) {
+  if constexpr (std::is_arithmetic_v<V>) {
+    if (Max ? (q < v) : (v < q)) return true;
+    return v != v && q == q;  // v is NaN and q is not (always false for integers)
+  } else {
+    return arg_better<Max>(v, q);
+  }
+}
+
+/// The local pass of argmax/argmin along an axis: this rank's piece visited in row-major
+/// order (increasing index along the axis for every line), the running extreme kept in
+/// separate value and index arrays (the first element of a line is taken without a
+/// comparison), then packed into the partials.
+template <bool Max>
+struct ArgLocal {
+  template <std::size_t M, class E, class V, std::size_t R>
+  void operator()(Plan<M>& p, const E& e, std::vector<ArgAcc<V>>& part, const Shape<R>& pstr, std::size_t ax) const {
+    using S = std::conditional_t<std::is_same_v<V, bool>, unsigned char, V>;  // no vector<bool>
+    std::vector<S> pv(part.size());
+    std::vector<Index> pi(part.size(), -1);
+    execute(p, e, true, true, [&](auto& bt, const RowPos& pos, Index n) {
+      Index base = 0;  // every dimension but the axis (a run may start mid-row: see reduce_axis_with)
+      for (std::size_t d = 0, j = 0; d < M; ++d)
+        if (d != ax) base += (pos.abs[d] - p.k0[d]) * pstr[j++];
+      const auto run = [&](auto unit) {
+        constexpr bool U = decltype(unit)::value;
+        const auto bb = bt;
+        if (ax == M - 1) {
+          const auto b = static_cast<std::size_t>(base);
+          const Index k0 = pos.abs[M - 1];
+          V bv = static_cast<V>(pv[b]);
+          Index bi = pi[b];
+          Index i = 0;
+          if (bi < 0 && n > 0) {
+            bv = bb.template at<U>(0);
+            bi = k0;
+            i = 1;
+          }
+          for (; i < n; ++i) {
+            const V v = bb.template at<U>(i);
+            if (arg_better_fast<Max>(v, bv)) {
+              bv = v;
+              bi = k0 + i;
+            }
+          }
+          pv[b] = bv;
+          pi[b] = bi;
+        } else {
+          S* qv = pv.data() + base;
+          Index* qi = pi.data() + base;
+          const Index k = pos.abs[ax];
+          if (k == p.k0[ax]) {
+            for (Index i = 0; i < n; ++i) {
+              qv[i] = bb.template at<U>(i);
+              qi[i] = k;
+            }
+          } else {
+            for (Index i = 0; i < n; ++i) {
+              const V v = bb.template at<U>(i);
+              if (arg_better_fast<Max>(v, static_cast<V>(qv[i]))) {
+                qv[i] = v;
+                qi[i] = k;
+              }
+            }
+          }
+        }
+      };
+      if (p.unit) run(std::true_type{});
+      else run(std::false_type{});
+    });
+    for (std::size_t i = 0; i < part.size(); ++i)
+      if (pi[i] >= 0) part[i] = ArgAcc<V>{static_cast<V>(pv[i]), pi[i]};
+  }
+};
+
+template <bool Max, ArrayOperand X>
+auto arg_extreme_axis(const X& x, Axis axis, std::string_view what) {
+  using V = value_t<X>;
+  auto r = reduce_axis_with<ArgAcc<V>>(x, axis, arg_reducer<Max>{}, ToArg<V>{},
+                                       [](const ArgAcc<V>& a) -> Index { return a.i; }, what, 0, ArgLocal<Max>{});
+  // After the handshake every rank knows the same shape: an empty axis throws everywhere.
+  if (axis_extent(as_expr(x), axis) == 0)
+    raise<InvalidArgument>(what, ": attempt to get the arg extreme of an empty sequence (axis ", axis.value,
+                           " has length 0)");
+  return r;
+}
+
+template <bool Sqrt, ArrayOperand X>
+auto moments_axis(const X& x, Axis axis, Index ddof, std::string_view what) {
+  using V = value_t<X>;
+  using R = typename real_of<mean_t<V>>::type;
+  return reduce_axis_with<MomentAcc<V>>(
+      x, axis, moment_reducer{}, ToMoment<V>{},
+      [ddof](const MomentAcc<V>& a) -> R {
+        const double den = std::max(a.n - static_cast<double>(ddof), 0.0);
+        const double v = a.m2 / den;
+        return static_cast<R>(Sqrt ? std::sqrt(v) : v);
+      },
+      what, value_hash(hash_string("ddof"), ddof));
+}
+}  // namespace detail
+
+/// np.argmax(x, axis=k): a new int64 (M-1)-d array holding, for every other index, the
+/// position along axis k of the first largest element (NaN counts as the largest, complex
+/// numbers compare lexicographically, ties: the first, as NumPy). **Collective**; see the
+/// section comment. An axis of length 0 throws InvalidArgument on every rank (after the
+/// handshake; nothing written).
+template <ArrayOperand X>
+auto argmax(const X& x, Axis axis) {
+  return detail::arg_extreme_axis<true>(x, axis, "garray::argmax(axis)");
+}
+/// np.argmin(x, axis=k), as argmax(x, axis) (NaN counts as the smallest). **Collective**.
+template <ArrayOperand X>
+auto argmin(const X& x, Axis axis) {
+  return detail::arg_extreme_axis<false>(x, axis, "garray::argmin(axis)");
+}
+/// np.var(x, axis=k, ddof=ddof): a new (M-1)-d array of the variances along axis k (real:
+/// float for float and complex<float>, double otherwise, as NumPy), n - ddof in the
+/// denominator (<= 0: inf or NaN, as NumPy). One pass (Welford's update, partials combined by
+/// Chan's formula, in double). **Collective**; ddof is part of the handshake.
+template <ArrayOperand X>
+auto var(const X& x, Axis axis, Index ddof = 0) {
+  return detail::moments_axis<false>(x, axis, ddof, "garray::var(axis)");
+}
+/// np.std(x, axis=k, ddof=ddof) = sqrt(var(x, axis, ddof)). **Collective**, as var(x, axis).
+template <ArrayOperand X>
+auto std_dev(const X& x, Axis axis, Index ddof = 0) {
+  return detail::moments_axis<true>(x, axis, ddof, "garray::std(axis)");
+}
+/// np.count_nonzero(x, axis=k): a new int64 (M-1)-d array. **Collective**.
+template <ArrayOperand X>
+auto count_nonzero(const X& x, Axis axis) {
+  return detail::reduce_axis<Index>(x, axis, sum_reducer{}, detail::CountNonZero{}, "garray::count_nonzero(axis)");
+}
+/// np.any(x, axis=k): a new (M-1)-d array of 0/1 (int32: garray has no bool element type)
+/// telling whether any element along axis k is nonzero (0 for an empty axis).
+/// **Collective**.
+template <ArrayOperand X>
+auto any_of(const X& x, Axis axis) {
+  return detail::reduce_axis<std::int32_t>(x, axis, detail::or_reducer{}, detail::NonZero{}, "garray::any(axis)");
+}
+/// np.all(x, axis=k): a new (M-1)-d array of 0/1 (int32) telling whether every element
+/// along axis k is nonzero (1 for an empty axis). **Collective**.
+template <ArrayOperand X>
+auto all_of(const X& x, Axis axis) {
+  return detail::reduce_axis<std::int32_t>(x, axis, detail::and_reducer{}, detail::NonZero{}, "garray::all(axis)");
+}
+/// Same as any_of(x, axis). **Collective**.
+template <ArrayOperand X>
+auto any(const X& x, Axis axis) {
+  return any_of(x, axis);
 }
 
 }  // namespace garray
