@@ -666,9 +666,9 @@ TEST_CASE("views: bad input throws the documented error and changes nothing") {
   test::Reference<double, 2> refb(b.shape());
   randomize(g, b, refb);
   m = message_of<garray::SizeMismatch>([&] { garray::copy(b, a); });
-  CHECK(contains(m, "destination shape [8, 5] differs from source shape [5, 8]"));
+  CHECK(contains(m, "source shape [5, 8] does not broadcast to destination shape [8, 5]"));
   m = message_of<garray::SizeMismatch>([&] { garray::copy(b[idx[0]], a[idx[0]]); });
-  CHECK(contains(m, "destination shape [5] differs from source shape [8]"));
+  CHECK(contains(m, "source shape [8] does not broadcast to destination shape [5]"));
   CHECK(test::equal_on_all_ranks(b, refb));
   CHECK(test::equal_on_all_ranks(a, ref));
 
