@@ -79,6 +79,7 @@
 
 #include <boost/multi_array.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <complex>
@@ -123,16 +124,27 @@ struct RowPos {
 };
 
 /// A leaf bound to memory: element k of the iteration space is base[sum_d k[d] * str[d]].
+/// An operand broadcast along the run (innermost stride 0: the same element for the whole
+/// run) is bound with `fill`: seek() copies that element into `fill[0, fill_n)` and reads
+/// from there with stride 1, so `Unit` runs stay contiguous for every operand (one small
+/// per-row copy instead of a strided loop).
 template <class T, std::size_t M>
 struct BoundPtr {
   const T* base = nullptr;
   std::array<Index, (M > 0 ? M : 1)> str{};
   Index inner = 1;
   const T* p = nullptr;
+  T* fill = nullptr;  // a broadcast operand's per-row buffer (null: read in place)
+  Index fill_n = 0;
   void seek(const RowPos& r) noexcept {
     const T* q = base;
     for (int d = 0; d + 1 < r.nd; ++d) q += r.k[d] * str[static_cast<std::size_t>(d)];
-    p = q;
+    if (fill) {
+      std::fill_n(fill, fill_n, *q);
+      p = fill;
+    } else {
+      p = q;
+    }
   }
   template <bool Unit>
   T at(Index i) const noexcept {

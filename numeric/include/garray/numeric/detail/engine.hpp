@@ -833,16 +833,21 @@ void collapse_iteration(Plan<M>& p, bool keep_coords) {
       ++p.nd;
     }
   }
+  // Unit runs: the output and every operand contiguous along the run, or an operand
+  // constant along it (stride 0: broadcast, read from a per-row buffer: BoundPtr::fill).
   p.unit = true;
-  if (p.nd > 0)
-    for (Slot* s : ptrs) p.unit = p.unit && s->str[static_cast<std::size_t>(p.nd - 1)] == 1;
+  if (p.nd > 0) {
+    const auto in = static_cast<std::size_t>(p.nd - 1);
+    if (p.has_out) p.unit = p.out_slot.str[in] == 1;
+    for (auto& s : p.slots) p.unit = p.unit && (s.str[in] == 1 || s.str[in] == 0);
+  }
 }
 
 // ---- binding the expression tree to its slots ----------------------------------------------
 
 template <std::size_t M>
 struct Binder {
-  const Plan<M>& p;
+  Plan<M>& p;
   std::size_t next = 0;
 
   template <class T>
@@ -852,6 +857,11 @@ struct Binder {
     b.base = static_cast<const T*>(s.ptr);
     for (std::size_t d = 0; d < M; ++d) b.str[d] = s.str[d];
     b.inner = p.nd > 0 ? s.str[static_cast<std::size_t>(p.nd - 1)] : 1;
+    if (p.nd > 0 && b.inner == 0) {  // broadcast along the run: a per-row buffer (BoundPtr::fill)
+      b.fill_n = p.count[static_cast<std::size_t>(p.nd - 1)];
+      b.fill = p.scratch.get().template alloc_array<T>(static_cast<std::size_t>(b.fill_n));
+      b.inner = 1;
+    }
     b.p = b.base;
     return b;
   }
