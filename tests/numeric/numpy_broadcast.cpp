@@ -135,11 +135,9 @@ template <class T, class U>
 void all_ranks(Cases& cs, const garray::Context& ctx, test::Rng& rng) {
   cases<T, U, 1, 1, 1>(cs, ctx, rng);
   cases<T, U, 2, 2, 1>(cs, ctx, rng);
-  cases<T, U, 2, 2, 2>(cs, ctx, rng);
   cases<T, U, 2, 1, 2>(cs, ctx, rng);
   cases<T, U, 3, 3, 1>(cs, ctx, rng);
   cases<T, U, 3, 2, 3>(cs, ctx, rng);
-  cases<T, U, 3, 3, 3>(cs, ctx, rng);
 }
 }  // namespace
 
@@ -147,11 +145,12 @@ TEST_CASE("broadcasting agrees with NumPy: shapes, dtypes, assignments, reductio
   garray::Context ctx;
   auto rng = test::Rng(test::shared_seed());
   Cases cs(ctx, "broadcast");
-  for (int rep = 0; rep < 3; ++rep) {
+  // Three dtype pairs cover the promotion kinds (same type, int with float, int with
+  // complex); numpy_promotion.cpp covers every pair without broadcasting. Each combination
+  // is a separate instantiation of the whole engine: this list is what the TU costs to build.
+  for (int rep = 0; rep < 4; ++rep) {
     all_ranks<double, double>(cs, ctx, rng);
     all_ranks<float, std::int32_t>(cs, ctx, rng);
-    all_ranks<std::int32_t, std::int64_t>(cs, ctx, rng);
-    all_ranks<c64, double>(cs, ctx, rng);
     all_ranks<std::int64_t, c128>(cs, ctx, rng);
   }
   CHECK(cs.check(ctx));
