@@ -424,9 +424,7 @@ namespace detail {
 /// the reduction's handshake passed).
 template <class E>
 Index expr_size(const E& e) {
-  Shape<static_cast<std::size_t>(E::rank)> full{};
-  broadcast_shape(e, full);
-  return volume(full);
+  return volume(expr_shape(e));
 }
 
 /// NumPy's ordering for argmax/argmin: NaN beats everything (the first NaN wins), complex
@@ -578,13 +576,7 @@ template <ArrayOperand X>
 auto mean(const X& x, Axis axis) {
   using Acc = detail::mean_t<detail::value_t<X>>;
   auto r = detail::reduce_axis<Acc>(x, axis, sum_reducer{}, detail::To<Acc>{}, "garray::mean(axis)");
-  Index n = 0;
-  {
-    const auto e = as_expr(x);
-    Shape<static_cast<std::size_t>(decltype(e)::rank)> full{};
-    detail::broadcast_shape(e, full);
-    n = full[axis.value];
-  }
+  const Index n = detail::expr_shape(as_expr(x))[axis.value];
   assign(r, r / static_cast<typename detail::real_of<Acc>::type>(n));
   return r;
 }
@@ -696,8 +688,7 @@ namespace detail {
 /// passed).
 template <class E>
 Index axis_extent(const E& e, Axis axis) {
-  Shape<static_cast<std::size_t>(E::rank)> full{};
-  broadcast_shape(e, full);
+  const auto full = expr_shape(e);
   return axis.value < full.size() ? full[axis.value] : 0;
 }
 

@@ -570,6 +570,15 @@ bool broadcast_shape(const E& e, Shape<M>& full) {
   return ok;
 }
 
+/// The broadcast shape of `e` (see broadcast_shape; meaningful once the call's handshake
+/// passed, which rejects shapes that do not broadcast).
+template <class E>
+Shape<static_cast<std::size_t>(E::rank)> expr_shape(const E& e) {
+  Shape<static_cast<std::size_t>(E::rank)> full{};
+  broadcast_shape(e, full);
+  return full;
+}
+
 /// Finds the first view leaf of an expression.
 template <class E, class F>
 void with_first_view(const E& e, F&& f) {
