@@ -114,20 +114,29 @@ struct AbsSquare {
 };
 
 /// Where the evaluation loop is on the current row: `nd` iteration dimensions, `k` the
-/// row's coordinates in them (outer dims only are used), `abs` the row's absolute
-/// coordinates in the expression's index space (valid when the iteration is not collapsed).
+/// row's coordinates in them (outer dims only are used), `abs` the run's absolute
+/// coordinates in the expression's index space (valid when the iteration is not collapsed),
+/// `off` where the run starts within its row (a row is cut into runs of at most
+/// broadcast_chunk elements when an operand is broadcast along it; else 0).
 struct RowPos {
   int nd = 0;
   const Index* k = nullptr;
   const Index* abs = nullptr;
   int rank = 0;  // number of entries in abs
+  Index off = 0;
 };
+
+/// Longest run evaluated at once when an operand is broadcast along the row (its per-run
+/// buffer, BoundPtr::fill, holds this many elements: filled once per row, reused by the
+/// row's runs). A variable so that tests can make runs short.
+inline Index broadcast_chunk = 256;
 
 /// A leaf bound to memory: element k of the iteration space is base[sum_d k[d] * str[d]].
 /// An operand broadcast along the run (innermost stride 0: the same element for the whole
-/// run) is bound with `fill`: seek() copies that element into `fill[0, fill_n)` and reads
-/// from there with stride 1, so `Unit` runs stay contiguous for every operand (one small
-/// per-row copy instead of a strided loop).
+/// run) is bound with `fill`: seek() at the start of a row copies that element into
+/// `fill[0, fill_n)` (fill_n <= broadcast_chunk) and the row's runs read from there with
+/// stride 1, so `Unit` runs stay contiguous for every operand (a small copy per row instead
+/// of a strided loop).
 template <class T, std::size_t M>
 struct BoundPtr {
   const T* base = nullptr;
@@ -140,10 +149,10 @@ struct BoundPtr {
     const T* q = base;
     for (int d = 0; d + 1 < r.nd; ++d) q += r.k[d] * str[static_cast<std::size_t>(d)];
     if (fill) {
-      std::fill_n(fill, fill_n, *q);
+      if (r.off == 0) std::fill_n(fill, fill_n, *q);  // later runs of the row: same element
       p = fill;
     } else {
-      p = q;
+      p = r.nd > 0 ? q + r.off * str[static_cast<std::size_t>(r.nd - 1)] : q;
     }
   }
   template <bool Unit>

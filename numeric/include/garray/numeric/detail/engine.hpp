@@ -458,6 +458,7 @@ struct Plan {
   int nd = 0;
   std::array<Index, max_dims> count{};
   bool unit = true;
+  Index chunk = 0;  // > 0: an operand is broadcast along the run; rows are cut into runs of this length
   std::uint64_t sig = 0;
   std::uint64_t salt = 0;  // arguments outside the expression tree (iota's start, a seed, ...)
   std::vector<std::function<void()>> fences, syncs;
@@ -867,9 +868,10 @@ struct Binder {
     for (std::size_t d = 0; d < M; ++d) b.str[d] = s.str[d];
     b.inner = p.nd > 0 ? s.str[static_cast<std::size_t>(p.nd - 1)] : 1;
     if (p.nd > 0 && b.inner == 0) {  // broadcast along the run: a per-row buffer (BoundPtr::fill)
-      b.fill_n = p.count[static_cast<std::size_t>(p.nd - 1)];
+      b.fill_n = std::min(p.count[static_cast<std::size_t>(p.nd - 1)], std::max(broadcast_chunk, Index{1}));
       b.fill = p.scratch.get().template alloc_array<T>(static_cast<std::size_t>(b.fill_n));
       b.inner = 1;
+      p.chunk = b.fill_n;
     }
     b.p = b.base;
     return b;
@@ -911,6 +913,32 @@ struct Binder {
   }
 };
 
+/// Calls row(b, pos, n) for the row of n elements that b is positioned on (seek(pos) done),
+/// cut into runs of at most p.chunk elements when an operand is broadcast along the row
+/// (its buffer holds p.chunk elements). `abs` is pos.abs, advanced with the runs when the
+/// iteration keeps coordinates.
+template <std::size_t M, class B, class Row>
+void row_runs(const Plan<M>& p, B& b, RowPos& pos, Index* abs, Index n, Row& row) {
+  if (p.chunk == 0 || n <= p.chunk) {
+    row(b, pos, n);
+    return;
+  }
+  if constexpr (M > 0) {
+    const bool coords = pos.nd == static_cast<int>(M);
+    const Index a0 = abs[M - 1];
+    for (Index off = 0; off < n; off += p.chunk) {
+      if (off > 0) {
+        pos.off = off;
+        if (coords) abs[M - 1] = a0 + off;
+        b.seek(pos);
+      }
+      row(b, pos, std::min(p.chunk, n - off));
+    }
+    pos.off = 0;
+    abs[M - 1] = a0;
+  }
+}
+
 /// Step 6b: calls row(bound, pos, n) for every contiguous run of the current sub-box,
 /// after positioning the bound tree on it.
 template <std::size_t M, class B, class Row>
@@ -929,7 +957,7 @@ void run_rows(const Plan<M>& p, B& b, Row&& row) {
     if (p.nd == static_cast<int>(M))
       for (std::size_t d = 0; d < M; ++d) abs[d] = p.b0[d] + k[d];
     b.seek(pos);
-    row(b, pos, n);
+    row_runs(p, b, pos, abs.data(), n, row);
     int d = outer - 1;
     for (; d >= 0; --d) {
       const auto du = static_cast<std::size_t>(d);
@@ -987,6 +1015,7 @@ void execute(Plan<M>& p, const E& e, bool ordered, bool coords, Row&& row) {
       p.out_slot.ptr = static_cast<const std::byte*>(p.out_piece.ptr) + off * static_cast<Index>(p.out_elem);
     }
     collapse_iteration(p, keep);
+    p.chunk = 0;
     Binder<M> binder{p};
     return binder(e);
   };
@@ -1012,6 +1041,7 @@ void execute(Plan<M>& p, const E& e, bool ordered, bool coords, Row&& row) {
       Shape<M> b0, b1;
       Slot out;
       bool unit;
+      Index chunk;
       std::array<Index, max_dims> count;
     };
     std::vector<B> trees;
@@ -1020,7 +1050,7 @@ void execute(Plan<M>& p, const E& e, bool ordered, bool coords, Row&& row) {
     subs.reserve(nsub);
     do {
       trees.push_back(bind_sub());
-      subs.push_back({p.b0, p.b1, p.out_slot, p.unit, p.count});
+      subs.push_back({p.b0, p.b1, p.out_slot, p.unit, p.chunk, p.count});
     } while (next_iv());
     std::array<Index, max_dims> k{};
     Shape<M> x = p.k0;  // the row's coordinates (outer dims)
@@ -1035,6 +1065,7 @@ void execute(Plan<M>& p, const E& e, bool ordered, bool coords, Row&& row) {
         p.b1 = st.b1;
         p.out_slot = st.out;
         p.unit = st.unit;
+        p.chunk = st.chunk;
         p.count = st.count;
         p.nd = static_cast<int>(M);
         Shape<M> abs = x;
@@ -1043,7 +1074,7 @@ void execute(Plan<M>& p, const E& e, bool ordered, bool coords, Row&& row) {
         RowPos pos{p.nd, k.data(), abs.data(), static_cast<int>(M)};
         B& b = trees[id];
         b.seek(pos);
-        row(b, pos, st.b1[M - 1] - st.b0[M - 1]);
+        row_runs(p, b, pos, abs.data(), st.b1[M - 1] - st.b0[M - 1], row);
       }
       std::size_t j = M - 1;
       while (j-- > 0) {
@@ -1063,6 +1094,7 @@ void execute(Plan<M>& p, const E& e, bool ordered, bool coords, Row&& row) {
 inline Index run_offset(const Slot& s, const RowPos& pos) noexcept {
   Index off = 0;
   for (int d = 0; d + 1 < pos.nd; ++d) off += pos.k[d] * s.str[static_cast<std::size_t>(d)];
+  if (pos.nd > 0) off += pos.off * s.str[static_cast<std::size_t>(pos.nd - 1)];
   return off;
 }
 
