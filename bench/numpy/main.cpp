@@ -11,10 +11,40 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <string>
 #include <vector>
 
 using garray::bench::median;
-using garray::bench::time_reps;
+
+namespace {
+struct Side {
+  double serial, garray, ratio;  // medians: seconds, seconds, serial / garray per rep
+};
+
+/// Times `serial` (rank 0) and `fused` (every rank) alternately, one warm-up round and then
+/// `reps` rounds, so both see the same machine state; rank 0's times.
+template <class S, class G>
+Side side_by_side(const garray::Context& ctx, int reps, S&& serial, G&& fused) {
+  std::vector<double> ts, tg, r;
+  for (int i = -1; i < reps; ++i) {
+    double s = 0;
+    if (ctx.rank() == 0) {
+      const garray::bench::Timer t;
+      serial();
+      s = t.seconds();
+    }
+    ctx.barrier();
+    const garray::bench::Timer t;
+    fused();
+    const double g = t.seconds();
+    if (i < 0) continue;
+    ts.push_back(s);
+    tg.push_back(g);
+    r.push_back(s / g);
+  }
+  return {median(ts), median(tg), median(r)};
+}
+}  // namespace
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
@@ -24,72 +54,81 @@ int main(int argc, char** argv) {
     const int reps = argc > 2 ? std::atoi(argv[2]) : 7;
     const bool root = ctx.rank() == 0;
     if (root) garray::bench::print_run_info(std::cout, "bench_numpy", ctx.size());
-    double t_serial_arg = 0, t_serial_mean = 0, t_serial_row = 0, t_serial_col = 0;
-    double serial_row_check = 0, serial_col_check = 0;
-    garray::Index serial_arg = -1;
-    double serial_mean = 0;
+    const auto nn = static_cast<std::size_t>(n);
+    const auto m = nn * nn;
+    // The serial side: plain std::vectors on rank 0.
+    std::vector<double> sa, srow, scol, sout;
     if (root) {
-      const auto m = static_cast<std::size_t>(n * n);
-      std::vector<double> a(m);
-      for (std::size_t i = 0; i < m; ++i) a[i] = std::sin(static_cast<double>(i));
-      t_serial_arg = median(time_reps(reps, 1, [&] {
-        std::size_t best = 0;
-        double bv = a[0];
-        for (std::size_t i = 1; i < m; ++i)
-          if (bv < a[i]) {
-            bv = a[i];
-            best = i;
-          }
-        serial_arg = static_cast<garray::Index>(best);
-      }));
-      t_serial_mean = median(time_reps(reps, 1, [&] {
-        double s = 0;
-        for (std::size_t i = 0; i < m; ++i) s += a[i];
-        serial_mean = s / static_cast<double>(m);
-      }));
-      const auto nn = static_cast<std::size_t>(n);
-      std::vector<double> row(nn), col(nn), out(m);
+      sa.resize(m);
+      for (std::size_t i = 0; i < m; ++i) sa[i] = std::sin(static_cast<double>(i));
+      srow.resize(nn);
+      scol.resize(nn);
+      sout.resize(m);
       for (std::size_t j = 0; j < nn; ++j) {
-        row[j] = std::cos(static_cast<double>(j));
-        col[j] = 1.0 + static_cast<double>(j) / static_cast<double>(nn);
+        srow[j] = std::cos(static_cast<double>(j));
+        scol[j] = 1.0 + static_cast<double>(j) / static_cast<double>(nn);
       }
-      t_serial_row = median(time_reps(reps, 1, [&] {
-        for (std::size_t i = 0; i < nn; ++i)
-          for (std::size_t j = 0; j < nn; ++j) out[i * nn + j] = a[i * nn + j] + row[j];
-      }));
-      serial_row_check = out[m - 1];
-      t_serial_col = median(time_reps(reps, 1, [&] {
-        for (std::size_t i = 0; i < nn; ++i)
-          for (std::size_t j = 0; j < nn; ++j) out[i * nn + j] = a[i * nn + j] * col[i];
-      }));
-      serial_col_check = out[m - 1];
     }
-    ctx.barrier();
     auto a = garray::empty<double>(ctx, garray::Shape<2>{n, n});
     garray::generate(a, [n](const garray::Shape<2>& i) { return std::sin(static_cast<double>(i[0] * n + i[1])); });
-    garray::Index arg = -1;
-    double mean = 0;
-    const double t_arg = median(time_reps(reps, 1, [&] { arg = garray::argmax(a); }));
-    const double t_mean = median(time_reps(reps, 1, [&] { mean = garray::mean(a); }));
     auto row = garray::empty<double>(ctx, garray::Shape<1>{n});
     auto col = garray::empty<double>(ctx, garray::Shape<2>{n, 1});
     garray::generate(row, [](const garray::Shape<1>& j) { return std::cos(static_cast<double>(j[0])); });
     garray::generate(col, [n](const garray::Shape<2>& i) { return 1.0 + static_cast<double>(i[0]) / static_cast<double>(n); });
     auto out = garray::empty<double>(ctx, garray::Shape<2>{n, n});
-    const double t_row = median(time_reps(reps, 1, [&] { out = a + row; }));
+
+    garray::Index serial_arg = -1, arg = -1;
+    double serial_mean = 0, mean = 0;
+    const Side t_arg = side_by_side(
+        ctx, reps,
+        [&] {
+          std::size_t best = 0;
+          double bv = sa[0];
+          for (std::size_t i = 1; i < m; ++i)
+            if (bv < sa[i]) {
+              bv = sa[i];
+              best = i;
+            }
+          serial_arg = static_cast<garray::Index>(best);
+        },
+        [&] { arg = garray::argmax(a); });
+    const Side t_mean = side_by_side(
+        ctx, reps,
+        [&] {
+          double s = 0;
+          for (std::size_t i = 0; i < m; ++i) s += sa[i];
+          serial_mean = s / static_cast<double>(m);
+        },
+        [&] { mean = garray::mean(a); });
+    const Side t_row = side_by_side(
+        ctx, reps,
+        [&] {
+          for (std::size_t i = 0; i < nn; ++i)
+            for (std::size_t j = 0; j < nn; ++j) sout[i * nn + j] = sa[i * nn + j] + srow[j];
+        },
+        [&] { out = a + row; });
+    const double serial_row_check = root ? sout[m - 1] : 0.0;
     const double row_check = out.get(garray::idx[n - 1][n - 1]);
-    const double t_col = median(time_reps(reps, 1, [&] { out = a * col; }));
+    const Side t_col = side_by_side(
+        ctx, reps,
+        [&] {
+          for (std::size_t i = 0; i < nn; ++i)
+            for (std::size_t j = 0; j < nn; ++j) sout[i * nn + j] = sa[i * nn + j] * scol[i];
+        },
+        [&] { out = a * col; });
+    const double serial_col_check = root ? sout[m - 1] : 0.0;
     const double col_check = out.get(garray::idx[n - 1][n - 1]);
     if (root) {
-      std::printf("n=%lld ranks=%d\n", static_cast<long long>(n), ctx.size());
-      std::printf("argmax: serial %.4f s, garray %.4f s, speed ratio %.2fx (same index: %s)\n", t_serial_arg, t_arg,
-                  t_serial_arg / t_arg, arg == serial_arg ? "yes" : "no");
-      std::printf("mean:   serial %.4f s, garray %.4f s, speed ratio %.2fx (|diff| %.3g)\n", t_serial_mean, t_mean,
-                  t_serial_mean / t_mean, std::abs(mean - serial_mean));
-      std::printf("a + row (broadcast): serial %.4f s, garray %.4f s, speed ratio %.2fx (same value: %s)\n",
-                  t_serial_row, t_row, t_serial_row / t_row, row_check == serial_row_check ? "yes" : "no");
-      std::printf("a * col (broadcast): serial %.4f s, garray %.4f s, speed ratio %.2fx (same value: %s)\n",
-                  t_serial_col, t_col, t_serial_col / t_col, col_check == serial_col_check ? "yes" : "no");
+      std::printf("n=%lld ranks=%d reps=%d (serial and garray alternate; ratio: median of the per-rep ratios)\n",
+                  static_cast<long long>(n), ctx.size(), reps);
+      const auto line = [](const char* what, const Side& t, const std::string& check) {
+        std::printf("%s serial %.4f s, garray %.4f s, speed ratio %.2fx (%s)\n", what, t.serial, t.garray, t.ratio,
+                    check.c_str());
+      };
+      line("argmax:", t_arg, std::string("same index: ") + (arg == serial_arg ? "yes" : "no"));
+      line("mean:  ", t_mean, "|diff| " + std::to_string(std::abs(mean - serial_mean)));
+      line("a + row (broadcast):", t_row, std::string("same value: ") + (row_check == serial_row_check ? "yes" : "no"));
+      line("a * col (broadcast):", t_col, std::string("same value: ") + (col_check == serial_col_check ? "yes" : "no"));
     }
   }
   MPI_Finalize();

@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <cmath>
 #include <complex>
+#include <concepts>
 #include <cstddef>
 #include <type_traits>
 #include <cstdint>
@@ -32,12 +33,25 @@
 
 namespace garray {
 
-/// Selects the axis of a reduction along one dimension: sum(x, Axis{1}).
+/// Selects the axis of a reduction, scan or take along one dimension: sum(x, Axis{1}).
+/// Negative values count from the last dimension as NumPy's (Axis{-1}: the last).
 struct Axis {
-  std::size_t value = 0;  ///< the dimension reduced over (0-based, < the operand's rank)
+  std::ptrdiff_t value = 0;  ///< the dimension (0-based; -M <= value < M for an M-d operand)
+  constexpr Axis() = default;
+  /// Axis{k} for any integer k.
+  template <std::integral I>
+  constexpr explicit Axis(I k) : value(static_cast<std::ptrdiff_t>(k)) {}
 };
 
 namespace detail {
+/// The dimension an Axis names in an M-d operand (negative: from the end), or M when it
+/// names none (the caller raises InvalidArgument with the axis as given).
+template <std::size_t M>
+constexpr std::size_t axis_index(Axis a) noexcept {
+  const auto m = static_cast<std::ptrdiff_t>(M);
+  const std::ptrdiff_t k = a.value < 0 ? a.value + m : a.value;
+  return k < 0 || k >= m ? M : static_cast<std::size_t>(k);
+}
 
 /// The accumulator of sum and prod, as NumPy: bool and signed integers in int64, unsigned
 /// integers in uint64, floating point and complex in their own type.
@@ -132,19 +146,20 @@ auto reduce_axis_with(const X& x, Axis axis, Red red, Map map, Fin fin, std::str
   p.salt = salt;
   set_free_driver(p, e);
   std::exception_ptr bad;
-  if (axis.value >= M) {
+  const std::size_t ax = axis_index<M>(axis);  // Axis{-1} and Axis{M - 1} agree
+  if (ax >= M) {
     try {
       raise<InvalidArgument>(what, ": axis ", axis.value, " for a ", M, "-d expression");
     } catch (const Error&) {
       bad = std::current_exception();
     }
   }
-  p.sig = hash_mix(p.sig, axis.value);
+  p.sig = hash_mix(p.sig, ax);
   if (bad) p.sig = hash_string("bad-axis");
   {
     std::exception_ptr err;
     try {
-      prepare(p, e, std::string("expression ") + typeid(E).name() + ", axis " + std::to_string(axis.value));
+      prepare(p, e, std::string("expression ") + typeid(E).name() + ", axis " + std::to_string(ax));
     } catch (const Error&) {
       err = std::current_exception();
     }
@@ -152,7 +167,6 @@ auto reduce_axis_with(const X& x, Axis axis, Red red, Map map, Fin fin, std::str
     if (err) std::rethrow_exception(err);
   }
   const Context ctx = *p.ctx;
-  const std::size_t ax = axis.value;
   Shape<R> rshape{};
   for (std::size_t d = 0, j = 0; d < M; ++d)
     if (d != ax) rshape[j++] = p.shape[d];
@@ -576,7 +590,8 @@ template <ArrayOperand X>
 auto mean(const X& x, Axis axis) {
   using Acc = detail::mean_t<detail::value_t<X>>;
   auto r = detail::reduce_axis<Acc>(x, axis, sum_reducer{}, detail::To<Acc>{}, "garray::mean(axis)");
-  const Index n = detail::expr_shape(as_expr(x))[axis.value];
+  const auto full = detail::expr_shape(as_expr(x));  // the axis is valid: reduce_axis checked it
+  const Index n = full[detail::axis_index<std::tuple_size_v<decltype(full)>>(axis)];
   assign(r, r / static_cast<typename detail::real_of<Acc>::type>(n));
   return r;
 }
@@ -689,7 +704,8 @@ namespace detail {
 template <class E>
 Index axis_extent(const E& e, Axis axis) {
   const auto full = expr_shape(e);
-  return axis.value < full.size() ? full[axis.value] : 0;
+  const std::size_t k = axis_index<std::tuple_size_v<decltype(full)>>(axis);
+  return k < full.size() ? full[k] : 0;
 }
 
 /// Welford / Chan accumulator of var and std along an axis: count, mean, sum of squared
@@ -791,6 +807,17 @@ struct ArgLocal {
             for (Index i = 0; i < n; ++i) {
               qv[i] = bb.template at<U>(i);
               qi[i] = k;
+            }
+          } else if constexpr (std::is_arithmetic_v<V>) {
+            // Branch-free (both stores unconditional): the compiler vectorises the line.
+            for (Index i = 0; i < n; ++i) {
+              const V v = bb.template at<U>(i);
+              const V q = static_cast<V>(qv[i]);
+              // v beats q, or v is NaN and q is not; a NaN q is never beaten (the first NaN wins)
+              bool better = !(Max ? (v <= q) : (q <= v));
+              if constexpr (std::is_floating_point_v<V>) better = better & (q == q);
+              qv[i] = better ? static_cast<S>(v) : qv[i];
+              qi[i] = better ? k : qi[i];
             }
           } else {
             for (Index i = 0; i < n; ++i) {
