@@ -42,7 +42,8 @@ void reductions_of(Cases& cs, const garray::Context& ctx, test::Rng& rng) {
   cs.add("\"op\": \"all\", " + xs + ", \"got\": " + js(garray::all_of(x)));
   cs.add("\"op\": \"count_nonzero\", " + xs + ", \"got\": " + js(garray::count_nonzero(x)));
   if constexpr (N >= 2) {
-    const auto ax = static_cast<std::size_t>(test::uniform(rng, 0, N - 1));
+    // an axis in [-N, N): NumPy's negative spelling counts from the end
+    const auto ax = static_cast<std::ptrdiff_t>(test::uniform(rng, 0, 2 * N - 1)) - static_cast<std::ptrdiff_t>(N);
     const std::string as = "\"args\": {\"axis\": " + std::to_string(ax) + "}, ";
     cs.add("\"op\": \"sum_axis\", " + as + xs + ", \"got\": " + dump(garray::sum(x, garray::Axis{ax})));
     cs.add("\"op\": \"mean_axis\", " + as + xs + ", \"got\": " + dump(garray::mean(x, garray::Axis{ax})));
@@ -178,6 +179,7 @@ TEST_CASE("bad input to the NumPy-style functions throws on every rank, nothing 
   auto b = garray::zeros<double>(ctx, garray::Shape<1>{5});
   CHECK_THROWS_AS(b = a, garray::SizeMismatch);
   CHECK_THROWS_AS(garray::mean(garray::eye<double>(ctx, 3), garray::Axis{2}), garray::InvalidArgument);
+  CHECK_THROWS_AS(garray::mean(garray::eye<double>(ctx, 3), garray::Axis{-3}), garray::InvalidArgument);
   CHECK(garray::sum(b) == 0.0);
   // Scalars are arguments: ranks passing different values fail everywhere.
   if (ctx.size() > 1) {

@@ -67,9 +67,11 @@ void cases_of(Cases& cs, const garray::Context& ctx, test::Rng& rng) {
   {
     const auto ax = static_cast<std::size_t>(test::uniform(rng, 0, N - 1));
     auto i1 = random_indices<I, 1>(ctx, rng, av.shape()[ax]);
+    // half the time NumPy's negative spelling of the same axis
+    const auto given = static_cast<std::ptrdiff_t>(ax) - (test::uniform(rng, 0, 1) ? static_cast<std::ptrdiff_t>(N) : 0);
     cs.add("\"op\": \"take_axis\", \"exact\": true, \"x\": " + dump(a) + ", \"args\": {\"view\": " + items +
-           ", \"axis\": " + std::to_string(ax) + "}, \"idx\": " + dump(i1) +
-           ", \"got\": " + dump(garray::take(av, i1, garray::Axis{ax})));
+           ", \"axis\": " + std::to_string(given) + "}, \"idx\": " + dump(i1) +
+           ", \"got\": " + dump(garray::take(av, i1, garray::Axis{given})));
   }
 
   // put: values shorter (cyclic) or longer than idx; a scalar
@@ -219,6 +221,7 @@ TEST_CASE("indexing bad input throws on every rank and changes nothing") {
     i4.fill(3);  // in range for axis 1 (4), out of range for axis 0 (3)
     CHECK_THROWS_AS(garray::take(a2, i4, garray::Axis{0}), garray::BoundsError);
     CHECK_THROWS_AS(garray::take(a2, i4, garray::Axis{2}), garray::InvalidArgument);
+    CHECK_THROWS_AS(garray::take(a2, i4, garray::Axis{-3}), garray::InvalidArgument);
     CHECK(garray::take(a2, i4, garray::Axis{1}).shape() == garray::Shape<2>{3, 2});
   }
   CHECK_THROWS_AS(garray::put(a, bad, 5.0), garray::BoundsError);

@@ -15,7 +15,14 @@ using namespace nptest;
 using garray::Axis;
 using garray::Index;
 
-std::string axis_args(std::size_t ax) { return "\"args\": {\"axis\": " + std::to_string(ax) + "}, "; }
+std::string axis_args(std::ptrdiff_t ax) { return "\"args\": {\"axis\": " + std::to_string(ax) + "}, "; }
+
+/// Axis ax of an M-d operand as given to garray and NumPy: half the time NumPy's negative
+/// spelling (ax - M).
+template <std::size_t M>
+std::ptrdiff_t spelled(std::size_t ax, test::Rng& rng) {
+  return static_cast<std::ptrdiff_t>(ax) - (test::uniform(rng, 0, 1) ? static_cast<std::ptrdiff_t>(M) : 0);
+}
 
 /// A random section of shape-`sh` array with steps in +-1, +-2 (negative steps often) and,
 /// for N >= 2 when `drop`, dimension 0 dropped at a random index.
@@ -56,13 +63,14 @@ template <class X>
 void ops_of(Cases& cs, const X& x, const std::string& xs, test::Rng& rng) {
   using V = garray::detail::value_t<X>;
   constexpr std::size_t M = static_cast<std::size_t>(garray::expr_t<X>::rank);
-  for (std::size_t ax = 0; ax < M; ++ax) {
+  for (std::size_t k = 0; k < M; ++k) {
+    const std::ptrdiff_t ax = spelled<M>(k, rng);
     const std::string as = axis_args(ax);
     cs.add("\"op\": \"cumsum\", " + as + xs + ", \"got\": " + dump(garray::cumsum(x, Axis{ax})));
     cs.add("\"op\": \"cumprod\", " + as + xs + ", \"got\": " + dump(garray::cumprod(x, Axis{ax})));
     if constexpr (M >= 2) {
       Index len = 0;
-      garray::detail::with_first_view(garray::as_expr(x), [&](const auto& v) { len = v.shape()[ax]; });
+      garray::detail::with_first_view(garray::as_expr(x), [&](const auto& v) { len = v.shape()[k]; });
       if (len > 0) {
         cs.add("\"op\": \"argmax_axis\", " + as + xs + ", \"got\": " + dump(garray::argmax(x, Axis{ax})));
         cs.add("\"op\": \"argmin_axis\", " + as + xs + ", \"got\": " + dump(garray::argmin(x, Axis{ax})));
@@ -187,6 +195,9 @@ TEST_CASE("scans and axis reductions: a bad axis throws on every rank, nothing c
   CHECK(test::contains(msg([&] { (void)garray::any(b, Axis{3}); }), "axis 3"));
   CHECK(test::contains(msg([&] { (void)garray::all_of(b, Axis{3}); }), "axis 3"));
   CHECK(test::contains(msg([&] { (void)garray::count_nonzero(b, Axis{7}); }), "axis 7"));
+  CHECK(test::contains(msg([&] { (void)garray::sum(b, Axis{-4}); }), "axis -4"));
+  CHECK(test::contains(msg([&] { (void)garray::cumsum(b, Axis{-4}); }), "axis -4"));
+  CHECK(test::contains(msg([&] { (void)garray::argmax(b, Axis{-4}); }), "axis -4"));
   // argmax along an axis of length 0: NumPy's error, on every rank
   auto e = garray::zeros<double>(ctx, garray::Shape<2>{0, 3});
   CHECK(test::contains(msg([&] { (void)garray::argmax(e, Axis{0}); }), "empty"));
@@ -198,6 +209,10 @@ TEST_CASE("scans and axis reductions: a bad axis throws on every rank, nothing c
                     garray::CollectiveMismatch);
     CHECK_THROWS(garray::cumsum(b, Axis{ctx.rank() == 0 ? std::size_t{9} : std::size_t{1}}));
     CHECK_THROWS_AS(garray::var(b, Axis{0}, ctx.rank() == 0 ? 0 : 1), garray::CollectiveMismatch);
+    // Axis{-1} on one rank and Axis{M - 1} on the others name the same axis: no mismatch
+    const auto s1 = garray::sum(b, Axis{ctx.rank() == 0 ? -1 : 2});
+    const auto s2 = garray::sum(b, Axis{2});
+    CHECK(garray::all_of(s1 == s2));
   }
   // the operands are unchanged and the context still works
   CHECK(garray::sum(a) == 66.0);

@@ -327,13 +327,13 @@ auto take(const A& a, const I& idx, Axis axis) {
   constexpr std::string_view what = "garray::take";
   detail::join_if_stale(what, av, iv);
   const Context& ctx = av.array().context();
-  const std::size_t k = axis.value;
+  const std::size_t k = detail::axis_index<M>(axis);  // M: no such axis
   std::uint64_t sig = detail::hash_mix(detail::hash_string("garray::take(axis)"), k);
   sig = detail::view_hash(detail::view_hash(sig, av), iv);
   detail::indexing_handshake(
       ctx, sig, what,
       [&] {
-        if (k >= M) detail::raise<InvalidArgument>(what, ": axis ", k, " out of range for a ", M, "-d array");
+        if (k >= M) detail::raise<InvalidArgument>(what, ": axis ", axis.value, " out of range for a ", M, "-d array");
       },
       av, iv);
   Shape<M> shape = av.shape();

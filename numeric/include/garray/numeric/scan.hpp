@@ -148,13 +148,14 @@ void scan_in_place(GlobalArray<Acc, M>& out, std::size_t ax, std::string_view wh
 /// The handshake of a scan: the operand, the axis and the kind; a bad axis throws
 /// InvalidArgument on this rank (every rank where it is bad; CollectiveMismatch elsewhere).
 template <std::size_t M, class E>
-void scan_prepare(Plan<M>& p, const E& e, std::size_t axis, std::string_view what) {
+void scan_prepare(Plan<M>& p, const E& e, Axis given, std::string_view what) {
   p.what = what;
   set_free_driver(p, e);
   std::exception_ptr bad;
+  const std::size_t axis = axis_index<M>(given);  // Axis{-1} and Axis{M - 1} agree
   if (axis >= M) {
     try {
-      raise<InvalidArgument>(what, ": axis ", axis, " for a ", M, "-d operand");
+      raise<InvalidArgument>(what, ": axis ", given.value, " for a ", M, "-d operand");
     } catch (const Error&) {
       bad = std::current_exception();
     }
@@ -178,7 +179,7 @@ auto scan_axis(const X& x, Axis axis, const std::optional<Distribution<M>>& dist
   static_assert(E::rank == static_cast<int>(M), "garray: the distribution's rank differs from the operand's");
   using Acc = sum_t<typename E::value_type>;
   Plan<M> p;
-  scan_prepare(p, e, axis.value, what);
+  scan_prepare(p, e, axis, what);
   Distribution<M> d = Distribution<M>::blocked();
   if (dist) d = *dist;
   else
@@ -199,10 +200,10 @@ auto scan_axis(const X& x, Axis axis, const std::optional<Distribution<M>>& dist
   });
   if (!fused) {
     assign(out, cast<Acc>(e));
-    scan_in_place<Prod>(out, axis.value, what);
+    scan_in_place<Prod>(out, axis_index<M>(axis), what);
     return out;
   }
-  const std::size_t ax = axis.value;
+  const std::size_t ax = axis_index<M>(axis);
   run_plan(p, e, [&] {
     if (p.empty) return;
     auto blk = out.access();
@@ -304,7 +305,7 @@ auto scan_flat(const X& x, std::string_view what) {
     return scan_axis<Prod>(x, Axis{0}, std::optional<Distribution<1>>(Distribution<1>::blocked()), what);
   } else {
     Plan<M> p;
-    scan_prepare(p, e, 0, what);
+    scan_prepare(p, e, Axis{0}, what);
     GlobalArray<Acc, M> t(*p.ctx, p.shape, Distribution<M>::blocked(), Shape<M>{}, uninitialized);
     assign(t, cast<Acc>(e));
     GlobalArray<Acc, 1> flat(*p.ctx, Shape<1>{volume(p.shape)}, Distribution<1>::blocked(), Shape<1>{}, uninitialized);
