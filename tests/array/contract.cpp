@@ -241,6 +241,12 @@ TEST_CASE("a fault injected on one rank at any collective's failure point: every
     expect_fault(ctx, "numeric.plan", victim, [&] { garray::assign(a[idx[range(1, 9)]], a[idx[range(0, 8)]] + 1.0); });
     expect_fault(ctx, "numeric.execute", victim, [&] { (void)garray::assign_norm2_diff(b, a * 0.5, a); });
     expect_fault(ctx, "numeric.execute", victim, [&] { (void)garray::sum(a); });
+    // broadcast operands (a row and a column of b) on the same paths
+    const garray::View<double, 2, 2> col = b[idx[range(0, 9)][range(2, 3)]];
+    expect_fault(ctx, "numeric.plan", victim, [&] { garray::assign(b, a * col); });
+    expect_fault(ctx, "numeric.execute", victim, [&] { garray::assign(a, a + b[idx[4]]); });
+    expect_fault(ctx, "numeric.execute", victim, [&] { (void)garray::sum(a * col); });
+    expect_fault(ctx, "copy.fetch", victim, [&] { garray::copy(a, col); });
     expect_fault(ctx, "redistribute.fetch", victim,
                  [&] { (void)garray::redistribute(a, garray::Distribution<2>::slab(0)); });
     expect_fault(ctx, "transpose.fetch", victim, [&] { (void)garray::transpose(a, {1, 0}); });

@@ -4,6 +4,10 @@
 // blocks included), ghost widths 1 and 2 (also wider than neighbours' blocks), corners.
 #include "array/movement_support.hpp"
 
+#include <functional>
+#include <utility>
+#include <vector>
+
 using garray::Shape;
 
 namespace {
@@ -156,4 +160,52 @@ TEST_CASE("update_ghosts misuse: different periodic flags throw on every rank, n
   }
   CHECK(test::all_ranks(untouched));
   CHECK(test::equal_on_all_ranks(a, ref));
+}
+
+TEST_CASE("every spelling of a whole-array fill sets the ghosts too; a partial fill leaves them to update_ghosts") {
+  // One fill semantics (docs/semantics.md): filling the whole array, however spelled, sets
+  // every ghost cell as well (every element holds the value, so every cell mirrors it on
+  // any boundary); filling part of it writes the selected elements only, like put, copy
+  // and assign, and update_ghosts brings the frames up to date.
+  garray::Context ctx;
+  const Shape<2> shape{7, 5};
+  garray::GlobalArray<double, 2> a(ctx, shape, garray::Distribution<2>::blocked(), {1, 2});
+  // Every cell of this rank's padded frame, outside its own block, holds want(global index).
+  const auto frame_is = [&](auto want) {
+    auto blk = a.access();
+    const auto b = blk.box();
+    bool ok = true;
+    if (b.empty()) return true;
+    for (garray::Index i = b.lo[0] - 1; i < b.hi[0] + 1; ++i)
+      for (garray::Index j = b.lo[1] - 2; j < b.hi[1] + 2; ++j) {
+        const bool own = i >= b.lo[0] && i < b.hi[0] && j >= b.lo[1] && j < b.hi[1];
+        if (!own && blk.view()[i][j] != want(i, j)) ok = false;
+      }
+    return ok;
+  };
+  const std::vector<std::pair<const char*, std::function<void(double)>>> spellings = {
+      {"a.fill(v)", [&](double v) { a.fill(v); }},
+      {"garray::fill(a, v)", [&](double v) { garray::fill(a, v); }},
+      {"a.view().fill(v)", [&](double v) { a.view().fill(v); }},
+      {"garray::fill(a.view(), v)", [&](double v) { garray::fill(a.view(), v); }},
+      {"a = v", [&](double v) { a = v; }},
+      {"a.view() = v", [&](double v) { a.view() = v; }},
+      {"a[idx[range(0, 7)]] = v", [&](double v) { a[garray::idx[garray::range(0, 7)]] = v; }},
+  };
+  for (const auto& [name, fill] : spellings) {
+    CAPTURE(name);
+    a.fill(sentinel);
+    fill(2.5);
+    CHECK(test::all_ranks(frame_is([](garray::Index, garray::Index) { return 2.5; })));
+    CHECK(garray::sum(a) == 2.5 * 35);
+  }
+  // A partial fill: rows 0-2 only. Ghosts keep their old value until update_ghosts.
+  a.fill(sentinel);
+  a[garray::idx[garray::range(0, 3)]].fill(1.0);
+  CHECK(test::all_ranks(frame_is([](garray::Index, garray::Index) { return sentinel; })));
+  garray::update_ghosts(a);
+  CHECK(test::all_ranks(frame_is([&](garray::Index i, garray::Index j) {
+    const bool inside = i >= 0 && i < shape[0] && j >= 0 && j < shape[1];
+    return inside && i < 3 ? 1.0 : sentinel;
+  })));
 }

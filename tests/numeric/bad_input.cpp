@@ -68,6 +68,17 @@ TEST_CASE("ranks passing different arguments throw CollectiveMismatch on every r
     // different expressions (types) over the same views
     if (ctx.rank() == 0) CHECK_THROWS_AS(a.view() = b + 1.0, garray::CollectiveMismatch);
     else CHECK_THROWS_AS(a.view() = b * 1.0, garray::CollectiveMismatch);
+    // Broadcast operands of different shapes per rank (a row on rank 0, a column elsewhere):
+    // same expression type, each broadcasts on its own, so only the handshake can tell.
+    const auto bcast = [&] {
+      garray::Section<2> s = garray::Section<2>::full({8, 8});
+      if (ctx.rank() == 0) s.count[0] = 1;
+      else s.count[1] = 1;
+      return garray::View<double, 2, 2>(b, s);
+    }();
+    CHECK_THROWS_AS(a = a + bcast, garray::CollectiveMismatch);
+    CHECK_THROWS_AS((void)garray::sum(a * bcast), garray::CollectiveMismatch);
+    CHECK_THROWS_AS(garray::copy(a, bcast), garray::CollectiveMismatch);
   }
   CHECK(garray::sum(a) == 64.0);
   CHECK(garray::sum(b) == 192.0);
@@ -95,6 +106,9 @@ TEST_CASE("a stale view on one rank only: every rank throws, nobody waits, nothi
   expect([&] { v = b[idx[range(0, 3)]] * 3.0; });   // assign (numeric)
   expect([&] { (void)garray::sum(v); });            // a reduction driven by the view
   expect([&] { (void)garray::sum(b[idx[range(2, 5)]] + v); });  // a stale operand
+  expect([&] { v.fill(1.0); });                     // fill (array layer)
+  expect([&] { garray::fill(v, 1.0); });
+  expect([&] { v = 1.0; });                         // a scalar assignment is a fill
   // Nothing was written, and the context still works.
   A2& live = ctx.rank() == 0 ? *moved : a;
   CHECK(garray::sum(live) == 0.0);

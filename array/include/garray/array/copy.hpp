@@ -58,22 +58,6 @@ Section<N> sub_section(const Section<N>& sec, const Box<M>& k) noexcept {
   return s;
 }
 
-/// The prologue of a collective taking views, before any of them is dereferenced: if one
-/// is stale on this rank (its array object was destroyed, moved from or assigned to), this
-/// rank joins the handshake on the first view's context with that reason, so it throws
-/// InvalidArgument and every other rank CollectiveMismatch, instead of throwing alone and
-/// leaving the others waiting. No communication when every view is live.
-template <class V, class... Vs>
-void join_if_stale(std::string_view what, const V& first, const Vs&... rest) {
-  if (first.live() && (rest.live() && ...)) [[likely]]
-    return;
-  begin_collective(std::span<const Window* const>(), first.context().comm(), hash_string(what), what,
-                   "a view of an array that is gone", [&] {
-                     (void)first.array();
-                     ((void)rest.array(), ...);
-                   });
-}
-
 }  // namespace detail
 
 /// numpy's `dst[...] = src[...]`. **Collective over dst's context** (src's array must be on

@@ -41,6 +41,22 @@ class ViewBlock;
 
 namespace detail {
 
+/// The prologue of a collective taking views, before any of them is dereferenced: if one
+/// is stale on this rank (its array object was destroyed, moved from or assigned to), this
+/// rank joins the handshake on the first view's context with that reason, so it throws
+/// InvalidArgument and every other rank CollectiveMismatch, instead of throwing alone and
+/// leaving the others waiting. No communication when every view is live.
+template <class V, class... Vs>
+void join_if_stale(std::string_view what, const V& first, const Vs&... rest) {
+  if (first.live() && (rest.live() && ...)) [[likely]]
+    return;
+  begin_collective(std::span<const Window* const>(), first.context().comm(), hash_string(what), what,
+                   "a view of an array that is gone", [&] {
+                     (void)first.array();
+                     ((void)rest.array(), ...);
+                   });
+}
+
 /// The piece of section `sec` stored in `rank`'s block (its geometry as in for_each_piece),
 /// or nothing when that rank holds no element of it. Pure index math.
 template <std::size_t N>
@@ -262,10 +278,21 @@ class View {
   /// `value`.
   /// Each rank writes the part of the view stored in its own block (no data is sent), with
   /// a sync before (earlier operations of every rank complete first) and after (on return
-  /// every rank sees the new values). Ghost cells are not updated. Throws
-  /// CollectiveMismatch on every rank if ranks pass different views or values.
+  /// every rank sees the new values). One fill semantics: a view of the whole array is
+  /// GlobalArray::fill (ghost cells set too); a view of part of it leaves ghost cells as
+  /// they are (update_ghosts refreshes them). Throws CollectiveMismatch on every rank if
+  /// ranks pass different views or values; a view whose array is gone on some rank throws
+  /// there (InvalidArgument) and CollectiveMismatch elsewhere.
   void fill(const T& value) const {
+    detail::join_if_stale(call_name(detail::Call::fill), *this);
     array_type& a = array();
+    if constexpr (M == N) {
+      // The whole array: GlobalArray::fill, which sets the ghosts too (one fill semantics).
+      if (sec_ == Section<N>::full(a.shape())) {
+        a.fill(value);
+        return;
+      }
+    }
     std::uint64_t sig = detail::hash_mix(detail::hash_string("View::fill"), a.id());
     sig = detail::value_hash(detail::section_hash(sig, sec_), value);
     const detail::Window* w = &detail::ArrayAccess::window(a);

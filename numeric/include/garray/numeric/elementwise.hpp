@@ -197,10 +197,17 @@ void generate_salted(O&& out_, F f, std::uint64_t salt);
 
 /// out = expr, owner-computes, one fused pass. **Collective over out's context.** Complete on
 /// return everywhere. Throws SizeMismatch, InvalidArgument, CollectiveMismatch on every rank
-/// before anything is written. `out` is a View or a GlobalArray; `expr` any operand.
+/// before anything is written. `out` is a View or a GlobalArray; `expr` any operand. A
+/// scalar is a fill (View::fill: the whole array's ghost cells are set too, as
+/// GlobalArray::fill; one fill semantics).
 template <class O, Operand X>
 void assign(O&& out_, const X& x) {
-  detail::assign_salted(std::forward<O>(out_), x, 0);
+  using T = typename std::remove_cvref_t<decltype(detail::out_view(out_))>::value_type;
+  if constexpr (ScalarOperand<X> && requires { static_cast<T>(x); }) {
+    detail::out_view(out_).fill(static_cast<T>(x));
+  } else {
+    detail::assign_salted(std::forward<O>(out_), x, 0);
+  }
 }
 
 namespace detail {
