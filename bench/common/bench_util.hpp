@@ -3,6 +3,7 @@
 //   Timer t; ...; t.seconds()            wall-clock timer on MPI_Wtime
 //   median(v)                            median of a sample (v taken by value)
 //   time_reps(R, W, body, between)       run body W times untimed, then R timed reps
+//   side_by_side(comm, R, serial, fused) serial (rank 0) and garray alternately: medians
 //   calibrate_iters(op, min_s)           inner-loop count so one rep lasts >= min_s
 //   CsvWriter                            append rows to a CSV file, header on creation
 //   mpi_library_version(), osc_setup()   what the numbers were measured with
@@ -67,6 +68,39 @@ std::vector<double> time_reps(int reps, int warmup, Body&& body, Between&& betwe
     between();
   }
   return times;
+}
+
+/// Medians of a side-by-side comparison: seconds of each side and the per-round ratio
+/// serial / garray.
+struct Side {
+  double serial, garray, ratio;
+};
+
+/// Times `serial` (rank 0 only) and `fused` (every rank of `comm`) alternately, one untimed
+/// round and then `reps` rounds, so both sides see the same machine state (the machine is
+/// shared and noisy: back-to-back blocks of reps drift apart). Rank 0's times.
+template <class S, class G>
+Side side_by_side(MPI_Comm comm, int reps, S&& serial, G&& fused) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  std::vector<double> ts, tg, r;
+  for (int i = -1; i < reps; ++i) {
+    double s = 0;
+    if (rank == 0) {
+      const Timer t;
+      serial();
+      s = t.seconds();
+    }
+    MPI_Barrier(comm);
+    const Timer t;
+    fused();
+    const double g = t.seconds();
+    if (i < 0) continue;
+    ts.push_back(s);
+    tg.push_back(g);
+    r.push_back(s / g);
+  }
+  return {median(ts), median(tg), median(r)};
 }
 
 // Number of back-to-back calls of `op` needed for one rep to last at least `min_seconds`

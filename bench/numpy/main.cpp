@@ -16,35 +16,7 @@
 
 using garray::bench::median;
 
-namespace {
-struct Side {
-  double serial, garray, ratio;  // medians: seconds, seconds, serial / garray per rep
-};
-
-/// Times `serial` (rank 0) and `fused` (every rank) alternately, one warm-up round and then
-/// `reps` rounds, so both see the same machine state; rank 0's times.
-template <class S, class G>
-Side side_by_side(const garray::Context& ctx, int reps, S&& serial, G&& fused) {
-  std::vector<double> ts, tg, r;
-  for (int i = -1; i < reps; ++i) {
-    double s = 0;
-    if (ctx.rank() == 0) {
-      const garray::bench::Timer t;
-      serial();
-      s = t.seconds();
-    }
-    ctx.barrier();
-    const garray::bench::Timer t;
-    fused();
-    const double g = t.seconds();
-    if (i < 0) continue;
-    ts.push_back(s);
-    tg.push_back(g);
-    r.push_back(s / g);
-  }
-  return {median(ts), median(tg), median(r)};
-}
-}  // namespace
+using garray::bench::Side;
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
@@ -79,8 +51,8 @@ int main(int argc, char** argv) {
 
     garray::Index serial_arg = -1, arg = -1;
     double serial_mean = 0, mean = 0;
-    const Side t_arg = side_by_side(
-        ctx, reps,
+    const Side t_arg = garray::bench::side_by_side(
+        ctx.comm(), reps,
         [&] {
           std::size_t best = 0;
           double bv = sa[0];
@@ -92,16 +64,16 @@ int main(int argc, char** argv) {
           serial_arg = static_cast<garray::Index>(best);
         },
         [&] { arg = garray::argmax(a); });
-    const Side t_mean = side_by_side(
-        ctx, reps,
+    const Side t_mean = garray::bench::side_by_side(
+        ctx.comm(), reps,
         [&] {
           double s = 0;
           for (std::size_t i = 0; i < m; ++i) s += sa[i];
           serial_mean = s / static_cast<double>(m);
         },
         [&] { mean = garray::mean(a); });
-    const Side t_row = side_by_side(
-        ctx, reps,
+    const Side t_row = garray::bench::side_by_side(
+        ctx.comm(), reps,
         [&] {
           for (std::size_t i = 0; i < nn; ++i)
             for (std::size_t j = 0; j < nn; ++j) sout[i * nn + j] = sa[i * nn + j] + srow[j];
@@ -109,8 +81,8 @@ int main(int argc, char** argv) {
         [&] { out = a + row; });
     const double serial_row_check = root ? sout[m - 1] : 0.0;
     const double row_check = out.get(garray::idx[n - 1][n - 1]);
-    const Side t_col = side_by_side(
-        ctx, reps,
+    const Side t_col = garray::bench::side_by_side(
+        ctx.comm(), reps,
         [&] {
           for (std::size_t i = 0; i < nn; ++i)
             for (std::size_t j = 0; j < nn; ++j) sout[i * nn + j] = sa[i * nn + j] * scol[i];
