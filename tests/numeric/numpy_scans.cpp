@@ -105,13 +105,19 @@ void cases_of(Cases& cs, const garray::Context& ctx, test::Rng& rng) {
     cs.add("\"op\": \"cumsum\", " + axis_args(ax) + xs + ", \"got\": " + dump(garray::cumsum(x, Axis{ax}, d)));
     cs.add("\"op\": \"cumprod\", " + axis_args(ax) + xs + ", \"got\": " + dump(garray::cumprod(x, Axis{ax}, d)));
   }
+  // Operand kinds other than the whole array exercise the engine's paths (strided and
+  // reversed reads, dropped dimensions, fused expressions), which do not depend on the
+  // element type: each kind runs for half of the types, so that every kind meets a real,
+  // an integer and a complex type (each kind and type is a separate instantiation of every
+  // scan and axis reduction: this is what the TU costs to build).
+  constexpr bool views = std::is_same_v<T, double> || std::is_same_v<T, std::int32_t> || std::is_same_v<T, c64>;
   // a view with negative steps (and a dropped dimension)
-  {
+  if constexpr (views) {
     const auto s = random_view<N>(rng, sh, false);
     garray::View<T, N, N> v(x, s);
     ops_of(cs, v, "\"x\": " + dump(garray::eval(v)), rng);
   }
-  if constexpr (N >= 2) {
+  if constexpr (N >= 2 && views) {
     if (sh[0] > 0) {
       const auto s = random_view<N>(rng, sh, true);
       garray::View<T, N, N - 1> v(x, s);
@@ -119,8 +125,8 @@ void cases_of(Cases& cs, const garray::Context& ctx, test::Rng& rng) {
     }
   }
   // an expression, and a bool operand (a comparison: NumPy's bool array)
-  ops_of(cs, x * T{2} - T{1}, "\"x\": " + dump(garray::eval(x * T{2} - T{1})), rng);
-  if constexpr (!garray::detail::is_complex<T>::value)
+  if constexpr (!views) ops_of(cs, x * T{2} - T{1}, "\"x\": " + dump(garray::eval(x * T{2} - T{1})), rng);
+  if constexpr (std::is_same_v<T, double> || std::is_same_v<T, std::int64_t>)
     ops_of(cs, x > T{0}, "\"x\": " + dump(garray::eval<std::int32_t>(x > T{0})) + ", \"as_bool\": true", rng);
   // the axis-less forms: the flattened array (small, so float32 sums stay within tolerance)
   {
@@ -142,7 +148,7 @@ void all_dims(Cases& cs, const garray::Context& ctx, test::Rng& rng) {
   cases_of<T, 1>(cs, ctx, rng);
   cases_of<T, 2>(cs, ctx, rng);
   cases_of<T, 3>(cs, ctx, rng);
-  cases_of<T, 4>(cs, ctx, rng);
+  if constexpr (std::is_same_v<T, double> || std::is_same_v<T, std::int32_t>) cases_of<T, 4>(cs, ctx, rng);
 }
 }  // namespace
 
