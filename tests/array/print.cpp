@@ -6,6 +6,7 @@
 // summarised), random distributions, views with negative steps and dropped dimensions, the
 // six element types, values chosen to hit every branch of NumPy's number formats.
 #include "numeric/numpy_cases.hpp"
+#include "support/outcome.hpp"
 
 #include <garray/runtime/fault.hpp>
 
@@ -189,29 +190,8 @@ void all_dims(nptest::Cases& cs, const garray::Context& ctx, test::Rng& g) {
   cases_of<T, 4>(cs, ctx, g);
 }
 
-enum class Got { nothing, injected, failure, mismatch, invalid, other };
-template <class F>
-Got outcome(F&& f, std::string* msg = nullptr) {
-  try {
-    f();
-  } catch (const garray::testing::InjectedFault& e) {
-    if (msg) *msg = e.what();
-    return Got::injected;
-  } catch (const garray::CollectiveFailure& e) {
-    if (msg) *msg = e.what();
-    return Got::failure;
-  } catch (const garray::CollectiveMismatch& e) {
-    if (msg) *msg = e.what();
-    return Got::mismatch;
-  } catch (const garray::InvalidArgument& e) {
-    if (msg) *msg = e.what();
-    return Got::invalid;
-  } catch (const std::exception& e) {
-    if (msg) *msg = e.what();
-    return Got::other;
-  }
-  return Got::nothing;
-}
+using test::Got;
+using test::outcome;
 
 std::int64_t get_bytes(const garray::Context& ctx) {
   const auto& oc = ctx.stats()[garray::Op::get];
@@ -224,12 +204,7 @@ TEST_CASE("str() of arrays and views agrees with NumPy's, character for characte
   garray::Context ctx;
   auto rng = test::Rng(test::shared_seed());
   nptest::Cases cs(ctx, "print");
-  all_dims<float>(cs, ctx, rng);
-  all_dims<double>(cs, ctx, rng);
-  all_dims<std::int32_t>(cs, ctx, rng);
-  all_dims<std::int64_t>(cs, ctx, rng);
-  all_dims<c64>(cs, ctx, rng);
-  all_dims<c128>(cs, ctx, rng);
+  nptest::for_each_type([&](auto t) { all_dims<typename decltype(t)::type>(cs, ctx, rng); });
   CHECK(cs.check(ctx));
 }
 

@@ -9,11 +9,13 @@
 
 #include <cmath>
 #include <complex>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <type_traits>
 
 #ifndef GARRAY_NUMPY_CHECK
 #error "GARRAY_NUMPY_CHECK (path of tests/numeric/numpy_check.py) must be defined"
@@ -24,6 +26,19 @@ namespace nptest {
 using garray::Index;
 using c64 = std::complex<float>;
 using c128 = std::complex<double>;
+
+/// Calls f(std::type_identity<T>{}) for each of the library's six element types, in a fixed
+/// order (float, double, int32, int64, complex<float>, complex<double>): the random cases of
+/// a suite draw from one generator, so the order is part of what a seed reproduces.
+template <class F>
+void for_each_type(F&& f) {
+  f(std::type_identity<float>{});
+  f(std::type_identity<double>{});
+  f(std::type_identity<std::int32_t>{});
+  f(std::type_identity<std::int64_t>{});
+  f(std::type_identity<c64>{});
+  f(std::type_identity<c128>{});
+}
 
 template <class T>
 inline const char* dtype_name() {

@@ -155,12 +155,7 @@ TEST_CASE("creation, whole-array assignment, astype and reductions agree with Nu
   garray::Context ctx;
   auto rng = test::Rng(test::shared_seed());
   Cases cs(ctx, "compat");
-  all_dims<float>(cs, ctx, rng);
-  all_dims<double>(cs, ctx, rng);
-  all_dims<std::int32_t>(cs, ctx, rng);
-  all_dims<std::int64_t>(cs, ctx, rng);
-  all_dims<c64>(cs, ctx, rng);
-  all_dims<c128>(cs, ctx, rng);
+  nptest::for_each_type([&](auto t) { all_dims<typename decltype(t)::type>(cs, ctx, rng); });
   ranges_of<float>(cs, ctx, rng);
   ranges_of<double>(cs, ctx, rng);
   ranges_of<std::int32_t>(cs, ctx, rng);

@@ -146,12 +146,7 @@ TEST_CASE("take, put, masked_select, place, assign_where and where agree with Nu
   auto rng = test::Rng(test::shared_seed());
   Cases cs(ctx, "indexing");
   for (int rep = 0; rep < 3; ++rep) {
-    all_dims<float>(cs, ctx, rng);
-    all_dims<double>(cs, ctx, rng);
-    all_dims<std::int32_t>(cs, ctx, rng);
-    all_dims<std::int64_t>(cs, ctx, rng);
-    all_dims<c64>(cs, ctx, rng);
-    all_dims<c128>(cs, ctx, rng);
+    nptest::for_each_type([&](auto t) { all_dims<typename decltype(t)::type>(cs, ctx, rng); });
   }
   CHECK(cs.check(ctx));
 }
