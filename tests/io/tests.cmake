@@ -5,9 +5,15 @@
 #                            layout; h5py writes py.h5 and garray reads it (interop.sh)
 #   io_cross_read.np1/2/4    cross.h5 (written at np 3) read at other rank counts (fixture)
 #   laplace_checkpoint_restart  SIGKILLed laplace runs restarted from checkpoints (checkpoint.sh)
+#
+# Rank counts: GARRAY_TEST_IO_RANKS (tests/CMakeLists.txt). Under MPICH every one of them runs
+# with the yield-when-idle module preloaded (GARRAY_TEST_YIELD_ENV).
 garray_test_binary(test_io io/roundtrip.cpp io/bad_input.cpp io/interop.cpp io/guide_files.cpp)
 target_link_libraries(test_io PRIVATE garray_io)
-garray_add_mpi_test(test_io TIMEOUT 120)
+garray_add_mpi_test(test_io TIMEOUT 120 RANKS ${GARRAY_TEST_IO_RANK_LIST} ENV "${GARRAY_TEST_YIELD_ENV}")
+if(TARGET garray_mpich_yield)
+  add_dependencies(test_io garray_mpich_yield)
+endif()
 
 # The interpreter with h5py and NumPy: Debian's /usr/bin/python3 (another python3 may come
 # first on PATH without them).
@@ -15,13 +21,13 @@ set(GARRAY_H5PY_PYTHON /usr/bin/python3 CACHE FILEPATH "Python with h5py and Num
 execute_process(COMMAND ${GARRAY_H5PY_PYTHON} -c "import h5py, numpy" RESULT_VARIABLE garray_h5py_rc
                 OUTPUT_QUIET ERROR_QUIET)
 find_program(GARRAY_H5DUMP h5dump)
-set(garray_io_env "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1")
+set(garray_io_env "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;${GARRAY_TEST_YIELD_ENV}")
 set(garray_io_dir ${CMAKE_CURRENT_BINARY_DIR}/io_files)
 if(NOT garray_h5py_rc EQUAL 0 OR NOT GARRAY_H5DUMP)
   message(STATUS "garray: no ${GARRAY_H5PY_PYTHON} with h5py and NumPy or no h5dump (apt-get install python3-h5py "
                  "python3-numpy hdf5-tools): io interop and checkpoint tests skipped")
-elseif(NOT "3" IN_LIST GARRAY_TEST_RANK_LIST)
-  # (the MPICH build tests at 1-2 ranks only)
+elseif(NOT "3" IN_LIST GARRAY_TEST_IO_RANK_LIST)
+  # (the np 3 writer is the fixture of the cross reads)
 else()
   add_test(NAME io_interop
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/io/interop.sh ${MPIEXEC_EXECUTABLE} $<TARGET_FILE:test_io>
@@ -30,7 +36,7 @@ else()
                        PASS_REGULAR_EXPRESSION "interop: pass"
                        FAIL_REGULAR_EXPRESSION "${GARRAY_SANITIZER_FAIL_REGEX}" ENVIRONMENT "${garray_io_env}")
   foreach(np IN ITEMS 1 2 4)
-    if(NOT np IN_LIST GARRAY_TEST_RANK_LIST)
+    if(NOT np IN_LIST GARRAY_TEST_IO_RANK_LIST)
       continue()
     endif()
     add_test(NAME io_cross_read.np${np}
@@ -40,7 +46,7 @@ else()
                          FIXTURES_REQUIRED garray_io_cross
                          ENVIRONMENT "${garray_io_env};GARRAY_IO_STAGE=read;GARRAY_IO_DIR=${garray_io_dir}")
   endforeach()
-  if(TARGET laplace AND "4" IN_LIST GARRAY_TEST_RANK_LIST)
+  if(TARGET laplace AND "4" IN_LIST GARRAY_TEST_IO_RANK_LIST)
     add_test(NAME laplace_checkpoint_restart
              COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/io/checkpoint.sh ${MPIEXEC_EXECUTABLE} $<TARGET_FILE:laplace>
                      ${GARRAY_H5PY_PYTHON} ${CMAKE_CURRENT_BINARY_DIR}/checkpoint_files)
