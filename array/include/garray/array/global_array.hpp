@@ -162,9 +162,12 @@ class GlobalArray {
   /// The window comes from ctx's cache when a destroyed array of the same type, shape,
   /// distribution and ghost width left one (see window_cache.hpp): a cache hit costs the
   /// signature allreduce, the zeroing pass and one barrier, no window allocation.
-  GlobalArray(const Context& ctx, const shape_type& shape,
-              const Distribution<N>& dist = Distribution<N>::blocked(), const shape_type& ghost = {})
+  GlobalArray(const Context& ctx, const shape_type& shape, const Distribution<N>& dist,
+              const shape_type& ghost = {})
       : GlobalArray(ctx, shape, dist, ghost, true) {}
+  /// As above with the blocked distribution and no ghosts: numpy.zeros(shape).
+  /// **Collective over ctx**.
+  GlobalArray(const Context& ctx, const shape_type& shape);
   /// Creates a distributed array with unspecified contents (numpy.empty), for arrays that
   /// are overwritten before being read (temporaries). **Collective over ctx**; throws as the
   /// zeroing constructor. Skips the zeroing pass and its barrier, so a cache hit costs one
@@ -175,8 +178,7 @@ class GlobalArray {
       : GlobalArray(ctx, shape, dist, ghost, false) {}
   /// As above with the blocked distribution and no ghosts: numpy.empty(shape).
   /// **Collective over ctx**.
-  GlobalArray(const Context& ctx, const shape_type& shape, Uninitialized u)
-      : GlobalArray(ctx, shape, Distribution<N>::blocked(), shape_type{}, u) {}
+  GlobalArray(const Context& ctx, const shape_type& shape, Uninitialized u);
 
  private:
   GlobalArray(const Context& ctx, const shape_type& shape, const Distribution<N>& dist,
@@ -185,39 +187,10 @@ class GlobalArray {
  public:
   /// Local. Takes over `o`'s array; `o` becomes empty (every operation on it, and on views
   /// made of it before the move, throws InvalidArgument).
-  GlobalArray(GlobalArray&& o)
-      : ctx_(o.ctx_),
-        dist_(std::move(o.dist_)),
-        my_box_(o.my_box_),
-        ghost_(o.ghost_),
-        my_layout_(o.my_layout_),
-        win_(std::move(o.win_)),
-        id_(o.id_),
-        slot_(o.slot_),
-        alive_(std::make_shared<ArrayLiveness>(ArrayLiveness{static_cast<bool>(win_), ctx_})) {
-    o.retire();
-  }
+  GlobalArray(GlobalArray&& o);
   /// Local (the old contents are released as by the destructor). Views of either array made
   /// before the assignment throw InvalidArgument afterwards.
-  GlobalArray& operator=(GlobalArray&& o) {
-    if (this != &o) {
-      auto token = std::make_shared<ArrayLiveness>(ArrayLiveness{static_cast<bool>(o.win_), o.ctx_});
-      release();
-      retire();
-      ctx_ = o.ctx_;
-      dist_ = std::move(o.dist_);
-      my_box_ = o.my_box_;
-      ghost_ = o.ghost_;
-      my_layout_ = o.my_layout_;
-      win_ = std::move(o.win_);
-      id_ = o.id_;
-      slot_ = o.slot_;
-      alive_ = std::move(token);
-      last_ = LastBlock{};
-      o.retire();
-    }
-    return *this;
-  }
+  GlobalArray& operator=(GlobalArray&& o);
   /// **Collective** (numeric layer, <garray/garray.hpp>): `a = expr`, `a = view`, `a = b`
   /// (another array, any element type) or `a = scalar` evaluates into the whole array,
   /// owner-computes, as `a.view() = ...` (garray::assign; numpy's `a[...] = ...`, aliasing
@@ -248,10 +221,7 @@ class GlobalArray {
   /// Returns the window to the context's cache: **Local** (flush of pending writes, no
   /// communication), whatever the cache depth; the window is freed later at a collective
   /// point every rank reaches (failure rule). Never throws.
-  ~GlobalArray() {
-    release();
-    retire();
-  }
+  ~GlobalArray();
 
   /// Local. False for a moved-from array; every other operation on it throws InvalidArgument.
   bool valid() const noexcept { return win_ != nullptr; }
@@ -288,10 +258,7 @@ class GlobalArray {
 
   /// Local. RAII access to this rank's block, indexed with global coordinates. With ghost
   /// cells the view spans [lo - ghost, hi + ghost) (box() is still the owned block).
-  LocalBlock<T, N> access() {
-    check_live(detail::Call::access);
-    return LocalBlock<T, N>(local_data(), my_box_, ghost_, win_.get());
-  }
+  LocalBlock<T, N> access();
 
   // ---- one-sided transfers over slices ----------------------------------------------
   /// One-sided. Copies the selection into `out` (dense, row-major over the selection's

@@ -22,6 +22,64 @@
 
 namespace garray {
 
+// Constructors, destructor, moves and access() are compiled too (not inline), so a user
+// translation unit does not instantiate the distribution, the liveness token or the block's
+// boost view for them.
+template <Element T, std::size_t N>
+GlobalArray<T, N>::GlobalArray(const Context& ctx, const shape_type& shape)
+    : GlobalArray(ctx, shape, Distribution<N>::blocked(), shape_type{}, true) {}
+
+template <Element T, std::size_t N>
+GlobalArray<T, N>::GlobalArray(const Context& ctx, const shape_type& shape, Uninitialized u)
+    : GlobalArray(ctx, shape, Distribution<N>::blocked(), shape_type{}, u) {}
+
+template <Element T, std::size_t N>
+GlobalArray<T, N>::GlobalArray(GlobalArray&& o)
+    : ctx_(o.ctx_),
+      dist_(std::move(o.dist_)),
+      my_box_(o.my_box_),
+      ghost_(o.ghost_),
+      my_layout_(o.my_layout_),
+      win_(std::move(o.win_)),
+      id_(o.id_),
+      slot_(o.slot_),
+      alive_(std::make_shared<ArrayLiveness>(ArrayLiveness{static_cast<bool>(win_), ctx_})) {
+  o.retire();
+}
+
+template <Element T, std::size_t N>
+GlobalArray<T, N>& GlobalArray<T, N>::operator=(GlobalArray&& o) {
+  if (this != &o) {
+    auto token = std::make_shared<ArrayLiveness>(ArrayLiveness{static_cast<bool>(o.win_), o.ctx_});
+    release();
+    retire();
+    ctx_ = o.ctx_;
+    dist_ = std::move(o.dist_);
+    my_box_ = o.my_box_;
+    ghost_ = o.ghost_;
+    my_layout_ = o.my_layout_;
+    win_ = std::move(o.win_);
+    id_ = o.id_;
+    slot_ = o.slot_;
+    alive_ = std::move(token);
+    last_ = LastBlock{};
+    o.retire();
+  }
+  return *this;
+}
+
+template <Element T, std::size_t N>
+GlobalArray<T, N>::~GlobalArray() {
+  release();
+  retire();
+}
+
+template <Element T, std::size_t N>
+LocalBlock<T, N> GlobalArray<T, N>::access() {
+  check_live(detail::Call::access);
+  return LocalBlock<T, N>(local_data(), my_box_, ghost_, win_.get());
+}
+
 template <Element T, std::size_t N>
 GlobalArray<T, N>::GlobalArray(const Context& ctx, const shape_type& shape, const Distribution<N>& dist,
                                const shape_type& ghost, bool zero)
