@@ -8,6 +8,10 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <deque>
+#include <list>
+#include <unordered_map>
+#include <vector>
 #include <limits>
 #include <sstream>
 #include <string_view>
@@ -57,7 +61,105 @@ constexpr std::uint64_t fmix(std::uint64_t x) noexcept {
 
 }  // namespace
 
-WindowCache::WindowCache(MPI_Comm comm, Stats& stats) : comm_(comm), stats_(&stats) {
+// The pool behind WindowCache (window_cache.hpp describes the rules).
+struct WindowCache::Impl {
+  Impl(MPI_Comm comm, Stats& stats);
+  ~Impl();
+  void set_depth(int depth);
+  void set_byte_cap(std::size_t bytes) noexcept;
+  void set_window_cap(std::size_t windows) noexcept;
+  void set_idle_after(std::uint64_t creates) noexcept {
+    idle_after_ = creates;
+    ++version_;
+    settings_dirty_ = true;
+  }
+  void clear();
+  std::size_t windows_held() const noexcept { return lru_.size() + pending_.size(); }
+  std::string describe() const;
+  Plan plan(const Slot& slot, std::size_t bytes) const noexcept;
+  std::unique_ptr<detail::Window> acquire(const Context& ctx, Slot& slot, std::size_t bytes);
+  void release(const Slot& slot, std::unique_ptr<detail::Window> w) noexcept;
+  struct Entry;
+  using List = std::list<Entry>;
+  using Iter = List::iterator;
+  // A key the map knows: *active* (it has reusable windows) or *dormant* (none: a live array
+  // took its last one; kept, in place in touch_order_, so that array's destroy does not
+  // re-insert it, which makes a hit's create/destroy pair allocation- and rehash-free; the
+  // idle sweep forgets dormant keys like any other, a destroy that pools nothing too).
+  struct KeyInfo {
+    std::uint64_t key = 0;
+    std::deque<Iter> entries;             // reusable windows of the key, release order
+    std::uint64_t touched = 0;            // creates done when last created or destroyed
+    bool listed = false;                  // pos is valid (set while in the map)
+    std::list<KeyInfo*>::iterator pos{};  // in touch_order_
+  };
+  struct Entry {
+    Slot slot;
+    std::size_t bytes = 0;
+    std::uint64_t stamp = 0;  // release number, identical on every rank
+    bool pending = false;
+    std::unique_ptr<detail::Window> win;
+  };
+  using KeyMap = std::unordered_map<std::uint64_t, KeyInfo>;
+  // What a create does: the entry it takes (or none) and the idle keys whose windows go.
+  struct Decision {
+    KeyInfo* key = nullptr;  // the requested key, if known
+    Entry* take = nullptr;
+    std::size_t idle_windows = 0;
+    std::uint64_t idle_hash = 0;
+  };
+  // plan()'s decision, reused by acquire() when nothing changed in between.
+  struct Memo {
+    std::uint64_t version = ~std::uint64_t{0};
+    std::uint64_t key = 0;
+    std::size_t charge = 0, bytes = 0;
+    Decision d;
+  };
+  Decision decide(const Slot& slot, std::size_t bytes) const noexcept;
+  bool idle(const KeyInfo& k, std::uint64_t now) const noexcept {
+    return idle_after_ > 0 && k.touched + idle_after_ < now;
+  }
+  static std::uint64_t entry_hash(const Entry& e) noexcept;
+  std::uint64_t settings_hash() const noexcept;  // recomputed only after a change
+  void to_pending(Iter it) noexcept;               // reusable -> pending (drops it from its key)
+  void drop_from_key(const Entry& e) noexcept;     // e is the front or back of its key's list
+  void unlist(KeyInfo& k) noexcept;                // out of touch_order_ (to the spares)
+  void retire_key(KeyMap::iterator kit) noexcept;  // forget a key without windows
+  void touch(KeyInfo& k) noexcept;                 // touched now: to the back of touch_order_
+  void enforce_limits() noexcept;                  // caps: least recently released out
+  void free_list(List& l) noexcept;                // frees every entry of l, in serial order
+  void free_all() noexcept;
+  void update_gauge() noexcept;
+
+  MPI_Comm comm_;
+  Stats* stats_;
+  int depth_ = default_depth;
+  std::size_t cap_ = default_byte_cap;
+  std::size_t window_cap_ = default_window_cap;
+  std::uint64_t idle_after_ = default_idle_after;
+  List lru_;      // reusable windows in release order: front = least recently released
+  List pending_;  // freed at the next collective point
+  KeyMap keys_;                      // active and dormant keys
+  std::list<KeyInfo*> touch_order_;  // those keys, least recently touched first
+  // Recycled nodes, so a create/destroy pair of a cache hit allocates nothing.
+  static constexpr std::size_t spares = 16;
+  List spare_entries_;
+  std::vector<KeyMap::node_type> spare_keys_;  // capacity `spares`
+  std::list<KeyInfo*> spare_touch_;
+  std::size_t charged_ = 0;     // sum of the charges of lru_
+  std::uint64_t pool_hash_ = 0;  // sum of entry_hash over lru_ and pending_
+  std::size_t bytes_held_ = 0;   // this rank's bytes in lru_ and pending_
+  std::uint64_t allocations_ = 0;  // serial numbers of windows, identical on every rank
+  std::uint64_t releases_ = 0;     // release numbers (stamps)
+  std::uint64_t creates_ = 0;      // acquire() calls that succeeded: the idle clock
+  std::int64_t live_ = 0;
+  std::uint64_t version_ = 0;  // bumped by every change of the pool or the settings
+  mutable Memo memo_;
+  mutable std::uint64_t settings_hash_ = 0;
+  mutable bool settings_dirty_ = true;
+};
+
+WindowCache::Impl::Impl(MPI_Comm comm, Stats& stats) : comm_(comm), stats_(&stats) {
   std::string problem;
   auto count = [&](const char* name, bool suffix, std::size_t max, const char* what, auto& out) {
     const char* e = std::getenv(name);
@@ -82,13 +184,13 @@ WindowCache::WindowCache(MPI_Comm comm, Stats& stats) : comm_(comm), stats_(&sta
   }
 }
 
-WindowCache::~WindowCache() { free_all(); }
+WindowCache::Impl::~Impl() { free_all(); }
 
-std::uint64_t WindowCache::entry_hash(const Entry& e) noexcept {
+std::uint64_t WindowCache::Impl::entry_hash(const Entry& e) noexcept {
   return fmix(fmix(e.slot.serial * 2 + (e.pending ? 1 : 0)) + e.stamp * 0x9e3779b97f4a7c15ULL);
 }
 
-std::uint64_t WindowCache::settings_hash() const noexcept {
+std::uint64_t WindowCache::Impl::settings_hash() const noexcept {
   if (settings_dirty_) {
     std::uint64_t h = detail::hash_mix(0x636163686533ULL, static_cast<std::uint64_t>(depth_));
     h = detail::hash_mix(h, cap_);
@@ -99,21 +201,21 @@ std::uint64_t WindowCache::settings_hash() const noexcept {
   return settings_hash_;
 }
 
-void WindowCache::update_gauge() noexcept { stats_->cache_bytes = static_cast<std::int64_t>(bytes_held_); }
+void WindowCache::Impl::update_gauge() noexcept { stats_->cache_bytes = static_cast<std::int64_t>(bytes_held_); }
 
-void WindowCache::touch(KeyInfo& k) noexcept {
+void WindowCache::Impl::touch(KeyInfo& k) noexcept {
   k.touched = creates_;
   touch_order_.splice(touch_order_.end(), touch_order_, k.pos);
 }
 
-void WindowCache::unlist(KeyInfo& k) noexcept {
+void WindowCache::Impl::unlist(KeyInfo& k) noexcept {
   if (!k.listed) return;
   if (spare_touch_.size() < spares) spare_touch_.splice(spare_touch_.end(), touch_order_, k.pos);
   else touch_order_.erase(k.pos);
   k.listed = false;
 }
 
-void WindowCache::retire_key(KeyMap::iterator kit) noexcept {
+void WindowCache::Impl::retire_key(KeyMap::iterator kit) noexcept {
   KeyInfo& k = kit->second;
   unlist(k);
   k.entries.clear();
@@ -121,7 +223,7 @@ void WindowCache::retire_key(KeyMap::iterator kit) noexcept {
   else keys_.erase(kit);
 }
 
-void WindowCache::drop_from_key(const Entry& e) noexcept {
+void WindowCache::Impl::drop_from_key(const Entry& e) noexcept {
   const auto kit = keys_.find(e.slot.key);
   if (kit == keys_.end()) return;
   auto& q = kit->second.entries;
@@ -139,7 +241,7 @@ void WindowCache::drop_from_key(const Entry& e) noexcept {
   if (q.empty()) retire_key(kit);
 }
 
-void WindowCache::to_pending(Iter it) noexcept {
+void WindowCache::Impl::to_pending(Iter it) noexcept {
   drop_from_key(*it);
   charged_ -= it->slot.charge;
   pool_hash_ -= entry_hash(*it);
@@ -148,11 +250,11 @@ void WindowCache::to_pending(Iter it) noexcept {
   pending_.splice(pending_.end(), lru_, it);
 }
 
-void WindowCache::enforce_limits() noexcept {
+void WindowCache::Impl::enforce_limits() noexcept {
   while (!lru_.empty() && (lru_.size() > window_cap_ || charged_ > cap_)) to_pending(lru_.begin());
 }
 
-void WindowCache::set_depth(int depth) {
+void WindowCache::Impl::set_depth(int depth) {
   if (depth < 0) detail::raise<InvalidArgument>("WindowCache::set_depth: negative depth ", depth);
   settings_dirty_ = true;
   ++version_;
@@ -164,7 +266,7 @@ void WindowCache::set_depth(int depth) {
   }
 }
 
-void WindowCache::set_byte_cap(std::size_t bytes) noexcept {
+void WindowCache::Impl::set_byte_cap(std::size_t bytes) noexcept {
   settings_dirty_ = true;
   ++version_;
   cap_ = bytes;
@@ -175,14 +277,14 @@ void WindowCache::set_byte_cap(std::size_t bytes) noexcept {
   enforce_limits();
 }
 
-void WindowCache::set_window_cap(std::size_t windows) noexcept {
+void WindowCache::Impl::set_window_cap(std::size_t windows) noexcept {
   settings_dirty_ = true;
   ++version_;
   window_cap_ = windows;
   enforce_limits();
 }
 
-std::string WindowCache::describe() const {
+std::string WindowCache::Impl::describe() const {
   std::ostringstream os;
   os << "cache depth=" << depth_ << " byte_cap=" << cap_ << " window_cap=" << window_cap_
      << " idle_after=" << idle_after_ << " held=" << windows_held() << " pending=" << pending_.size()
@@ -190,7 +292,7 @@ std::string WindowCache::describe() const {
   return os.str();
 }
 
-WindowCache::Decision WindowCache::decide(const Slot& slot, std::size_t bytes) const noexcept {
+WindowCache::Impl::Decision WindowCache::Impl::decide(const Slot& slot, std::size_t bytes) const noexcept {
   if (memo_.version == version_ && memo_.key == slot.key && memo_.charge == slot.charge && memo_.bytes == bytes)
     return memo_.d;
   Decision d;
@@ -218,7 +320,7 @@ WindowCache::Decision WindowCache::decide(const Slot& slot, std::size_t bytes) c
   return d;
 }
 
-WindowCache::Plan WindowCache::plan(const Slot& slot, std::size_t bytes) const noexcept {
+WindowCache::Plan WindowCache::Impl::plan(const Slot& slot, std::size_t bytes) const noexcept {
   const Decision d = decide(slot, bytes);
   // Five dependent mixes: this is on every create's path. The pool hash covers every
   // window (serial, release number, pending or not); the rest is counters and the decision.
@@ -230,7 +332,7 @@ WindowCache::Plan WindowCache::plan(const Slot& slot, std::size_t bytes) const n
   return Plan{d.take != nullptr, h};
 }
 
-void WindowCache::free_list(List& l) noexcept {
+void WindowCache::Impl::free_list(List& l) noexcept {
   // In allocation order, the same on every rank: MPI_Win_free is collective and must be
   // called on the same windows in the same order everywhere. (list::sort does not allocate.)
   l.sort([](const Entry& a, const Entry& b) { return a.slot.serial < b.slot.serial; });
@@ -244,7 +346,7 @@ void WindowCache::free_list(List& l) noexcept {
   update_gauge();
 }
 
-void WindowCache::free_all() noexcept {
+void WindowCache::Impl::free_all() noexcept {
   ++version_;
   List all;
   all.splice(all.end(), pending_);
@@ -256,7 +358,7 @@ void WindowCache::free_all() noexcept {
   free_list(all);
 }
 
-std::unique_ptr<detail::Window> WindowCache::acquire(const Context& ctx, Slot& slot, std::size_t bytes) {
+std::unique_ptr<detail::Window> WindowCache::Impl::acquire(const Context& ctx, Slot& slot, std::size_t bytes) {
   const Decision d = decide(slot, bytes);
   if (!d.take || !pending_.empty() || d.idle_windows > 0) {
     // Collective work follows (MPI_Win_free / MPI_Win_allocate): first make sure every rank
@@ -315,7 +417,7 @@ std::unique_ptr<detail::Window> WindowCache::acquire(const Context& ctx, Slot& s
   return w;
 }
 
-void WindowCache::release(const Slot& slot, std::unique_ptr<detail::Window> w) noexcept {
+void WindowCache::Impl::release(const Slot& slot, std::unique_ptr<detail::Window> w) noexcept {
   if (!w) return;
   ++version_;
   --live_;
@@ -404,7 +506,7 @@ void WindowCache::release(const Slot& slot, std::unique_ptr<detail::Window> w) n
   update_gauge();
 }
 
-void WindowCache::clear() {
+void WindowCache::Impl::clear() {
   // Every rank must free the same windows: agree on the set first (order-independent, so
   // clear() also repairs pools that only differ in order).
   std::uint64_t set = 0;
@@ -415,6 +517,36 @@ void WindowCache::clear() {
   h = detail::hash_mix(h, static_cast<std::uint64_t>(live_));
   detail::agree_signature(comm_, h, "WindowCache::clear", describe());
   free_all();
+}
+
+}  // namespace garray
+
+namespace garray {
+
+WindowCache::WindowCache(MPI_Comm comm, Stats& stats) : impl_(std::make_unique<Impl>(comm, stats)) {}
+WindowCache::~WindowCache() = default;
+void WindowCache::set_depth(int depth) { impl_->set_depth(depth); }
+int WindowCache::depth() const noexcept { return impl_->depth_; }
+void WindowCache::set_byte_cap(std::size_t bytes) noexcept { impl_->set_byte_cap(bytes); }
+std::size_t WindowCache::byte_cap() const noexcept { return impl_->cap_; }
+void WindowCache::set_window_cap(std::size_t windows) noexcept { impl_->set_window_cap(windows); }
+std::size_t WindowCache::window_cap() const noexcept { return impl_->window_cap_; }
+void WindowCache::set_idle_after(std::uint64_t creates) noexcept { impl_->set_idle_after(creates); }
+std::uint64_t WindowCache::idle_after() const noexcept { return impl_->idle_after_; }
+void WindowCache::clear() { impl_->clear(); }
+std::size_t WindowCache::windows_held() const noexcept { return impl_->windows_held(); }
+std::size_t WindowCache::windows_pending() const noexcept { return impl_->pending_.size(); }
+std::size_t WindowCache::bytes_held() const noexcept { return impl_->bytes_held_; }
+std::int64_t WindowCache::live_windows() const noexcept { return impl_->live_; }
+std::string WindowCache::describe() const { return impl_->describe(); }
+WindowCache::Plan WindowCache::plan(const Slot& slot, std::size_t bytes) const noexcept {
+  return impl_->plan(slot, bytes);
+}
+std::unique_ptr<detail::Window> WindowCache::acquire(const Context& ctx, Slot& slot, std::size_t bytes) {
+  return impl_->acquire(ctx, slot, bytes);
+}
+void WindowCache::release(const Slot& slot, std::unique_ptr<detail::Window> w) noexcept {
+  impl_->release(slot, std::move(w));
 }
 
 }  // namespace garray

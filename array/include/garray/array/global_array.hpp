@@ -59,6 +59,13 @@ template <Element T, std::size_t N, std::size_t M>
 class View;
 
 namespace detail {
+// Error paths of views and buffers, compiled once into libgarray_array
+// (array/src/error_paths.cpp) so that user translation units do not build the messages.
+[[noreturn]] void view_of_empty_array(std::string_view what);
+[[noreturn]] void view_of_dead_array(std::string_view what);
+[[noreturn]] void view_rank_mismatch(std::string_view what, std::size_t rank, std::size_t m);
+[[noreturn]] void view_buffer_mismatch(std::string_view what, std::span<const Index> got,
+                                       std::span<const Index> want);
 struct ArrayAccess;  // below
 enum class Dir;      // detail/transport.hpp
 enum class Call {
@@ -155,9 +162,12 @@ class GlobalArray {
   /// The window comes from ctx's cache when a destroyed array of the same type, shape,
   /// distribution and ghost width left one (see window_cache.hpp): a cache hit costs the
   /// signature allreduce, the zeroing pass and one barrier, no window allocation.
-  GlobalArray(const Context& ctx, const shape_type& shape,
-              const Distribution<N>& dist = Distribution<N>::blocked(), const shape_type& ghost = {})
+  GlobalArray(const Context& ctx, const shape_type& shape, const Distribution<N>& dist,
+              const shape_type& ghost = {})
       : GlobalArray(ctx, shape, dist, ghost, true) {}
+  /// As above with the blocked distribution and no ghosts: numpy.zeros(shape).
+  /// **Collective over ctx**.
+  GlobalArray(const Context& ctx, const shape_type& shape);
   /// Creates a distributed array with unspecified contents (numpy.empty), for arrays that
   /// are overwritten before being read (temporaries). **Collective over ctx**; throws as the
   /// zeroing constructor. Skips the zeroing pass and its barrier, so a cache hit costs one
@@ -168,8 +178,7 @@ class GlobalArray {
       : GlobalArray(ctx, shape, dist, ghost, false) {}
   /// As above with the blocked distribution and no ghosts: numpy.empty(shape).
   /// **Collective over ctx**.
-  GlobalArray(const Context& ctx, const shape_type& shape, Uninitialized u)
-      : GlobalArray(ctx, shape, Distribution<N>::blocked(), shape_type{}, u) {}
+  GlobalArray(const Context& ctx, const shape_type& shape, Uninitialized u);
 
  private:
   GlobalArray(const Context& ctx, const shape_type& shape, const Distribution<N>& dist,
@@ -178,39 +187,10 @@ class GlobalArray {
  public:
   /// Local. Takes over `o`'s array; `o` becomes empty (every operation on it, and on views
   /// made of it before the move, throws InvalidArgument).
-  GlobalArray(GlobalArray&& o)
-      : ctx_(o.ctx_),
-        dist_(std::move(o.dist_)),
-        my_box_(o.my_box_),
-        ghost_(o.ghost_),
-        my_layout_(o.my_layout_),
-        win_(std::move(o.win_)),
-        id_(o.id_),
-        slot_(o.slot_),
-        alive_(std::make_shared<ArrayLiveness>(ArrayLiveness{static_cast<bool>(win_), ctx_})) {
-    o.retire();
-  }
+  GlobalArray(GlobalArray&& o);
   /// Local (the old contents are released as by the destructor). Views of either array made
   /// before the assignment throw InvalidArgument afterwards.
-  GlobalArray& operator=(GlobalArray&& o) {
-    if (this != &o) {
-      auto token = std::make_shared<ArrayLiveness>(ArrayLiveness{static_cast<bool>(o.win_), o.ctx_});
-      release();
-      retire();
-      ctx_ = o.ctx_;
-      dist_ = std::move(o.dist_);
-      my_box_ = o.my_box_;
-      ghost_ = o.ghost_;
-      my_layout_ = o.my_layout_;
-      win_ = std::move(o.win_);
-      id_ = o.id_;
-      slot_ = o.slot_;
-      alive_ = std::move(token);
-      last_ = LastBlock{};
-      o.retire();
-    }
-    return *this;
-  }
+  GlobalArray& operator=(GlobalArray&& o);
   /// **Collective** (numeric layer, <garray/garray.hpp>): `a = expr`, `a = view`, `a = b`
   /// (another array, any element type) or `a = scalar` evaluates into the whole array,
   /// owner-computes, as `a.view() = ...` (garray::assign; numpy's `a[...] = ...`, aliasing
@@ -241,10 +221,7 @@ class GlobalArray {
   /// Returns the window to the context's cache: **Local** (flush of pending writes, no
   /// communication), whatever the cache depth; the window is freed later at a collective
   /// point every rank reaches (failure rule). Never throws.
-  ~GlobalArray() {
-    release();
-    retire();
-  }
+  ~GlobalArray();
 
   /// Local. False for a moved-from array; every other operation on it throws InvalidArgument.
   bool valid() const noexcept { return win_ != nullptr; }
@@ -281,17 +258,14 @@ class GlobalArray {
 
   /// Local. RAII access to this rank's block, indexed with global coordinates. With ghost
   /// cells the view spans [lo - ghost, hi + ghost) (box() is still the owned block).
-  LocalBlock<T, N> access() {
-    check_live(detail::Call::access);
-    return LocalBlock<T, N>(local_data(), my_box_, ghost_, win_.get());
-  }
+  LocalBlock<T, N> access();
 
   // ---- one-sided transfers over slices ----------------------------------------------
   /// One-sided. Copies the selection into `out` (dense, row-major over the selection's
   /// shape). Complete on return. Throws InvalidSlice, BoundsError, SizeMismatch.
   template <std::size_t K, std::size_t M>
   void get(const Slice<K, M>& s, std::span<T> out) const {
-    get_section(select(s, detail::Call::get), out);
+    get_ref(items_of(s), out);
   }
   /// One-sided. As above into a boost::multi_array_ref (or multi_array) whose shape is the
   /// selection's (C storage order). Complete on return. Throws InvalidSlice, BoundsError,
@@ -307,15 +281,12 @@ class GlobalArray {
   template <std::size_t K, std::size_t M>
   auto get(const Slice<K, M>& s) const {
     constexpr std::size_t R = selection_rank<N, K, M>;
-    const auto sec = select(s, detail::Call::get);
     if constexpr (R == 0) {
       T v{};
-      get_section(sec, std::span<T>(&v, 1));
+      get_ref(items_of(s), std::span<T>(&v, 1));
       return v;
     } else {
-      boost::multi_array<T, R> out(sec.template kept_shape<R>());
-      get_section(sec, std::span<T>(out.data(), out.num_elements()));
-      return out;
+      return get_array<R>(select(s, detail::Call::get));
     }
   }
 
@@ -323,7 +294,7 @@ class GlobalArray {
   /// fence()/sync(). Throws InvalidSlice, BoundsError, SizeMismatch.
   template <std::size_t K, std::size_t M>
   void put(const Slice<K, M>& s, std::span<const T> in) {
-    put_section(select(s, detail::Call::put), in);
+    put_ref(items_of(s), in);
   }
   /// One-sided. As above from a boost::multi_array_ref whose shape is the selection's.
   /// Locally complete on return; remotely at fence()/sync().
@@ -339,7 +310,7 @@ class GlobalArray {
   /// fence()/sync().
   template <std::size_t K, std::size_t M>
   void accumulate(const Slice<K, M>& s, std::span<const T> in, T alpha = T{1}) {
-    acc_section(select(s, detail::Call::acc), in, alpha);
+    acc_ref(items_of(s), in, alpha);
   }
   /// One-sided. As above from a boost::multi_array_ref whose shape is the selection's.
   template <std::size_t K, std::size_t M, std::size_t R>
@@ -501,34 +472,37 @@ class GlobalArray {
   // bytes. Identical on every rank, so byte-cap decisions are too.
   static std::size_t max_block_bytes(const Distribution<N>& d, const shape_type& ghost);
 
+  // Slices reach the compiled library as a SliceRef (the item count a value, not a type),
+  // so a user translation unit instantiates no normalisation for the slices it writes.
+  template <std::size_t K, std::size_t M>
+  static detail::SliceRef items_of(const Slice<K, M>& s) noexcept {
+    static_assert(K <= N, "garray: too many indices for the array's number of dimensions");
+    return detail::slice_ref(s);
+  }
   template <std::size_t K, std::size_t M>
   Section<N> select(const Slice<K, M>& s, detail::Call c) const {
-    static_assert(K <= N, "garray: too many indices for the array's number of dimensions");
-    // The call's name is needed only in an error message: prefixed on the (cold) error
-    // path, so the hot path builds no name.
-    try {
-      return normalize(shape(), s, std::string_view{});
-    } catch (const InvalidSlice& e) {
-      throw InvalidSlice(std::string(name(c)) + e.what());
-    } catch (const BoundsError& e) {
-      throw BoundsError(std::string(name(c)) + e.what());
-    }
+    return select_ref(items_of(s), c);
   }
+  /// The section `s` selects (normalize() against shape()); errors name the call `c`.
+  Section<N> select_ref(const detail::SliceRef& s, detail::Call c) const;
+  /// get/put/accumulate over a slice: select_ref, then the transfer, in one library call.
+  void get_ref(const detail::SliceRef& s, std::span<T> out) const;
+  void put_ref(const detail::SliceRef& s, std::span<const T> in);
+  void acc_ref(const detail::SliceRef& s, std::span<const T> in, T alpha);
 
   void check_size(const Section<N>& sec, std::size_t n, detail::Call c) const;
   template <std::size_t R, class SizeT>
   void check_shape(const Section<N>& sec, const SizeT* shp, const boost::general_storage_order<R>& order,
                    detail::Call c) const {
-    const auto want = sec.template kept_shape<R>();
-    bool ok = sec.rank() == R && order == boost::c_storage_order();
-    for (std::size_t d = 0; d < R; ++d) ok = ok && static_cast<Index>(shp[d]) == want[d];
-    if (!ok) {
-      Shape<R> got{};
-      for (std::size_t d = 0; d < R; ++d) got[d] = static_cast<Index>(shp[d]);
-      detail::raise<SizeMismatch>(name(c), ": buffer of shape ", detail::seq(got),
-                                  " (row-major required) for a selection of shape ", detail::seq(want));
-    }
+    Shape<R> got{};
+    for (std::size_t d = 0; d < R; ++d) got[d] = static_cast<Index>(shp[d]);
+    check_buffer_shape(sec, got, order == boost::c_storage_order(), c);
   }
+  /// SizeMismatch unless a row-major (`c_order`) buffer of shape `got` fits the selection.
+  void check_buffer_shape(const Section<N>& sec, std::span<const Index> got, bool c_order, detail::Call c) const;
+  /// The selection `sec` (of rank R) as a new boost::multi_array (get() of an array).
+  template <std::size_t R>
+  boost::multi_array<T, R> get_array(const Section<N>& sec) const;
   void check_list(std::size_t nidx, std::size_t nval, detail::Call c) const;
   shape_type checked_index(const shape_type& i, detail::Call c) const;
   void count_piece(OpCounters& oc, int r, std::size_t bytes) const noexcept;
@@ -603,6 +577,10 @@ struct ArrayAccess {
   static Request get_section_strided_nb(const A& a, Args&&... args) {
     return a.get_section_strided_nb(std::forward<Args>(args)...);
   }
+  template <std::size_t R, class A, class Sec>
+  static auto get_array(const A& a, const Sec& sec) {
+    return a.template get_array<R>(sec);
+  }
 };
 }  // namespace garray::detail
 
@@ -612,11 +590,23 @@ namespace garray {
 // The six element types at 1-4 dimensions are compiled once into libgarray_array
 // (array/src/instantiate.cpp.in): user translation units do not instantiate them again.
 #ifndef GARRAY_INSTANTIATING
+#define GARRAY_DETAIL_EXTERN_GET(T, N, R) \
+  extern template boost::multi_array<T, R> GlobalArray<T, N>::get_array<R>(const Section<N>&) const;
 #define GARRAY_DETAIL_EXTERN(T)            \
   extern template class GlobalArray<T, 1>; \
   extern template class GlobalArray<T, 2>; \
   extern template class GlobalArray<T, 3>; \
-  extern template class GlobalArray<T, 4>;
+  extern template class GlobalArray<T, 4>; \
+  GARRAY_DETAIL_EXTERN_GET(T, 1, 1)         \
+  GARRAY_DETAIL_EXTERN_GET(T, 2, 1)         \
+  GARRAY_DETAIL_EXTERN_GET(T, 2, 2)         \
+  GARRAY_DETAIL_EXTERN_GET(T, 3, 1)         \
+  GARRAY_DETAIL_EXTERN_GET(T, 3, 2)         \
+  GARRAY_DETAIL_EXTERN_GET(T, 3, 3)         \
+  GARRAY_DETAIL_EXTERN_GET(T, 4, 1)         \
+  GARRAY_DETAIL_EXTERN_GET(T, 4, 2)         \
+  GARRAY_DETAIL_EXTERN_GET(T, 4, 3)         \
+  GARRAY_DETAIL_EXTERN_GET(T, 4, 4)
 GARRAY_DETAIL_EXTERN(float)
 GARRAY_DETAIL_EXTERN(double)
 GARRAY_DETAIL_EXTERN(std::int32_t)
@@ -624,6 +614,7 @@ GARRAY_DETAIL_EXTERN(std::int64_t)
 GARRAY_DETAIL_EXTERN(std::complex<float>)
 GARRAY_DETAIL_EXTERN(std::complex<double>)
 #undef GARRAY_DETAIL_EXTERN
+#undef GARRAY_DETAIL_EXTERN_GET
 #endif
 }  // namespace garray
 

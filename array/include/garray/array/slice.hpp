@@ -253,21 +253,34 @@ inline Index normalize_index(Index i, Index len, std::size_t dim, std::string_vi
 
 }  // namespace detail
 
-/// Local (pure index math). Returns the section of the base array that applying slice `s`
-/// to the kept dimensions of `base` selects (slice arithmetic). Kept dimensions without an
-/// item (beyond K, or at the ellipsis) are selected whole. `what` names the calling operation in error messages.
-/// Throws InvalidSlice (step 0) or BoundsError (integer out of range); `base` is unchanged.
-template <std::size_t N, std::size_t K, std::size_t M>
-GARRAY_DETAIL_INLINE Section<N> compose(const Section<N>& base, const Slice<K, M>& s,
-                                        std::string_view what = "slice") {
+namespace detail {
+
+/// A slice with its item count moved from the type into a value: what the compiled
+/// library reads (GlobalArray's out-of-line select), so a user translation unit does not
+/// instantiate the normalisation for every slice type it writes.
+struct SliceRef {
+  const SliceItem* items = nullptr;  ///< `k` items, first dimension first
+  std::size_t k = 0;                 ///< number of items (the slice's K)
+  int ellipsis_at = -1;              ///< as Slice::ellipsis_at
+  bool ellipsis_twice = false;       ///< as Slice::ellipsis_twice
+};
+template <std::size_t K, std::size_t M>
+constexpr SliceRef slice_ref(const Slice<K, M>& s) noexcept {
+  return {s.items.data(), K, s.ellipsis_at, s.ellipsis_twice};
+}
+
+/// compose() over a SliceRef: the one implementation of slice arithmetic.
+template <std::size_t N>
+GARRAY_DETAIL_INLINE Section<N> compose_ref(const Section<N>& base, const SliceRef& s, std::string_view what) {
   // Every field of `out` is written exactly once with a scalar store: copying `base` as a
   // whole first would read freshly written scalars back with vector loads, a store-forwarding
   // stall that doubled the cost of a small get.
+  const std::size_t K = s.k;
   Section<N> out;
   std::size_t kept = 0;  // dimensions the base selection keeps
   for (std::size_t d = 0; d < N; ++d) kept += base.dropped[d] ? 0 : 1;
-  if (s.ellipsis_twice) detail::slice_two_ellipses(what);
-  if (K > kept) detail::slice_too_many_indices(what, K, kept);
+  if (s.ellipsis_twice) slice_two_ellipses(what);
+  if (K > kept) slice_too_many_indices(what, K, kept);
   // Kept dimension j takes item j before the ellipsis, item j - (kept - K) after it, and is
   // left whole in between (no ellipsis = an ellipsis after the last item).
   const std::size_t e = s.ellipsis_at < 0 ? K : static_cast<std::size_t>(s.ellipsis_at);
@@ -286,26 +299,38 @@ GARRAY_DETAIL_INLINE Section<N> compose(const Section<N>& base, const Slice<K, M
     }
     const SliceItem& it = s.items[j < e ? j : j - (kept - K)];
     if (it.is_index) {
-      const Index i = detail::normalize_index(it.value, len, j, what);
+      const Index i = normalize_index(it.value, len, j, what);
       out.start[d] = b_start + i * b_step;
       out.step[d] = b_step;
       out.count[d] = 1;
       out.dropped[d] = true;
     } else {
-      const auto [st, cnt] = detail::normalize_range(it.r, len, j, what);
+      const auto [st, cnt] = normalize_range(it.r, len, j, what);
       out.start[d] = cnt == 0 ? b_start : b_start + st * b_step;  // canonical empty: start stays in range
       // The composed step only matters when two or more elements are selected, and then it
       // fits (|step| < extent). With fewer it is canonically +-1, so no later step
       // arithmetic can overflow (a huge step that selects one element is fine in numpy).
       if (cnt <= 1) out.step[d] = (b_step < 0) == (it.r.step < 0) ? 1 : -1;
       else if (__builtin_mul_overflow(b_step, it.r.step, &out.step[d]))
-        detail::slice_step_overflow(what, it.r.step, j);
+        slice_step_overflow(what, it.r.step, j);
       out.count[d] = cnt;
       out.dropped[d] = false;
     }
     ++j;
   }
   return out;
+}
+
+}  // namespace detail
+
+/// Local (pure index math). Returns the section of the base array that applying slice `s`
+/// to the kept dimensions of `base` selects (slice arithmetic). Kept dimensions without an
+/// item (beyond K, or at the ellipsis) are selected whole. `what` names the calling operation in error messages.
+/// Throws InvalidSlice (step 0) or BoundsError (integer out of range); `base` is unchanged.
+template <std::size_t N, std::size_t K, std::size_t M>
+GARRAY_DETAIL_INLINE Section<N> compose(const Section<N>& base, const Slice<K, M>& s,
+                                        std::string_view what = "slice") {
+  return detail::compose_ref(base, detail::slice_ref(s), what);
 }
 
 /// Local (pure index math). Returns the section slice `s` selects from an array of shape

@@ -121,13 +121,10 @@ class View {
   /// Local. A view of `a` selecting section `s`. Throws InvalidSlice if `s` keeps a number
   /// of dimensions other than M (a hand-built Slice whose items disagree with its type).
   View(array_type& a, const Section<N>& s) : a_(&a), sec_(s), alive_(a.liveness()) {
-    if (!a.valid())
-      detail::raise<InvalidArgument>(detail::ArrayAccess::name<array_type>(detail::Call::get),
-                                     ": a view of an empty (moved-from) array");
-    if (s.rank() != M)
-      detail::raise<InvalidSlice>(detail::ArrayAccess::name<array_type>(detail::Call::get),
-                                  ": a selection keeping ", s.rank(), " dimensions cannot be a ", M,
-                                  "-d view (slice items disagree with the slice type)");
+    if (!a.valid()) [[unlikely]]
+      detail::view_of_empty_array(detail::ArrayAccess::name<array_type>(detail::Call::get));
+    if (s.rank() != M) [[unlikely]]
+      detail::view_rank_mismatch(detail::ArrayAccess::name<array_type>(detail::Call::get), s.rank(), M);
   }
 
   /// Local. Another view of the same selection (views are cheap handles).
@@ -154,8 +151,7 @@ class View {
   /// moved from or assigned to since the view was made (the view would dangle).
   array_type& array() const {
     if (!alive_ || !alive_->alive) [[unlikely]]
-      detail::raise<InvalidArgument>(detail::ArrayAccess::name<array_type>(detail::Call::get),
-                                     ": a view of an array that was destroyed, moved from or assigned to");
+      detail::view_of_dead_array(detail::ArrayAccess::name<array_type>(detail::Call::get));
     return *a_;
   }
   /// Local. False if the viewed array object was destroyed, moved from or assigned to since
@@ -211,9 +207,7 @@ class View {
       array().get_section(sec_, std::span<T>(&v, 1));
       return v;
     } else {
-      boost::multi_array<T, M> out(shape());
-      array().get_section(sec_, std::span<T>(out.data(), out.num_elements()));
-      return out;
+      return detail::ArrayAccess::get_array<M>(array(), sec_);
     }
   }
   /// One-sided. Writes `in` (row-major over shape()) into the view. Locally complete on
@@ -359,13 +353,13 @@ class View {
   void check_shape(const SizeT* shp, const boost::general_storage_order<M>& order, detail::Call c) const {
     const auto want = shape();
     bool ok = order == boost::c_storage_order();
-    for (std::size_t d = 0; d < M; ++d) ok = ok && static_cast<Index>(shp[d]) == want[d];
-    if (!ok) {
-      Shape<M> got{};
-      for (std::size_t d = 0; d < M; ++d) got[d] = static_cast<Index>(shp[d]);
-      detail::raise<SizeMismatch>(call_name(c), ": buffer of shape ", detail::seq(got),
-                                  " (row-major required) for a view of shape ", detail::seq(want));
+    Shape<M> got{};
+    for (std::size_t d = 0; d < M; ++d) {
+      got[d] = static_cast<Index>(shp[d]);
+      ok = ok && got[d] == want[d];
     }
+    if (!ok) [[unlikely]]
+      detail::view_buffer_mismatch(call_name(c), got, want);
   }
   void check_list(std::size_t nidx, std::size_t nval, detail::Call c) const {
     if (nidx != nval) detail::raise<SizeMismatch>(call_name(c), ": ", nidx, " indices but ", nval, " values");

@@ -57,12 +57,8 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
-#include <list>
 #include <memory>
 #include <string>
-#include <unordered_map>
-#include <vector>
 
 namespace garray {
 
@@ -105,24 +101,20 @@ class WindowCache {
   /// Local. Windows kept per key (0 = reuse off: destroyed arrays' windows are freed at the
   /// next create or clear(); destroy stays local). Throws InvalidArgument if negative.
   void set_depth(int depth);
-  int depth() const noexcept { return depth_; }  ///< Local.
+  int depth() const noexcept;  ///< Local.
   /// Local. Cap on the bytes of reusable windows per rank (each window charged its largest
   /// per-rank block, so the decision is the same on every rank). A window charged more
   /// than the cap is never reused; 0 caches nothing.
   void set_byte_cap(std::size_t bytes) noexcept;
-  std::size_t byte_cap() const noexcept { return cap_; }  ///< Local.
+  std::size_t byte_cap() const noexcept;  ///< Local.
   /// Local. Cap on the number of reusable windows (least recently released out); 0 caches
   /// nothing.
   void set_window_cap(std::size_t windows) noexcept;
-  std::size_t window_cap() const noexcept { return window_cap_; }  ///< Local.
+  std::size_t window_cap() const noexcept;  ///< Local.
   /// Local. A create frees the windows of keys that no create or destroy touched during the
   /// last `creates` creates; 0 never frees idle windows.
-  void set_idle_after(std::uint64_t creates) noexcept {
-    idle_after_ = creates;
-    ++version_;
-    settings_dirty_ = true;
-  }
-  std::uint64_t idle_after() const noexcept { return idle_after_; }  ///< Local.
+  void set_idle_after(std::uint64_t creates) noexcept;
+  std::uint64_t idle_after() const noexcept;  ///< Local.
 
   /// Frees every cached window (counted as evictions). **Collective over the context.** On
   /// return windows_held() == 0 and bytes_held() == 0 on every rank.
@@ -133,13 +125,13 @@ class WindowCache {
 
   /// Local. Windows held: reusable plus pending (freed at the next collective point). After
   /// every create and clear(), windows_held() <= window_cap().
-  std::size_t windows_held() const noexcept { return lru_.size() + pending_.size(); }
+  std::size_t windows_held() const noexcept;
   /// Local. Of windows_held(), those waiting to be freed at the next collective point.
-  std::size_t windows_pending() const noexcept { return pending_.size(); }
+  std::size_t windows_pending() const noexcept;
   /// Local. This rank's bytes in cached windows (also Stats::cache_bytes).
-  std::size_t bytes_held() const noexcept { return bytes_held_; }
+  std::size_t bytes_held() const noexcept;
   /// Local. Arrays of this context whose windows came through the cache and are alive.
-  std::int64_t live_windows() const noexcept { return live_; }
+  std::int64_t live_windows() const noexcept;
   /// Local. One line: "cache depth=3 byte_cap=1073741824 window_cap=64 idle_after=1024
   /// held=2 pending=0 bytes=16000000 live=5 creates=17".
   std::string describe() const;
@@ -182,84 +174,12 @@ class WindowCache {
   void release(const Slot& slot, std::unique_ptr<detail::Window> w) noexcept;
 
  private:
-  struct Entry;
-  using List = std::list<Entry>;
-  using Iter = List::iterator;
-  // A key the map knows: *active* (it has reusable windows) or *dormant* (none: a live array
-  // took its last one; kept, in place in touch_order_, so that array's destroy does not
-  // re-insert it, which makes a hit's create/destroy pair allocation- and rehash-free; the
-  // idle sweep forgets dormant keys like any other, a destroy that pools nothing too).
-  struct KeyInfo {
-    std::uint64_t key = 0;
-    std::deque<Iter> entries;             // reusable windows of the key, release order
-    std::uint64_t touched = 0;            // creates done when last created or destroyed
-    bool listed = false;                  // pos is valid (set while in the map)
-    std::list<KeyInfo*>::iterator pos{};  // in touch_order_
-  };
-  struct Entry {
-    Slot slot;
-    std::size_t bytes = 0;
-    std::uint64_t stamp = 0;  // release number, identical on every rank
-    bool pending = false;
-    std::unique_ptr<detail::Window> win;
-  };
-  using KeyMap = std::unordered_map<std::uint64_t, KeyInfo>;
-  // What a create does: the entry it takes (or none) and the idle keys whose windows go.
-  struct Decision {
-    KeyInfo* key = nullptr;  // the requested key, if known
-    Entry* take = nullptr;
-    std::size_t idle_windows = 0;
-    std::uint64_t idle_hash = 0;
-  };
-  // plan()'s decision, reused by acquire() when nothing changed in between.
-  struct Memo {
-    std::uint64_t version = ~std::uint64_t{0};
-    std::uint64_t key = 0;
-    std::size_t charge = 0, bytes = 0;
-    Decision d;
-  };
-  Decision decide(const Slot& slot, std::size_t bytes) const noexcept;
-  bool idle(const KeyInfo& k, std::uint64_t now) const noexcept {
-    return idle_after_ > 0 && k.touched + idle_after_ < now;
-  }
-  static std::uint64_t entry_hash(const Entry& e) noexcept;
-  std::uint64_t settings_hash() const noexcept;  // recomputed only after a change
-  void to_pending(Iter it) noexcept;               // reusable -> pending (drops it from its key)
-  void drop_from_key(const Entry& e) noexcept;     // e is the front or back of its key's list
-  void unlist(KeyInfo& k) noexcept;                // out of touch_order_ (to the spares)
-  void retire_key(KeyMap::iterator kit) noexcept;  // forget a key without windows
-  void touch(KeyInfo& k) noexcept;                 // touched now: to the back of touch_order_
-  void enforce_limits() noexcept;                  // caps: least recently released out
-  void free_list(List& l) noexcept;                // frees every entry of l, in serial order
-  void free_all() noexcept;
-  void update_gauge() noexcept;
-
-  MPI_Comm comm_;
-  Stats* stats_;
-  int depth_ = default_depth;
-  std::size_t cap_ = default_byte_cap;
-  std::size_t window_cap_ = default_window_cap;
-  std::uint64_t idle_after_ = default_idle_after;
-  List lru_;      // reusable windows in release order: front = least recently released
-  List pending_;  // freed at the next collective point
-  KeyMap keys_;                      // active and dormant keys
-  std::list<KeyInfo*> touch_order_;  // those keys, least recently touched first
-  // Recycled nodes, so a create/destroy pair of a cache hit allocates nothing.
-  static constexpr std::size_t spares = 16;
-  List spare_entries_;
-  std::vector<KeyMap::node_type> spare_keys_;  // capacity `spares`
-  std::list<KeyInfo*> spare_touch_;
-  std::size_t charged_ = 0;     // sum of the charges of lru_
-  std::uint64_t pool_hash_ = 0;  // sum of entry_hash over lru_ and pending_
-  std::size_t bytes_held_ = 0;   // this rank's bytes in lru_ and pending_
-  std::uint64_t allocations_ = 0;  // serial numbers of windows, identical on every rank
-  std::uint64_t releases_ = 0;     // release numbers (stamps)
-  std::uint64_t creates_ = 0;      // acquire() calls that succeeded: the idle clock
-  std::int64_t live_ = 0;
-  std::uint64_t version_ = 0;  // bumped by every change of the pool or the settings
-  mutable Memo memo_;
-  mutable std::uint64_t settings_hash_ = 0;
-  mutable bool settings_dirty_ = true;
+  // The pool's data structures (window_cache.cpp): hash map of keys, release-order and
+  // touch-order lists, running totals. Behind a pointer so that every translation unit
+  // including this header (all of them, through global_array.hpp) does not instantiate
+  // <deque>, <list> and <unordered_map> for it.
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace garray

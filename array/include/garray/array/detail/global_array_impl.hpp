@@ -22,6 +22,64 @@
 
 namespace garray {
 
+// Constructors, destructor, moves and access() are compiled too (not inline), so a user
+// translation unit does not instantiate the distribution, the liveness token or the block's
+// boost view for them.
+template <Element T, std::size_t N>
+GlobalArray<T, N>::GlobalArray(const Context& ctx, const shape_type& shape)
+    : GlobalArray(ctx, shape, Distribution<N>::blocked(), shape_type{}, true) {}
+
+template <Element T, std::size_t N>
+GlobalArray<T, N>::GlobalArray(const Context& ctx, const shape_type& shape, Uninitialized u)
+    : GlobalArray(ctx, shape, Distribution<N>::blocked(), shape_type{}, u) {}
+
+template <Element T, std::size_t N>
+GlobalArray<T, N>::GlobalArray(GlobalArray&& o)
+    : ctx_(o.ctx_),
+      dist_(std::move(o.dist_)),
+      my_box_(o.my_box_),
+      ghost_(o.ghost_),
+      my_layout_(o.my_layout_),
+      win_(std::move(o.win_)),
+      id_(o.id_),
+      slot_(o.slot_),
+      alive_(std::make_shared<ArrayLiveness>(ArrayLiveness{static_cast<bool>(win_), ctx_})) {
+  o.retire();
+}
+
+template <Element T, std::size_t N>
+GlobalArray<T, N>& GlobalArray<T, N>::operator=(GlobalArray&& o) {
+  if (this != &o) {
+    auto token = std::make_shared<ArrayLiveness>(ArrayLiveness{static_cast<bool>(o.win_), o.ctx_});
+    release();
+    retire();
+    ctx_ = o.ctx_;
+    dist_ = std::move(o.dist_);
+    my_box_ = o.my_box_;
+    ghost_ = o.ghost_;
+    my_layout_ = o.my_layout_;
+    win_ = std::move(o.win_);
+    id_ = o.id_;
+    slot_ = o.slot_;
+    alive_ = std::move(token);
+    last_ = LastBlock{};
+    o.retire();
+  }
+  return *this;
+}
+
+template <Element T, std::size_t N>
+GlobalArray<T, N>::~GlobalArray() {
+  release();
+  retire();
+}
+
+template <Element T, std::size_t N>
+LocalBlock<T, N> GlobalArray<T, N>::access() {
+  check_live(detail::Call::access);
+  return LocalBlock<T, N>(local_data(), my_box_, ghost_, win_.get());
+}
+
 template <Element T, std::size_t N>
 GlobalArray<T, N>::GlobalArray(const Context& ctx, const shape_type& shape, const Distribution<N>& dist,
                                const shape_type& ghost, bool zero)
@@ -97,6 +155,42 @@ GlobalArray<T, N>::GlobalArray(const Context& ctx, const shape_type& shape, cons
   ++ctx_.stats().arrays_created;
   alive_ = std::make_shared<ArrayLiveness>(ArrayLiveness{true, ctx_});
   win_->memory_sync();
+}
+
+namespace detail {
+/// normalize() of a slice against `shape`, errors prefixed with `name(c)`. The call's name
+/// is needed only in an error message: prefixed on the (cold) error path, so the hot path
+/// builds no name. Inlined into the compiled get/put/accumulate over slices.
+template <std::size_t N, class Name>
+GARRAY_DETAIL_INLINE Section<N> select_named(const Shape<N>& shape, const SliceRef& s, Name name, Call c) {
+  try {
+    return compose_ref(Section<N>::full(shape), s, std::string_view{});
+  } catch (const InvalidSlice& e) {
+    throw InvalidSlice(std::string(name(c)) + e.what());
+  } catch (const BoundsError& e) {
+    throw BoundsError(std::string(name(c)) + e.what());
+  }
+}
+}  // namespace detail
+
+template <Element T, std::size_t N>
+Section<N> GlobalArray<T, N>::select_ref(const detail::SliceRef& s, detail::Call c) const {
+  return detail::select_named(shape(), s, &GlobalArray::name, c);
+}
+
+template <Element T, std::size_t N>
+void GlobalArray<T, N>::get_ref(const detail::SliceRef& s, std::span<T> out) const {
+  get_section(detail::select_named(shape(), s, &GlobalArray::name, detail::Call::get), out);
+}
+
+template <Element T, std::size_t N>
+void GlobalArray<T, N>::put_ref(const detail::SliceRef& s, std::span<const T> in) {
+  put_section(detail::select_named(shape(), s, &GlobalArray::name, detail::Call::put), in);
+}
+
+template <Element T, std::size_t N>
+void GlobalArray<T, N>::acc_ref(const detail::SliceRef& s, std::span<const T> in, T alpha) {
+  acc_section(detail::select_named(shape(), s, &GlobalArray::name, detail::Call::acc), in, alpha);
 }
 
 template <Element T, std::size_t N>
@@ -289,6 +383,29 @@ void GlobalArray<T, N>::check_size(const Section<N>& sec, std::size_t n, detail:
   if (static_cast<Index>(n) != sec.size())
     detail::raise<SizeMismatch>(name(c), ": buffer has ", n, " elements but the selection ", sec, " has ",
                                 sec.size());
+}
+
+template <Element T, std::size_t N>
+void GlobalArray<T, N>::check_buffer_shape(const Section<N>& sec, std::span<const Index> got, bool c_order,
+                                           detail::Call c) const {
+  Shape<N> want{};
+  std::size_t r = 0;
+  for (std::size_t d = 0; d < N; ++d)
+    if (!sec.dropped[d]) want[r++] = sec.count[d];
+  bool ok = c_order && r == got.size();
+  for (std::size_t d = 0; ok && d < r; ++d) ok = got[d] == want[d];
+  if (!ok)
+    detail::raise<SizeMismatch>(name(c), ": buffer of shape ", detail::seq(got),
+                                " (row-major required) for a selection of shape ",
+                                detail::seq(std::span<const Index>(want.data(), r)));
+}
+
+template <Element T, std::size_t N>
+template <std::size_t R>
+boost::multi_array<T, R> GlobalArray<T, N>::get_array(const Section<N>& sec) const {
+  boost::multi_array<T, R> out(sec.template kept_shape<R>());
+  get_section(sec, std::span<T>(out.data(), out.num_elements()));
+  return out;
 }
 
 template <Element T, std::size_t N>

@@ -1,0 +1,152 @@
+// Mutexes (mutex.hpp): the ticket locks, compiled once into libgarray_array.
+#include <garray/array/mutex.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+namespace garray {
+
+Mutexes::Mutexes(const Context& ctx, int n) : ctx_(ctx), n_(n) {
+  std::exception_ptr err;
+  if (n < 0) {
+    try {
+      detail::raise<InvalidArgument>("garray::Mutexes: negative number of mutexes ", n);
+    } catch (const Error&) {
+      err = std::current_exception();
+    }
+  }
+  try {
+    detail::agree_signature(ctx.comm(), detail::hash_mix(detail::hash_string("mutexes"), err ? ~0ull : std::uint64_t(n)),
+                            "garray::Mutexes", "n = " + std::to_string(n));
+  } catch (const CollectiveMismatch&) {
+    if (err) std::rethrow_exception(err);
+    throw;
+  }
+  if (err) std::rethrow_exception(err);
+  slots_ = 2 * ctx.size() + 1;
+  words_.emplace(ctx, Shape<2>{n, 2 + slots_}, Distribution<2>::slab(0));
+  {
+    auto blk = words_->access();  // ticket 0 is served from the start: claim its slot
+    for (Index i = blk.lo(0); i < blk.hi(0); ++i) blk.view()[i][2] = 2;
+  }
+  words_->sync();
+  held_.assign(static_cast<std::size_t>(n), -1);
+  pending_.assign(static_cast<std::size_t>(n), -1);
+}
+
+Mutexes::~Mutexes() {
+  if (!words_) return;
+  for (int i = 0; i < n_; ++i) {
+    if (held_[static_cast<std::size_t>(i)] < 0) continue;
+    std::fprintf(stderr, "garray: Mutexes destroyed while rank %d holds mutex %d: released\n", ctx_.rank(), i);
+    try {
+      unlock(i);
+    } catch (const std::exception& e) {
+      garray::abort(e.what());
+    }
+  }
+}
+
+bool Mutexes::held(int i) const {
+  check(i, "held");
+  return held_[static_cast<std::size_t>(i)] >= 0;
+}
+
+void Mutexes::lock(int i) {
+  check(i, "lock");
+  auto& h = held_[static_cast<std::size_t>(i)];
+  if (h >= 0)
+    detail::raise<InvalidArgument>("garray::Mutexes::lock: mutex ", i,
+                                   " is already held by this rank (locking it again would deadlock)");
+  const std::int64_t t = faa(i, kNext, 1);
+  // Polling: yield the core between polls (ranks may outnumber cores); only a long wait
+  // (thousands of polls, milliseconds) sleeps, because a sleep costs ~50 us of timer slack
+  // and would add that to every hand-over of a busy mutex.
+  for (unsigned spin = 0;; ++spin) {
+    const std::int64_t s = faa(i, kServing, 0);
+    if (spin == 0) max_ahead_ = std::max(max_ahead_, t - s);
+    if (s == t) break;
+    detail::backoff(spin);
+  }
+  h = t;
+  pending_[static_cast<std::size_t>(i)] = -1;  // an abandoned ticket of mine was before t: resolved
+}
+
+bool Mutexes::try_lock(int i) {
+  check(i, "try_lock");
+  const auto u = static_cast<std::size_t>(i);
+  if (held_[u] >= 0)
+    detail::raise<InvalidArgument>("garray::Mutexes::try_lock: mutex ", i, " is already held by this rank");
+  std::int64_t s = faa(i, kServing, 0);
+  if (pending_[u] >= 0) {
+    if (s <= pending_[u]) return false;  // my abandoned ticket is not passed: still busy
+    pending_[u] = -1;
+  }
+  if (faa(i, kNext, 0) != s) return false;  // held or queued
+  const std::int64_t t = faa(i, kNext, 1);
+  s = faa(i, kServing, 0);
+  if (s != t) {
+    const std::int64_t old = faa(i, slot_col(t), 1);
+    if (old == 0) {  // abandoned before it was served: the unlocker will skip it
+      pending_[u] = t;
+      return false;
+    }
+    if (old != 2) corrupt(i, "try_lock", old);
+    faa(i, slot_col(t), -1);  // served meanwhile: it is mine (slot back to "claimed")
+  }
+  held_[u] = t;
+  return true;
+}
+
+void Mutexes::unlock(int i) {
+  check(i, "unlock");
+  auto& h = held_[static_cast<std::size_t>(i)];
+  if (h < 0) detail::raise<InvalidArgument>("garray::Mutexes::unlock: mutex ", i, " is not held by this rank");
+  const std::int64_t t = h;
+  faa(i, slot_col(t), -2);  // my slot: free again
+  std::int64_t n = t + 1;
+  for (;;) {  // claim the next ticket, skipping abandoned ones
+    const std::int64_t old = faa(i, slot_col(n), 2);
+    if (old == 0) break;
+    if (old != 1) corrupt(i, "unlock", old);
+    faa(i, slot_col(n), -3);
+    ++n;
+  }
+  faa(i, kServing, n - t);
+  h = -1;
+}
+
+void Mutexes::destroy() {
+  if (!words_) detail::raise<InvalidArgument>("garray::Mutexes::destroy: already destroyed");
+  detail::agree_signature(ctx_.comm(), detail::hash_mix(detail::hash_string("mutexes-destroy"), words_->id()),
+                          "garray::Mutexes::destroy", "mutexes on array #" + std::to_string(words_->id()));
+  int mine = n_;
+  for (int i = 0; i < n_; ++i)
+    if (held_[static_cast<std::size_t>(i)] >= 0) {
+      mine = i;
+      break;
+    }
+  const int p = ctx_.size();
+  int key = mine < n_ ? ctx_.rank() * (n_ + 1) + mine : p * (n_ + 1), low = 0;
+  detail::check_mpi(MPI_Allreduce(&key, &low, 1, MPI_INT, MPI_MIN, ctx_.comm()), "MPI_Allreduce");
+  if (low < p * (n_ + 1))
+    detail::raise<InvalidArgument>("garray::Mutexes::destroy: rank ", low / (n_ + 1), " still holds mutex ",
+                                   low % (n_ + 1), " (unlock it first)");
+  words_.reset();
+}
+
+std::int64_t Mutexes::faa(int i, int col, std::int64_t inc) { return words_->read_inc(Shape<2>{i, col}, inc); }
+
+void Mutexes::check(int i, const char* call) const {
+  if (!words_) detail::raise<InvalidArgument>("garray::Mutexes::", call, ": the mutexes were destroyed");
+  if (i < 0 || i >= n_)
+    detail::raise<BoundsError>("garray::Mutexes::", call, ": mutex ", i, " out of range [0, ", n_, ")");
+}
+
+void Mutexes::corrupt(int i, const char* call, std::int64_t v) const {
+  garray::abort("garray::Mutexes::" + std::string(call) + ": mutex " + std::to_string(i) +
+                " has an inconsistent ticket slot (" + std::to_string(v) + ")");
+}
+
+}  // namespace garray

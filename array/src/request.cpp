@@ -1,0 +1,71 @@
+// Request (request.hpp), compiled once into libgarray_array.
+#include <garray/array/request.hpp>
+#include <garray/runtime/error.hpp>
+
+#include <exception>
+#include <utility>
+
+namespace garray {
+
+Request::Request(Request&& o) noexcept { swap(o); }
+
+Request& Request::operator=(Request&& o) noexcept {
+  if (this != &o) {
+    finish_noexcept();
+    reqs_.clear();
+    finishers_.clear();
+    swap(o);
+  }
+  return *this;
+}
+
+Request::~Request() { finish_noexcept(); }
+
+void Request::wait() {
+  if (!reqs_.empty()) {
+    detail::check_mpi(MPI_Waitall(static_cast<int>(reqs_.size()), reqs_.data(), MPI_STATUSES_IGNORE),
+                      "MPI_Waitall");
+    reqs_.clear();
+  }
+  run_finishers();
+}
+
+bool Request::test() {
+  if (!reqs_.empty()) {
+    int flag = 0;
+    detail::check_mpi(MPI_Testall(static_cast<int>(reqs_.size()), reqs_.data(), &flag, MPI_STATUSES_IGNORE),
+                      "MPI_Testall");
+    if (!flag) return false;
+    reqs_.clear();
+  }
+  run_finishers();
+  return true;
+}
+
+MPI_Request* Request::add_mpi() { return &reqs_.emplace_back(MPI_REQUEST_NULL); }
+
+void Request::add_finisher(std::function<void()> f) { finishers_.push_back(std::move(f)); }
+
+void Request::run_finishers() {
+  auto fs = std::move(finishers_);
+  finishers_.clear();
+  for (auto& f : fs) f();
+}
+
+void Request::finish_noexcept() noexcept {
+  try {
+    wait();
+  } catch (const std::exception& e) {
+    garray::abort(e.what());
+  }
+}
+
+void Request::swap(Request& o) noexcept {
+  reqs_.swap(o.reqs_);
+  finishers_.swap(o.finishers_);
+}
+
+MPI_Request* detail::RequestAccess::add_mpi(Request& r) { return r.add_mpi(); }
+void detail::RequestAccess::add_finisher(Request& r, std::function<void()> f) { r.add_finisher(std::move(f)); }
+
+}  // namespace garray
