@@ -1,5 +1,7 @@
 #include <garray/runtime/window.hpp>
 
+#include <atomic>
+
 #include <exception>
 #include <garray/runtime/context.hpp>
 

@@ -63,6 +63,7 @@
 #include <array>
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -238,18 +239,38 @@ std::vector<Shape<M>> true_positions(GlobalArray<std::int32_t, M>& m) {
 }
 /// The counts of every rank from this rank's `mine`: one MPI_Allgather. **Collective**
 /// (every rank reaches it: call it outside any step that may throw on one rank only).
-inline MaskCounts count_mask(const Context& ctx, Index mine) {
-  MaskCounts c;
-  c.mine = mine;
-  std::vector<std::int64_t> all(static_cast<std::size_t>(ctx.size()));
-  const std::int64_t m64 = mine;
-  check_mpi(MPI_Allgather(&m64, 1, MPI_INT64_T, all.data(), 1, MPI_INT64_T, ctx.comm()), "MPI_Allgather");
-  for (int r = 0; r < ctx.size(); ++r) {
-    if (r < ctx.rank()) c.offset += all[static_cast<std::size_t>(r)];
-    c.total += all[static_cast<std::size_t>(r)];
-  }
-  return c;
-}
+MaskCounts count_mask(const Context& ctx, Index mine);
+
+/// put's resolution of a target that several ranks write (the value at the highest position
+/// of idx wins): every rank marks its distinct targets with 2^rank in a temporary int64
+/// array of a's size (one scatter_acc), then keeps a position only when no higher rank
+/// marked its target (one gather). Active with 2 <= P <= 62 ranks and slices below 2^32
+/// positions (the same decision on every rank); otherwise put writes in rank order.
+/// Compiled once into libgarray_numeric (numeric/src/indexing.cpp): no user translation
+/// unit instantiates its int64 array operations.
+class RepeatMarks {
+ public:
+  /// Whether the marks are used for a put of `total` positions over `ctx`. **Collective**
+  /// over ctx when active: creates the temporary array of `size` elements (zeros).
+  RepeatMarks(const Context& ctx, Index size, Index total);
+  ~RepeatMarks();
+  RepeatMarks(const RepeatMarks&) = delete;
+  RepeatMarks& operator=(const RepeatMarks&) = delete;
+  /// Local. True when the marks resolve repeats (else put writes in rank order).
+  bool active() const noexcept { return state_ != nullptr; }
+  /// Local. This rank's targets (flat indices of a, one per position of its slice),
+  /// grouped into distinct targets.
+  void group(const std::vector<Index>& target);
+  /// One-sided: adds 2^rank at each of this rank's distinct targets, then fence().
+  void mark();
+  /// One-sided: per position of this rank's slice, whether no higher rank marked its
+  /// target (this rank writes it).
+  std::vector<char> keep();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 }  // namespace detail
 
 /// np.take(a, idx): a new array of idx's shape with `result[k] = a.flat[idx[k]]` (a is read
@@ -426,21 +447,8 @@ requires(detail::StoredOperand<Values> || ScalarOperand<Values>) void put(A&& a,
   std::vector<T> vals(cnt);
   // (the marks need P <= 62 bits and slices below 2^32 positions; else rank order; the same
   // decision on every rank)
-  const bool flags = p > 1 && p <= 62 && total / p + 1 < (Index{1} << 32);
-  std::optional<GlobalArray<std::int64_t, 1>> mark;
-  if (flags) mark.emplace(ctx, Shape<1>{av.size()});
-  std::vector<Shape<1>> distinct;   // this rank's distinct targets
-  std::vector<std::uint32_t> group;  // position j -> its target's entry in distinct
-  if (flags) {
-    std::vector<std::pair<Index, std::uint32_t>> tj(cnt);
-    for (std::size_t j = 0; j < cnt; ++j) tj[j] = {target[j], static_cast<std::uint32_t>(j)};
-    std::sort(tj.begin(), tj.end());
-    group.resize(cnt);
-    for (std::size_t q = 0; q < cnt; ++q) {
-      if (q == 0 || tj[q].first != tj[q - 1].first) distinct.push_back(Shape<1>{tj[q].first});
-      group[tj[q].second] = static_cast<std::uint32_t>(distinct.size() - 1);
-    }
-  }
+  detail::RepeatMarks marks(ctx, av.size(), total);
+  if (marks.active()) marks.group(target);
   detail::run_concluded(ctx.comm(), what, [&] {
     if constexpr (scalar) {
       std::fill(vals.begin(), vals.end(), static_cast<T>(values));
@@ -456,26 +464,21 @@ requires(detail::StoredOperand<Values> || ScalarOperand<Values>) void put(A&& a,
         if (!vk.empty()) vv.gather(vk, std::span<T>(vals));
       }
     }
-    if (flags && !distinct.empty()) {
-      const std::vector<std::int64_t> bit(distinct.size(), std::int64_t{1} << me);
-      mark->scatter_acc(distinct, bit);
-      mark->fence();
-    }
+    if (marks.active()) marks.mark();
   });
   // Stage 2: one scatter per owner of a of the positions whose target no higher rank writes.
   // Within the list, the scatter stores the last value of a repeated target (semantics.md),
   // i.e. the highest position of this rank's slice.
   const auto sh = av.shape();
-  if (flags) {
+  if (marks.active()) {
     detail::run_concluded(ctx.comm(), what, [&] {
-      std::vector<std::int64_t> seen(distinct.size());
-      if (!distinct.empty()) mark->gather(distinct, std::span<std::int64_t>(seen));
+      const std::vector<char> keep = marks.keep();
       std::vector<Shape<M>> k;
       std::vector<T> kv;
       k.reserve(cnt);
       kv.reserve(cnt);
       for (std::size_t j = 0; j < cnt; ++j) {
-        if ((static_cast<std::uint64_t>(seen[group[j]]) >> (me + 1)) == 0) {
+        if (keep[j]) {
           k.push_back(detail::unflatten<M>(target[j], sh));
           kv.push_back(vals[j]);
         }

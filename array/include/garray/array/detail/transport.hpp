@@ -26,7 +26,6 @@
 #include <mpi.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstddef>
 #include <functional>
 #include <garray/array/detail/mpi_region.hpp>
@@ -57,7 +56,7 @@ class ShmTransport {
     for (std::size_t d = 0; d < N; ++d) one = one && p.count[d] == 1;
     if (one && D != Dir::acc) {  // one element: the smallest get/put, no copy machinery
       if constexpr (D == Dir::get) {
-        std::atomic_thread_fence(std::memory_order_acquire);
+        acquire_fence();
         buf[p.buf_off] = *blk;
       } else {
         *blk = buf[p.buf_off];
@@ -67,7 +66,7 @@ class ShmTransport {
     if constexpr (D == Dir::get) {
       // Acquire side of visibility rule 2: loads below see stores another rank ordered
       // before a synchronisation (its fence()'s MPI_Win_sync + a barrier). Free on x86.
-      std::atomic_thread_fence(std::memory_order_acquire);
+      acquire_fence();
       strided_copy(collapse(p.count, p.buf_str, p.block_str), buf + p.buf_off, blk);
     } else if constexpr (D == Dir::put) {
       strided_copy(collapse(p.count, p.block_str, p.buf_str), blk, buf + p.buf_off);
@@ -101,7 +100,7 @@ class ShmTransport {
   void list(int r, std::span<const std::size_t> order, const Index* off, T* vals, T alpha) {
     T* blk = block(r);
     if constexpr (C == ListOp::gather) {
-      std::atomic_thread_fence(std::memory_order_acquire);
+      acquire_fence();
       for (std::size_t j : order) vals[j] = blk[off[j]];
     } else if constexpr (C == ListOp::scatter) {
       for (std::size_t j : order) blk[off[j]] = vals[j];
