@@ -14,7 +14,8 @@
 // is taken); its time is the slowest rank's. The
 // variants run side by side (each rep runs garray, mpiio, hdf5 in turn, in an order that
 // rotates from rep to rep); medians over
-// --reps after --warmup.
+// --reps after --warmup, and the median of the per-rep ratios to mpiio ("paired": the
+// variants of one rep ran seconds apart, so a slow spell that lasts a rep hits them alike).
 // Files go to --dir (the OS page cache makes this a measure of the software path, not of
 // the disk). Every read is checked against the written values.
 #include "bench_util.hpp"
@@ -76,7 +77,16 @@ void h5check(long long rc, const char* what) {
 struct Row {
   std::string layout, variant, op;
   double seconds;
+  double paired;  // median over reps of this variant's time / mpiio's time in the same rep
 };
+
+// Median over reps of a[r] / b[r]: the two variants ran one after the other in rep r, so a
+// slow spell of the machine (or of the file system) that lasts a rep hits both.
+double paired_ratio(const std::vector<double>& a, const std::vector<double>& b) {
+  std::vector<double> r;
+  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) r.push_back(a[i] / b[i]);
+  return gb::median(r);
+}
 
 }  // namespace
 
@@ -257,8 +267,8 @@ int main(int argc, char** argv) {
           }
       const char* names[3] = {"garray", "mpiio", "hdf5"};
       for (int k = 0; k < 3; ++k) {
-        rows.push_back({layout, names[k], "write", gb::median(tw[k])});
-        rows.push_back({layout, names[k], "read", gb::median(tr[k])});
+        rows.push_back({layout, names[k], "write", gb::median(tw[k]), paired_ratio(tw[k], tw[1])});
+        rows.push_back({layout, names[k], "read", gb::median(tr[k]), paired_ratio(tr[k], tr[1])});
       }
       verify(in);  // hdf5's read
       std::fill(in.begin(), in.end(), 0.0);
@@ -280,12 +290,16 @@ int main(int argc, char** argv) {
                   << a.distribution().procs()[0] << "x" << a.distribution().procs()[1] << '\n';
     }
     if (me == 0) {
-      std::cout << "| np | layout | op | garray | mpiio | hdf5 | garray/mpiio | hdf5/mpiio |\n"
-                << "|---:|---|---|---:|---:|---:|---:|---:|\n";
-      auto find = [&](const std::string& l, const std::string& v, const std::string& o) {
+      std::cout << "| np | layout | op | garray | mpiio | hdf5 | garray/mpiio | hdf5/mpiio | garray/mpiio paired |"
+                   " hdf5/mpiio paired |\n"
+                << "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|\n";
+      auto row = [&](const std::string& l, const std::string& v, const std::string& o) {
         for (const auto& r : rows)
-          if (r.layout == l && r.variant == v && r.op == o) return r.seconds;
-        return 0.0;
+          if (r.layout == l && r.variant == v && r.op == o) return r;
+        return Row{l, v, o, 0.0, 0.0};
+      };
+      auto find = [&](const std::string& l, const std::string& v, const std::string& o) {
+        return row(l, v, o).seconds;
       };
       auto bw = [&](double s) {
         std::ostringstream os;
@@ -298,13 +312,14 @@ int main(int argc, char** argv) {
           const double g = find(l, "garray", o), m = find(l, "mpiio", o), h = find(l, "hdf5", o);
           if (g == 0) continue;
           std::cout << "| " << p << " | " << l << " | " << o << " | " << bw(g) << " | " << bw(m) << " | " << bw(h)
-                    << " | " << std::setprecision(2) << std::fixed << g / m << " | " << h / m << " |\n";
+                    << " | " << std::setprecision(2) << std::fixed << g / m << " | " << h / m << " | "
+                    << row(l, "garray", o).paired << " | " << row(l, "hdf5", o).paired << " |\n";
         }
       std::cout << "check=" << (ok ? "pass" : "FAIL") << '\n';
       if (!csv.empty()) {
-        gb::CsvWriter w(csv, "bench,np,n,layout,variant,op,seconds,bytes_per_s");
+        gb::CsvWriter w(csv, "bench,np,n,layout,variant,op,seconds,bytes_per_s,paired_ratio_to_mpiio");
         for (const auto& r : rows)
-          w.row("io", p, n, r.layout, r.variant, r.op, r.seconds, bytes / r.seconds);
+          w.row("io", p, n, r.layout, r.variant, r.op, r.seconds, bytes / r.seconds, r.paired);
       }
     }
     status = ok ? 0 : 1;
