@@ -1,12 +1,13 @@
-# garray_add_mpi_test(<target> [RANKS 1 2 3 4] [VARIANT name ENV "A=B;C=D"] [TIMEOUT s])
+# garray_add_mpi_test(<target> [RANKS 1 2 3 4] [VARIANT name ENV "A=B;C=D"] [TIMEOUT s] [ARGS a b])
 #
 # Registers <target> under ctest once per rank count (default: GARRAY_TEST_RANK_LIST, from
 # the cache string GARRAY_TEST_RANKS, "1,2,3,4"), launched with mpiexec. The environment
 # lets Open MPI run as root and oversubscribe the 2-core CI machine; MPICH ignores these
 # variables. With VARIANT, the tests are named <target>.<variant>.np<n> and get
-# the extra environment (e.g. GARRAY_WINDOW=rma to exercise the MPI RMA path).
+# the extra environment (e.g. GARRAY_WINDOW=rma to exercise the MPI RMA path). ARGS go to
+# the test binary (e.g. a doctest filter).
 function(garray_add_mpi_test target)
-  cmake_parse_arguments(ARG "" "VARIANT;TIMEOUT" "RANKS;ENV" ${ARGN})
+  cmake_parse_arguments(ARG "" "VARIANT;TIMEOUT" "RANKS;ENV;ARGS" ${ARGN})
   if(NOT ARG_RANKS)
     set(ARG_RANKS ${GARRAY_TEST_RANK_LIST})
   endif()
@@ -20,7 +21,7 @@ function(garray_add_mpi_test target)
   foreach(np IN LISTS ARG_RANKS)
     add_test(NAME ${name}.np${np}
              COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${np} ${MPIEXEC_PREFLAGS}
-                     $<TARGET_FILE:${target}> ${MPIEXEC_POSTFLAGS})
+                     $<TARGET_FILE:${target}> ${MPIEXEC_POSTFLAGS} ${ARG_ARGS})
     set_tests_properties(${name}.np${np} PROPERTIES
       PROCESSORS ${np} TIMEOUT ${ARG_TIMEOUT} LABELS mpi
       ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;${ARG_ENV}")

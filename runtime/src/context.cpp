@@ -2,9 +2,13 @@
 #include <cstring>
 #include <garray/runtime/context.hpp>
 #include <garray/runtime/error.hpp>
+#include <garray/runtime/progress.hpp>
 #include <garray/runtime/window_cache.hpp>
 #include <mutex>
 #include <sstream>
+#include <vector>
+
+#include "progress_thread.hpp"
 
 namespace garray {
 namespace detail {
@@ -12,8 +16,12 @@ namespace detail {
 /// Finalises MPI when the last holder goes away, if (and only if) garray initialised it.
 struct MpiLifetime {
   MpiLifetime() {
+    // GARRAY_PROGRESS=thread needs MPI_THREAD_MULTIPLE. Read leniently here (a bad value is
+    // reported by the Context's agreement below, on every rank, not before MPI exists).
+    const char* p = std::getenv("GARRAY_PROGRESS");
+    const int level = p && std::strcmp(p, "thread") == 0 ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED;
     int provided = 0;
-    check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+    check_mpi(MPI_Init_thread(nullptr, nullptr, level, &provided), "MPI_Init_thread");
   }
   ~MpiLifetime() {
     int fin = 0;
@@ -26,6 +34,10 @@ struct MpiLifetime {
 
 struct ContextState {
   std::shared_ptr<MpiLifetime> lifetime;  // null when the user owns MPI
+  // GARRAY_PROGRESS=thread: the process's progress thread (declared after `lifetime`, so it
+  // is stopped before garray finalises MPI); null otherwise.
+  std::shared_ptr<ProgressThread> progress_thread;
+  ProgressMode progress = ProgressMode::none;
   MPI_Comm comm = MPI_COMM_NULL;
   int rank = 0;
   int size = 1;
@@ -85,6 +97,55 @@ WindowKind choose_kind(MPI_Comm comm, int size) {
     check_mpi(MPI_Allreduce(&ok, &all_shared, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
   }
   return all_shared ? WindowKind::shared : WindowKind::rma;
+}
+
+const char* thread_level_name(int level) {
+  switch (level) {
+    case MPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";
+    case MPI_THREAD_FUNNELED: return "MPI_THREAD_FUNNELED";
+    case MPI_THREAD_SERIALIZED: return "MPI_THREAD_SERIALIZED";
+    default: return "MPI_THREAD_MULTIPLE";
+  }
+}
+
+// Every rank must run with the same progress mode, and GARRAY_PROGRESS=thread needs
+// MPI_THREAD_MULTIPLE: decided together (one allgather), so a rank whose environment or
+// thread level differs makes every rank throw the same InvalidArgument, never a hang.
+ProgressMode choose_progress(MPI_Comm comm, int rank, int size) {
+  // code: 0 none, 1 thread, 2 thread without MPI_THREAD_MULTIPLE, 3 invalid value
+  int code = 0, provided = MPI_THREAD_SINGLE;
+  std::string local_error;
+  try {
+    code = requested_progress() == ProgressMode::thread ? 1 : 0;
+    if (code == 1) {
+      (void)progress_interval();  // validates GARRAY_PROGRESS_INTERVAL
+      check_mpi(MPI_Query_thread(&provided), "MPI_Query_thread");
+      if (provided < MPI_THREAD_MULTIPLE) code = 2;
+    }
+  } catch (const Error& e) {
+    code = 3;
+    local_error = e.what();
+  }
+  std::vector<int> codes(static_cast<std::size_t>(size));
+  check_mpi(MPI_Allgather(&code, 1, MPI_INT, codes.data(), 1, MPI_INT, comm), "MPI_Allgather");
+  for (int r = 0; r < size; ++r) {
+    const int c = codes[static_cast<std::size_t>(r)];
+    if (c == 3)
+      raise<InvalidArgument>("Context: ", r == rank ? local_error : "an invalid GARRAY_PROGRESS or "
+                             "GARRAY_PROGRESS_INTERVAL on rank " + std::to_string(r));
+    if (c == 2)
+      raise<InvalidArgument>("Context: GARRAY_PROGRESS=thread needs MPI_THREAD_MULTIPLE, but rank ", r,
+                             " runs with ", r == rank ? thread_level_name(provided) : "a lower level",
+                             ": let garray initialise MPI, or call MPI_Init_thread(&argc, &argv, "
+                             "garray::required_thread_level(), &provided)");
+  }
+  for (int r = 0; r < size; ++r)
+    if ((codes[static_cast<std::size_t>(r)] != 0) != (codes[0] != 0))
+      raise<InvalidArgument>("Context: GARRAY_PROGRESS differs across ranks (rank 0: '",
+                             codes[0] ? "thread" : "none", "', rank ", r, ": '",
+                             codes[static_cast<std::size_t>(r)] ? "thread" : "none",
+                             "'); set it alike on every rank (mpiexec -x / -genv)");
+  return codes[0] ? ProgressMode::thread : ProgressMode::none;
 }
 
 }  // namespace
@@ -210,6 +271,8 @@ Context::Context(MPI_Comm comm) {
   detail::check_mpi(MPI_Comm_set_errhandler(s->comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
   MPI_Comm_rank(s->comm, &s->rank);
   MPI_Comm_size(s->comm, &s->size);
+  s->progress = detail::choose_progress(s->comm, s->rank, s->size);
+  if (s->progress == ProgressMode::thread) s->progress_thread = detail::acquire_progress_thread();
   s->kind = detail::choose_kind(s->comm, s->size);
   s->cache = std::make_unique<WindowCache>(s->comm, s->stats);
   *this = Context(std::move(s));
@@ -239,6 +302,11 @@ Context Context::split(int color, int key) const {
   Context c(sub);  // duplicates again with the error handler; free the intermediate
   MPI_Comm_free(&sub);
   return c;
+}
+
+ProgressMode Context::progress_mode() const {
+  check_valid("Context::progress_mode");
+  return state_->progress;
 }
 
 WindowCache& Context::cache() const {
@@ -284,6 +352,7 @@ std::string Context::describe() const {
   os << "mpi_library=" << first << "\n";
   os << "ranks=" << size() << "\n";
   os << "window_kind=" << (window_kind() == WindowKind::shared ? "shared" : "rma") << "\n";
+  os << "progress=" << to_string(state_->progress) << "\n";
   const char* osc = std::getenv("OMPI_MCA_osc");
   os << "osc=" << (osc ? osc : "default") << "\n";
   return os.str();

@@ -63,10 +63,21 @@ void throw_mpi_error(int rc, std::string_view call) {
   if (cls == MPI_ERR_WIN && call.find("MPI_Win_allocate") != std::string_view::npos) {
     // The one failure users hit in practice: Open MPI's osc/rdma cannot span hosts without an
     // RDMA network. Say what to do instead of leaving them with MPI_ERR_WIN.
-    msg +=
-        ". The MPI library could not create a one-sided window on this communicator; across "
-        "hosts without an RDMA network Open MPI needs another one-sided component: run with "
-        "`mpiexec --mca osc pt2pt` (or `--mca osc ucx` with UCX), or set OMPI_MCA_osc=pt2pt";
+    int level = MPI_THREAD_SINGLE;
+    MPI_Query_thread(&level);
+    if (level == MPI_THREAD_MULTIPLE)
+      // GARRAY_PROGRESS=thread (or the program) asked for MPI_THREAD_MULTIPLE, which Open
+      // MPI's osc/pt2pt refuses: suggesting pt2pt would send the user in a circle.
+      msg +=
+          ". The MPI library could not create a one-sided window on this communicator under "
+          "MPI_THREAD_MULTIPLE (which GARRAY_PROGRESS=thread needs); Open MPI's osc/pt2pt, the "
+          "component that spans hosts over TCP, refuses it: unset GARRAY_PROGRESS (and call "
+          "ctx.progress() in long local loops), use UCX (`--mca pml ucx --mca osc ucx`), or MPICH";
+    else
+      msg +=
+          ". The MPI library could not create a one-sided window on this communicator; across "
+          "hosts without an RDMA network Open MPI needs another one-sided component: run with "
+          "`mpiexec --mca osc pt2pt` (or `--mca osc ucx` with UCX), or set OMPI_MCA_osc=pt2pt";
   }
   throw MpiError(msg + rank_suffix(), rc);
 }

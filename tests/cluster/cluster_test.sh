@@ -7,12 +7,15 @@
 #
 # SUITE:
 #   ompi      test binaries under Open MPI (`--mca osc ^ucx`) at np=2 (1 rank per host),
-#             np=4 block (ranks 0,1 on host 1) and np=4 round robin (--map-by node)
-#   mpich     the same binaries from the MPICH build tree (MPICH_BUILD_DIR), np=2
+#             np=4 block (ranks 0,1 on host 1) and np=4 round robin (--map-by node); and
+#             test_runtime's progress cases over UCX with GARRAY_PROGRESS=thread
+#   mpich     the same binaries from the MPICH build tree (MPICH_BUILD_DIR), np=2, and
+#             test_runtime's progress cases with GARRAY_PROGRESS=thread (a busy target)
 #   laplace   apps/laplace --variant kernel|fused|numpy across hosts (Open MPI np=2 and np=4
 #             block) against a one-host run: the `error=` lines must be bitwise equal
 #   defaults  Open MPI with Debian's defaults (no osc option), np=4 block: window creation
-#             fails; expect a non-zero exit naming `--mca osc pt2pt` within the timeout
+#             fails; expect a non-zero exit naming `--mca osc pt2pt` within the timeout;
+#             and GARRAY_PROGRESS=thread under osc/pt2pt: a non-zero exit naming GARRAY_PROGRESS
 #
 # Exit: 0 pass, 1 fail, 77 skipped (not root / no network namespaces / missing tree).
 # Knobs: CLUSTER_RUN_TIMEOUT (s, per MPI launch, default 120), SIM_* (see sim_cluster.sh).
@@ -62,12 +65,12 @@ run() {
   t0=$(date +%s.%N)
   local env_args sub
   if [ "$kind" = ompi ]; then
-    local a="--mca osc ^ucx"
+    local a="${SIM_OMPI_OSC:---mca osc ^ucx}"
     [ "$place" = rr ] && a+=" --map-by node"
     env_args="SIM_OMPI_ARGS=$a ${CLUSTER_OMPI_ARGS:-}" sub=run-ompi
   else
-    local a=""
-    [ "$place" = rr ] && a="-ppn 1"
+    local a="${SIM_MPICH_EXTRA:-}"
+    [ "$place" = rr ] && a+=" -ppn 1"
     env_args="SIM_MPICH_ARGS=$a" sub=run-mpich
   fi
   # MPICH/UCX over TCP may hang in MPI_Finalize (openucx/ucx#8738): once the job has
@@ -128,9 +131,20 @@ case $suite in
     suite_bins ompi "$build" 2 block
     suite_bins ompi "$build" 4 block
     suite_bins ompi "$build" 4 rr
+    # GARRAY_PROGRESS=thread needs MPI_THREAD_MULTIPLE, which osc/pt2pt refuses: over UCX
+    # (pml and osc), the busy-target cases of test_runtime (see the mpich suite)
+    SIM_OMPI_OSC="--mca pml ucx --mca osc ucx --mca pml_ucx_tls any --mca pml_ucx_devices any -x GARRAY_PROGRESS=thread" \
+      doctest_run "ompi.np2.ucx.progress_thread.test_runtime" ompi 2 block "$build/tests/test_runtime" \
+      '-tc=*GARRAY_PROGRESS*,*progress thread*,*while the target computes*'
     ;;
   mpich)
     suite_bins mpich "$mpich_build" 2 block
+    # GARRAY_PROGRESS=thread (issue 13): the target computes without MPI calls while the
+    # origin on the other host gets, accumulates, read_incs and puts; the test fails unless
+    # the target's progress thread served them before its 20 s deadline
+    SIM_MPICH_EXTRA="-genv GARRAY_PROGRESS thread" \
+      doctest_run "mpich.np2.progress_thread.test_runtime" mpich 2 block "$mpich_build/tests/test_runtime" \
+      '-tc=*GARRAY_PROGRESS*,*progress thread*,*while the target computes*'
     # np=4 (2 ranks per 1-core host) is left out: MPICH busy-polls without yielding, and each
     # of the three subsets ran past 120 s there (measured); see tests/cluster/README.md
     ;;
@@ -166,6 +180,16 @@ case $suite in
       verdict "ompi.np4.block.defaults" 1 "(exit $RUN_RC: $(grep -m1 -o 'MPI_Win_allocate[^.]*' "$RUN_LOG"))"
     else
       verdict "ompi.np4.block.defaults" 0 "(expected a non-zero exit naming --mca osc pt2pt, not a hang)"
+    fi
+    # GARRAY_PROGRESS=thread asks for MPI_THREAD_MULTIPLE, which osc/pt2pt refuses: the same
+    # rule (every rank exits, no hang) and a message that does not suggest pt2pt again
+    SIM_OMPI_ARGS="--mca osc ^ucx -x GARRAY_PROGRESS=thread" "$SIM" run-ompi 2 "$lap" --nx 64 --ny 64 --iters 5 \
+      --quiet >"$logs/defaults.np2.progress.log" 2>&1
+    RUN_RC=$? RUN_LOG=$logs/defaults.np2.progress.log RUN_SECS=-
+    if [ "$RUN_RC" != 0 ] && [ "$RUN_RC" != 124 ] && [ "$RUN_RC" != 137 ] && grep -q "unset GARRAY_PROGRESS" "$RUN_LOG"; then
+      verdict "ompi.np2.progress_thread.pt2pt" 1 "(exit $RUN_RC: the window error names GARRAY_PROGRESS)"
+    else
+      verdict "ompi.np2.progress_thread.pt2pt" 0 "(expected a non-zero exit naming GARRAY_PROGRESS, not a hang)"
     fi
     ;;
 esac

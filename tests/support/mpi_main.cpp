@@ -25,6 +25,7 @@
 #endif
 
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <sstream>
 #include <streambuf>
@@ -75,7 +76,11 @@ int main(int argc, char** argv) {
     // "<unknown module>" that no suppression can match), so it is not tracked.
     __lsan::ScopedDisabler lsan_off;
 #endif
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+    // What garray::required_thread_level() says (read here without garray: a malformed
+    // GARRAY_PROGRESS is for the Context to report, tests/runtime/progress.cpp).
+    const char* progress = std::getenv("GARRAY_PROGRESS");
+    const bool thread = progress && std::string(progress) == "thread";
+    MPI_Init_thread(&argc, &argv, thread ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED, &provided);
 #if defined(GARRAY_TEST_WITH_GA)
     GA_Initialize();
     MA_init(C_DBL, 1 << 20, 4 << 20);

@@ -7,8 +7,8 @@
 // Context; `split()` makes process groups so arrays can live on a subset of ranks.
 //
 // MPI lifetime: if MPI is not initialised when the first Context is made, garray calls
-// MPI_Init_thread (MPI_THREAD_FUNNELED) and calls MPI_Finalize when the last Context (and
-// the last array) is gone. If the program initialised MPI itself, garray never finalises it.
+// MPI_Init_thread (MPI_THREAD_FUNNELED, or MPI_THREAD_MULTIPLE with GARRAY_PROGRESS=thread:
+// progress.hpp) and calls MPI_Finalize when the last Context (and the last array) is gone. If the program initialised MPI itself, garray never finalises it.
 //
 // Windows: on a communicator whose ranks all share one node, arrays use shared-memory
 // windows (MPI_Win_allocate_shared) and move data with plain memory copies; otherwise
@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <garray/runtime/progress.hpp>
 #include <garray/runtime/stats.hpp>
 #include <memory>
 #include <optional>
@@ -81,6 +82,9 @@ class Context {
   int size() const noexcept { return size_; }                ///< Local. Number of ranks in the context.
   MPI_Comm comm() const noexcept { return comm_; }           ///< Local. garray's duplicated communicator.
   WindowKind window_kind() const noexcept { return kind_; }  ///< Local. Identical on every rank.
+  /// Local. Identical on every rank: GARRAY_PROGRESS, agreed when the context was made
+  /// (progress.hpp; with `thread`, the process's progress thread runs while the context lives).
+  ProgressMode progress_mode() const;
 
   /// Local. This rank's counters (writable, e.g. to reset; a Context is a handle, so the
   /// counters are shared by all copies and are not part of its constness).

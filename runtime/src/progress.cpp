@@ -1,0 +1,110 @@
+// GARRAY_PROGRESS=thread: one thread per process that calls into MPI at a fixed interval, so
+// one-sided operations aimed at a rank busy in local computation are served (see
+// progress.hpp, docs/semantics.md "Progress", docs/design.md "Progress").
+#include "progress_thread.hpp"
+#include <garray/runtime/error.hpp>
+#include <garray/runtime/progress.hpp>
+
+#include <chrono>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+
+namespace garray {
+
+namespace {
+std::string_view env_or_empty(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? std::string_view(v) : std::string_view();
+}
+}  // namespace
+
+ProgressMode requested_progress() {
+  const std::string_view v = env_or_empty("GARRAY_PROGRESS");
+  if (v.empty() || v == "none") return ProgressMode::none;
+  if (v == "thread") return ProgressMode::thread;
+  detail::raise<InvalidArgument>("GARRAY_PROGRESS='", v, "': expected 'none' or 'thread'");
+}
+
+int required_thread_level() {
+  return requested_progress() == ProgressMode::thread ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED;
+}
+
+std::string_view to_string(ProgressMode m) noexcept { return m == ProgressMode::thread ? "thread" : "none"; }
+
+namespace detail {
+
+std::chrono::microseconds progress_interval() {
+  const std::string_view v = env_or_empty("GARRAY_PROGRESS_INTERVAL");
+  if (v.empty()) return std::chrono::microseconds(100);
+  char* end = nullptr;
+  const std::string s(v);
+  const long us = std::strtol(s.c_str(), &end, 10);
+  if (end == s.c_str() || *end != '\0' || us < 0 || us > 1000000)
+    raise<InvalidArgument>("GARRAY_PROGRESS_INTERVAL='", v, "': expected microseconds in [0, 1000000]");
+  return std::chrono::microseconds(us);
+}
+
+namespace {
+// MPI_Finalize deletes MPI_COMM_SELF's attributes first: the callback stops the thread
+// there, so a program that finalises MPI while contexts still exist (allowed: garray's
+// destructors check MPI_Finalized) never has the thread calling MPI after MPI_Finalize.
+int finalize_keyval = MPI_KEYVAL_INVALID;
+int stop_at_finalize(MPI_Comm, int, void* attr, void*) {
+  static_cast<ProgressThread*>(attr)->stop();
+  return MPI_SUCCESS;
+}
+}  // namespace
+
+ProgressThread::ProgressThread(std::chrono::microseconds interval) : interval_(interval) {
+  if (finalize_keyval == MPI_KEYVAL_INVALID)
+    check_mpi(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, stop_at_finalize, &finalize_keyval, nullptr),
+              "MPI_Comm_create_keyval");
+  check_mpi(MPI_Comm_set_attr(MPI_COMM_SELF, finalize_keyval, this), "MPI_Comm_set_attr");
+  thread_ = std::thread([this] { run(); });
+}
+
+void ProgressThread::run() {
+  while (!stopping_.load(std::memory_order_acquire)) {
+    int flag = 0;
+    // A call that enters the whole progress engine. Not on MPI_COMM_SELF (or a duplicate):
+    // MPICH's ch4 serves a probe among "local" ranks from shared memory alone and never polls
+    // the network (measured: the busy target was not served). MPI_COMM_WORLD with
+    // MPI_ANY_SOURCE polls every transport; a probe receives nothing, so the program's own
+    // messages on MPI_COMM_WORLD are left alone (and creating a private communicator
+    // spanning the world would be collective: threads start per process, not together).
+    MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+    ++polls_;
+    if (interval_.count() > 0)
+      std::this_thread::sleep_for(interval_);
+    else
+      std::this_thread::yield();
+  }
+}
+
+void ProgressThread::stop() noexcept {
+  std::lock_guard lock(stop_mutex_);
+  if (!thread_.joinable()) return;
+  stopping_.store(true, std::memory_order_release);
+  thread_.join();
+}
+
+ProgressThread::~ProgressThread() {
+  stop();
+  int fin = 0;
+  MPI_Finalized(&fin);
+  if (!fin) MPI_Comm_delete_attr(MPI_COMM_SELF, finalize_keyval);  // calls stop() again: a no-op
+}
+
+std::shared_ptr<ProgressThread> acquire_progress_thread() {
+  static std::mutex m;
+  static std::weak_ptr<ProgressThread> ours;
+  std::lock_guard lock(m);
+  if (auto p = ours.lock()) return p;
+  auto p = std::make_shared<ProgressThread>(progress_interval());
+  ours = p;
+  return p;
+}
+
+}  // namespace detail
+}  // namespace garray

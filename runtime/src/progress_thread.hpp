@@ -1,0 +1,41 @@
+#pragma once
+// The progress thread behind GARRAY_PROGRESS=thread (progress.cpp). Private to the library:
+// contexts hold it; the last context to go stops it.
+
+#include <mpi.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+namespace garray::detail {
+
+class ProgressThread {
+ public:
+  explicit ProgressThread(std::chrono::microseconds interval);
+  ~ProgressThread();
+  ProgressThread(const ProgressThread&) = delete;
+  ProgressThread& operator=(const ProgressThread&) = delete;
+  /// Stops and joins the thread (idempotent; also called from MPI_Finalize).
+  void stop() noexcept;
+  std::uint64_t polls() const noexcept { return polls_.load(std::memory_order_relaxed); }
+
+ private:
+  void run();
+  std::chrono::microseconds interval_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<std::uint64_t> polls_{0};
+  std::mutex stop_mutex_;
+  std::thread thread_;
+};
+
+/// The process's progress thread, started on first use (needs MPI_THREAD_MULTIPLE).
+std::shared_ptr<ProgressThread> acquire_progress_thread();
+/// GARRAY_PROGRESS_INTERVAL in microseconds (default 100; 0 = yield between polls).
+/// Throws InvalidArgument for a malformed value.
+std::chrono::microseconds progress_interval();
+
+}  // namespace garray::detail

@@ -1,0 +1,201 @@
+// GARRAY_PROGRESS (issue 13): the option is agreed across ranks or every rank throws, and
+// with GARRAY_PROGRESS=thread a one-sided operation completes while its target computes
+// without calling MPI. The second test is the one the cluster suite runs across two hosts
+// (tests/cluster/cluster_test.sh, suite `progress`): there, without the thread, the
+// target's loop runs into its deadline first.
+#include "support/test_support.hpp"
+
+#include <garray/runtime/progress.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <optional>
+#include <string>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// Sets (or unsets, for nullopt) an environment variable for the scope; restores it after.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    set(value);
+  }
+  ~ScopedEnv() { set(old_); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  void set(const std::optional<std::string>& v) {
+    if (v) setenv(name_, v->c_str(), 1);
+    else unsetenv(name_);
+  }
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+int thread_level() {
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&provided);
+  return provided;
+}
+
+int world_rank() {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+int world_size() {
+  int s = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &s);
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("GARRAY_PROGRESS is read locally: none by default, thread asks for MPI_THREAD_MULTIPLE") {
+  {
+    ScopedEnv e("GARRAY_PROGRESS", std::nullopt);
+    CHECK(garray::requested_progress() == garray::ProgressMode::none);
+    CHECK(garray::required_thread_level() == MPI_THREAD_FUNNELED);
+  }
+  {
+    ScopedEnv e("GARRAY_PROGRESS", "none");
+    CHECK(garray::requested_progress() == garray::ProgressMode::none);
+  }
+  {
+    ScopedEnv e("GARRAY_PROGRESS", "thread");
+    CHECK(garray::requested_progress() == garray::ProgressMode::thread);
+    CHECK(garray::required_thread_level() == MPI_THREAD_MULTIPLE);
+  }
+  {
+    ScopedEnv e("GARRAY_PROGRESS", "Thread");
+    const std::string m = test::message_of<garray::InvalidArgument>([] { (void)garray::requested_progress(); });
+    CHECK(test::contains(m, "GARRAY_PROGRESS='Thread'"));
+    CHECK(test::contains(m, "[rank " + std::to_string(world_rank())));
+  }
+  // The context reports what it runs with.
+  garray::Context ctx;
+  CHECK(test::contains(ctx.describe(), std::string("progress=") + std::string(garray::to_string(ctx.progress_mode()))));
+}
+
+TEST_CASE("GARRAY_PROGRESS that is invalid or differs on one rank makes every rank throw, naming the rank") {
+  const int me = world_rank(), p = world_size(), last = p - 1;
+  SUBCASE("an invalid value on the last rank") {
+    ScopedEnv e("GARRAY_PROGRESS", me == last ? std::optional<std::string>("threads")
+                                              : std::optional<std::string>(std::getenv("GARRAY_PROGRESS")
+                                                                              ? std::getenv("GARRAY_PROGRESS")
+                                                                              : "none"));
+    const std::string m = test::message_of<garray::InvalidArgument>([] { garray::Context c; });
+    if (me == last) CHECK(test::contains(m, "GARRAY_PROGRESS='threads'"));
+    else CHECK(test::contains(m, "on rank " + std::to_string(last)));
+  }
+  SUBCASE("an invalid interval on rank 0 (only read with thread)") {
+    ScopedEnv e("GARRAY_PROGRESS", "thread");
+    ScopedEnv i("GARRAY_PROGRESS_INTERVAL", me == 0 ? std::optional<std::string>("10ms") : std::nullopt);
+    const std::string m = test::message_of<garray::InvalidArgument>([] { garray::Context c; });
+    if (me == 0) CHECK(test::contains(m, "GARRAY_PROGRESS_INTERVAL='10ms'"));
+    else CHECK(test::contains(m, "on rank 0"));
+  }
+  if (thread_level() < MPI_THREAD_MULTIPLE) {
+    SUBCASE("thread without MPI_THREAD_MULTIPLE (this binary initialised MPI with less)") {
+      ScopedEnv e("GARRAY_PROGRESS", me == last ? std::optional<std::string>("thread") : std::nullopt);
+      const std::string m = test::message_of<garray::InvalidArgument>([] { garray::Context c; });
+      CHECK(test::contains(m, "needs MPI_THREAD_MULTIPLE"));
+      CHECK(test::contains(m, "rank " + std::to_string(last)));
+      CHECK(test::contains(m, "required_thread_level"));
+    }
+  } else if (p > 1) {
+    SUBCASE("thread on every rank but the last") {
+      ScopedEnv e("GARRAY_PROGRESS", me == last ? std::nullopt : std::optional<std::string>("thread"));
+      const std::string m = test::message_of<garray::InvalidArgument>([] { garray::Context c; });
+      CHECK(test::contains(m, "GARRAY_PROGRESS differs across ranks"));
+      CHECK(test::contains(m, "rank " + std::to_string(last) + ": 'none'"));
+    }
+  }
+  // Nothing was left half made: a context with the environment as it was still works.
+  garray::Context ok;
+  CHECK(ok.agree(true));
+}
+
+TEST_CASE("contexts started and stopped many times share one progress thread") {
+  // With GARRAY_PROGRESS=thread every context holds the process's thread; the last one to
+  // go stops it and the next one starts it again. Nothing may hang or leak (ASan build).
+  for (int k = 0; k < 20; ++k) {
+    garray::Context a;
+    garray::Context b = a.split(0);
+    garray::GlobalArray<double, 1> x(b, {8});
+    x.fill(1.0);
+    CHECK(x.get(garray::idx[7]) == 1.0);
+    CHECK(a.progress_mode() == b.progress_mode());
+  }
+}
+
+TEST_CASE("a get, accumulate, read_inc and put complete while the target computes without calling MPI") {
+  garray::Context ctx;
+  const int p = ctx.size(), me = ctx.rank();
+  if (p < 2) return;  // needs an origin and a target
+  const int origin = 0, target = p - 1;
+  // Four elements per rank: [payload, accumulate target, counter, flag].
+  garray::GlobalArray<std::int64_t, 1> a(ctx, {4 * p}, garray::Distribution<1>::slab(0));
+  a.fill(0);
+  garray::Index t0 = 0;
+  if (me == target) {
+    t0 = a.local_box().lo[0];
+    a.access().view()[t0] = 42;
+  }
+  MPI_Bcast(&t0, 1, MPI_INT64_T, target, ctx.comm());
+  a.sync();
+  const double wait_s = std::getenv("GARRAY_TEST_PROGRESS_WAIT") ? std::atof(std::getenv("GARRAY_TEST_PROGRESS_WAIT"))
+                                                                  : 20.0;
+  int seen = 1;
+  double origin_s = 0, target_s = 0;
+  std::int64_t got = -1, old = -1;
+  if (me == target) {
+    // Busy in local computation: no MPI call until the origin's flag arrives or the
+    // deadline passes (then MPI serves the operations and the test goes on).
+    auto blk = a.access();
+    std::int64_t* flag = &blk.view()[t0 + 3];
+    const auto start = Clock::now();
+    const auto deadline = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(wait_s));
+    volatile double sink = 0;
+    while (__atomic_load_n(flag, __ATOMIC_ACQUIRE) == 0 && Clock::now() < deadline)
+      for (int i = 0; i < 1000; ++i) sink = sink + i * 1e-9;
+    seen = __atomic_load_n(flag, __ATOMIC_ACQUIRE) != 0 ? 1 : 0;
+    target_s = std::chrono::duration<double>(Clock::now() - start).count();
+  } else if (me == origin) {
+    const auto start = Clock::now();
+    got = a.get(garray::idx[t0]);
+    const std::int64_t five = 5, one = 1;
+    a.accumulate(garray::idx[garray::range(t0 + 1, t0 + 2)], std::span<const std::int64_t>(&five, 1));
+    old = a.read_inc({t0 + 2}, 3);
+    a.fence();  // the accumulate is complete at the target before the flag is set
+    a.put(garray::idx[garray::range(t0 + 3, t0 + 4)], std::span<const std::int64_t>(&one, 1));
+    a.fence();
+    origin_s = std::chrono::duration<double>(Clock::now() - start).count();
+  }
+  a.sync();
+  MPI_Bcast(&seen, 1, MPI_INT, target, ctx.comm());
+  MPI_Bcast(&target_s, 1, MPI_DOUBLE, target, ctx.comm());
+  MPI_Bcast(&origin_s, 1, MPI_DOUBLE, origin, ctx.comm());
+  if (me == 0) {
+    const std::string mode(garray::to_string(ctx.progress_mode())),
+        window = ctx.window_kind() == garray::WindowKind::shared ? "shared" : "rma", saw = seen ? "yes" : "no";
+    MESSAGE("progress=" << mode << " window=" << window << ": the origin's operations took " << origin_s
+                        << " s; the target saw the flag: " << saw << " after " << target_s << " s");
+  }
+  // The operations themselves are correct whatever served them.
+  if (me == origin) {
+    CHECK(got == 42);
+    CHECK(old == 0);
+  }
+  CHECK(a.get(garray::idx[t0 + 1]) == 5);
+  CHECK(a.get(garray::idx[t0 + 2]) == 3);
+  CHECK(a.get(garray::idx[t0 + 3]) == 1);
+  // The promise of GARRAY_PROGRESS=thread (docs/semantics.md, "Progress"): served while the
+  // target computed, not at its next MPI call.
+  if (ctx.progress_mode() == garray::ProgressMode::thread) CHECK(seen == 1);
+}
