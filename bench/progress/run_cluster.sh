@@ -8,7 +8,7 @@
 #   Open MPI over UCX (pml and osc), none and thread (interval 100 and 10 us); osc/pt2pt
 #     refuses the MPI_THREAD_MULTIPLE the thread needs (docs/semantics.md "Progress")
 #   MPICH 4.0 ch4:ucx, GARRAY_PROGRESS=none
-#   MPICH, GARRAY_PROGRESS=thread with GARRAY_PROGRESS_INTERVAL 100, 10 and 0 us
+#   MPICH, GARRAY_PROGRESS=thread with GARRAY_PROGRESS_INTERVAL 100, 30, 10 and 0 us
 # BUILD_DIR holds the Open MPI build's bench/bench_progress; the MPICH binary is built in
 # BUILD_DIR/bench-mpich (configured here with MPICH's compilers on first use).
 # The hosts are always torn down. Run on an otherwise idle machine.
@@ -51,7 +51,7 @@ for us in 100 10; do
     row "ompi ucx, thread, interval $us us" "$SIM" run-ompi 2 "$OBIN"
 done
 row "mpich, none" "$SIM" run-mpich 2 "$MBIN"
-for us in 100 10 0; do
+for us in 100 30 10 0; do
   SIM_MPICH_ARGS="-genv GARRAY_PROGRESS thread -genv GARRAY_PROGRESS_INTERVAL $us" \
     row "mpich, thread, interval $us us" "$SIM" run-mpich 2 "$MBIN"
 done
