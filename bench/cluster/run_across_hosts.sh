@@ -1,0 +1,40 @@
+#!/bin/bash
+# run_across_hosts.sh SOURCE_DIR BUILD_DIR [CSV]
+#
+# Issue 13's benchmarks on the two simulated hosts of tests/cluster/sim_cluster.sh (root;
+# one CPU per host), Open MPI 4.1 with `--mca osc ^ucx` (osc/pt2pt across hosts, the
+# setting garray documents for TCP clusters):
+#   laplace  bench_laplace --sizes 1000: the hand-written MPI Jacobi and garray's kernel and
+#            fused variants side by side (interleaved rounds, medians), np=2 (one rank per
+#            host), np=4 block (ranks 0,1 on host 1) and np=4 round robin
+#   rma      bench_rma --quick: raw MPI RMA vs garray, rank 0 -> rank 1 on the other host,
+#            the same osc component
+# The hosts are always torn down. Run on an otherwise idle machine.
+set -uo pipefail
+SRC=$(cd "${1:?usage: run_across_hosts.sh SOURCE_DIR BUILD_DIR [CSV]}" && pwd)
+BUILD=$(cd "${2:?usage: run_across_hosts.sh SOURCE_DIR BUILD_DIR [CSV]}" && pwd)
+CSV=${3:-}
+SIM=$SRC/tests/cluster/sim_cluster.sh
+export SIM_PREFIX=${SIM_PREFIX:-gabench} SIM_QUIET=1 SIM_TIMEOUT=${SIM_TIMEOUT:-600}
+for b in bench_laplace bench_rma; do
+  [ -x "$BUILD/bench/$b" ] || { echo "run_across_hosts.sh: $BUILD/bench/$b not built" >&2; exit 2; }
+done
+csv_args=()
+[ -n "$CSV" ] && csv_args=(--csv "$(realpath -m "$CSV")")
+trap '"$SIM" down >/dev/null 2>&1' EXIT
+trap 'exit 130' INT TERM
+"$SIM" down >/dev/null 2>&1
+"$SIM" up 2 || exit 1
+echo "# $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg)"
+OSC="--mca osc ^ucx"
+for cfg in "2 block" "4 block" "4 rr"; do
+  set -- $cfg
+  extra=""
+  [ "$2" = rr ] && extra="--map-by node"
+  echo "## laplace np=$1 $2"
+  SIM_OMPI_ARGS="$OSC $extra" "$SIM" run-ompi "$1" "$BUILD/bench/bench_laplace" --sizes 1000 --iters 20 \
+    --repeat "${LAPLACE_REPEAT:-5}" --contenders mpi,kernel,fused "${csv_args[@]}" 2>&1 | grep -v '^sim_cluster'
+done
+echo "## rma np=2 (rank 1 on the other host)"
+SIM_OMPI_ARGS="$OSC" "$SIM" run-ompi 2 "$BUILD/bench/bench_rma" --quick --no-strided "${csv_args[@]}" 2>&1 |
+  grep -v '^sim_cluster'
