@@ -12,8 +12,9 @@
 #   mpich     the same binaries from the MPICH build tree (MPICH_BUILD_DIR), np=2, np=4
 #             block and round robin (with the tree's yield module preloaded), and
 #             test_runtime's progress cases with GARRAY_PROGRESS=thread (a busy target)
-#   laplace   apps/laplace --variant kernel|fused|numpy across hosts (Open MPI np=2 and np=4
-#             block) against a one-host run: the `error=` lines must be bitwise equal
+#   laplace   apps/laplace --variant kernel|fused|numpy across hosts (Open MPI np=2, np=4
+#             block and round robin; MPICH np=2 and np=4 block from MPICH_BUILD_DIR) against
+#             a one-host run of the same MPI: the `error=` lines must be bitwise equal
 #   defaults  Open MPI with Debian's defaults (no osc option), np=4 block: window creation
 #             fails; expect a non-zero exit naming `--mca osc pt2pt` within the timeout;
 #             and GARRAY_PROGRESS=thread under osc/pt2pt: a non-zero exit naming GARRAY_PROGRESS
@@ -177,6 +178,29 @@ case $suite in
         done
       done
     done
+    # MPICH (the tree's laplace, when MPICH_BUILD_DIR has one): np=2 and np=4 block, the
+    # 4-rank runs with the tree's yield module preloaded (see the mpich suite)
+    mlap=${mpich_build:+$mpich_build/apps/laplace/laplace}
+    if [ -n "$mlap" ] && [ -x "$mlap" ] && command -v mpiexec.mpich >/dev/null; then
+      yield_so=$mpich_build/tests/libgarray_mpich_yield.so
+      for np in 2 4; do
+        pre=()
+        [ $np = 4 ] && [ -f "$yield_so" ] && pre=(-genv LD_PRELOAD "$yield_so")
+        for v in kernel fused numpy; do
+          args=(--nx 200 --ny 200 --iters 50 --init hash --variant "$v" --quiet)
+          ref=$(timeout -k 5 "$SIM_TIMEOUT" mpiexec.mpich "${pre[@]}" -n $np "$mlap" "${args[@]}" 2>&1 | grep '^error=')
+          SIM_MPICH_EXTRA="${pre[*]}" RUN_DONE_MARK="error=" run "mpich.np$np.block.laplace.$v" mpich $np block "$mlap" "${args[@]}"
+          got=$(grep '^error=' "$RUN_LOG")
+          if { [ "$RUN_RC" = 0 ] || [ "$RUN_RC" = 124 ]; } && [ -n "$ref" ] && [ "$got" = "$ref" ]; then
+            verdict "mpich.np$np.block.laplace.$v" 1 "$got (1 host: same)$([ "$RUN_RC" = 124 ] && echo '; then hung in MPI_Finalize: openucx/ucx#8738')"
+          else
+            verdict "mpich.np$np.block.laplace.$v" 0 "2 hosts: '${got}' 1 host: '${ref}'"
+          fi
+        done
+      done
+    else
+      echo "cluster_test: NOTE: no MPICH laplace at '${mlap:-<no MPICH tree>}': MPICH laplace runs left out"
+    fi
     ;;
   defaults)
     # Debian's Open MPI defaults cannot create a window spanning hosts over TCP (osc/rdma
