@@ -56,6 +56,7 @@
 #include <garray/runtime/context.hpp>
 #include <garray/runtime/datatype.hpp>
 #include <garray/runtime/error.hpp>
+#include <garray/runtime/window.hpp>  // gd::Window in Group::begin
 #include <memory>
 #include <optional>
 #include <string>
