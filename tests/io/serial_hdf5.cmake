@@ -1,5 +1,5 @@
 # garray::io against an HDF5 built WITHOUT MPI (issue 14, bad input "HDF5 built without
-# MPI"): test_io_serial_hdf5 compiles io.hpp against the serial HDF5 (Debian: libhdf5-dev,
+# MPI"): test_io_serial_hdf5 compiles garray_io's sources against the serial HDF5 (Debian: libhdf5-dev,
 # headers in /usr/include/hdf5/serial) instead of the parallel one garray_io uses, and runs at
 # np 2 under mpiexec: every way into garray::io throws io::FileError naming the file and
 # saying HDF5 lacks MPI, on every rank, with files and arrays unchanged.
@@ -59,8 +59,11 @@ endif()
 message(STATUS "garray: test_io_serial_hdf5 uses the serial HDF5 ${GARRAY_SERIAL_HDF5_INCLUDE_DIR} "
                "(${GARRAY_SERIAL_HDF5_LIBRARY})")
 
-# Not linked with garray_io (that is the parallel HDF5): the array layer plus the serial one.
-garray_test_binary(test_io_serial_hdf5 io/serial_hdf5.cpp)
+# Not linked with garray_io (that is the parallel HDF5): garray_io's own sources
+# (GARRAY_IO_SOURCES: array/src/io.cpp and the per-type instantiation units) are compiled
+# into the test against the serial HDF5, with the array layer and the serial library.
+garray_test_binary(test_io_serial_hdf5 io/serial_hdf5.cpp ${GARRAY_IO_SOURCES})
 target_include_directories(test_io_serial_hdf5 SYSTEM BEFORE PRIVATE ${GARRAY_SERIAL_HDF5_INCLUDE_DIR})
+target_include_directories(test_io_serial_hdf5 PRIVATE ${PROJECT_SOURCE_DIR}/array/src)
 target_link_libraries(test_io_serial_hdf5 PRIVATE ${GARRAY_SERIAL_HDF5_LIBRARY})
 garray_add_mpi_test(test_io_serial_hdf5 RANKS 2 TIMEOUT 60)

@@ -1,4 +1,5 @@
-// A user program built against the installed package: create, put, get, check.
+// A user program built against the installed package: create, put, get, check (and, when
+// the package has garray::io, write the array to a file and read it back).
 #include <garray/garray.hpp>
 
 #include <cstdio>
@@ -16,6 +17,17 @@ int main() {
     std::vector<double> back(10);
     a.get(garray::idx[ctx.rank()], std::span<double>(back));
     bad = back != row;
+#ifdef GARRAY_HAVE_IO
+    // garray::io from the installed garray_io (no HDF5 headers needed here): a round trip.
+    {
+      garray::io::File f(ctx, "consumer.h5", garray::io::Mode::create);
+      garray::io::write(f, "a", a);
+    }
+    garray::io::File g(ctx, "consumer.h5");
+    auto b = garray::io::read_array<double, 2>(g, "a");
+    b.get(garray::idx[ctx.rank()], std::span<double>(back));
+    bad = bad || back != row;
+#endif
     std::printf("consumer rank %d: %s\n", ctx.rank(), bad ? "MISMATCH" : "ok");
   }
   return bad;

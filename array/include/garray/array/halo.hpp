@@ -23,6 +23,7 @@
 // extent). Ranks with empty blocks have no frame and only take part in the synchronisation.
 
 #include <array>
+#include <complex>
 #include <cstddef>
 #include <cstdint>
 #include <garray/array/box.hpp>
@@ -159,5 +160,22 @@ void update_ghosts(GlobalArray<T, N>& a, const std::array<bool, N>& periodic = {
   });
   ++a.context().stats().syncs;
 }
+
+// update_ghosts for the six element types at 1-4 dimensions is compiled once into
+// libgarray_array (array/src/instantiate.cpp.in).
+#ifndef GARRAY_INSTANTIATING
+#define GARRAY_DETAIL_HALO(T)                                                               \
+  extern template void update_ghosts<T, 1>(GlobalArray<T, 1>&, const std::array<bool, 1>&); \
+  extern template void update_ghosts<T, 2>(GlobalArray<T, 2>&, const std::array<bool, 2>&); \
+  extern template void update_ghosts<T, 3>(GlobalArray<T, 3>&, const std::array<bool, 3>&); \
+  extern template void update_ghosts<T, 4>(GlobalArray<T, 4>&, const std::array<bool, 4>&);
+GARRAY_DETAIL_HALO(float)
+GARRAY_DETAIL_HALO(double)
+GARRAY_DETAIL_HALO(std::int32_t)
+GARRAY_DETAIL_HALO(std::int64_t)
+GARRAY_DETAIL_HALO(std::complex<float>)
+GARRAY_DETAIL_HALO(std::complex<double>)
+#undef GARRAY_DETAIL_HALO
+#endif
 
 }  // namespace garray

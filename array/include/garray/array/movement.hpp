@@ -37,6 +37,7 @@
 
 #include <array>
 #include <boost/multi_array.hpp>
+#include <complex>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -459,5 +460,41 @@ template <Element T, std::size_t N>
 bool is_local(const GlobalArray<T, N>& a, const Shape<N>& i) noexcept {
   return a.local_box().contains(i);
 }
+
+// The collectives above for the six element types at 1-4 dimensions are compiled once into
+// libgarray_array (array/src/instantiate.cpp.in): user translation units do not instantiate
+// them again. for_each_owned (a user functor), enumerate, owners and is_local stay here.
+#ifndef GARRAY_INSTANTIATING
+#define GARRAY_DETAIL_MOVEMENT(T, N)                                                                             \
+  extern template GlobalArray<T, N> detail::make_overwritten<T, N>(const Context&, const Shape<N>&,           \
+                                                                  const Distribution<N>&, const Shape<N>&); \
+  extern template GlobalArray<T, N> scatter_from<T, N, T*>(const Context&, int,                                \
+                                                           const boost::const_multi_array_ref<T, N, T*>&,      \
+                                                           const Shape<N>&, const Distribution<N>&,           \
+                                                           const Shape<N>&);                                   \
+  extern template GlobalArray<T, N> from_local<T, N, T*>(const Context&,                                       \
+                                                         const boost::const_multi_array_ref<T, N, T*>&,        \
+                                                         std::size_t, const Shape<N>&);                        \
+  extern template boost::multi_array<T, N> gather<T, N>(GlobalArray<T, N>&, int);                              \
+  extern template boost::multi_array<T, N> allgather<T, N>(GlobalArray<T, N>&);                                \
+  extern template GlobalArray<T, N> redistribute<T, N>(GlobalArray<T, N>&, const Distribution<N>&,             \
+                                                       const Shape<N>&);                                       \
+  extern template GlobalArray<T, N> redistribute<T, N>(GlobalArray<T, N>&, const Distribution<N>&);            \
+  extern template GlobalArray<T, N> transpose<T, N>(GlobalArray<T, N>&, const std::array<std::size_t, N>&,     \
+                                                    const Distribution<N>&, const Shape<N>&);
+#define GARRAY_DETAIL_MOVEMENT_TYPE(T) \
+  GARRAY_DETAIL_MOVEMENT(T, 1)         \
+  GARRAY_DETAIL_MOVEMENT(T, 2)         \
+  GARRAY_DETAIL_MOVEMENT(T, 3)         \
+  GARRAY_DETAIL_MOVEMENT(T, 4)
+GARRAY_DETAIL_MOVEMENT_TYPE(float)
+GARRAY_DETAIL_MOVEMENT_TYPE(double)
+GARRAY_DETAIL_MOVEMENT_TYPE(std::int32_t)
+GARRAY_DETAIL_MOVEMENT_TYPE(std::int64_t)
+GARRAY_DETAIL_MOVEMENT_TYPE(std::complex<float>)
+GARRAY_DETAIL_MOVEMENT_TYPE(std::complex<double>)
+#undef GARRAY_DETAIL_MOVEMENT_TYPE
+#undef GARRAY_DETAIL_MOVEMENT
+#endif
 
 }  // namespace garray

@@ -1,0 +1,229 @@
+// garray::io, the parts that do not depend on the element type or the number of dimensions
+// (issue 17: compiled once into garray_io). The templates are instantiated for the six
+// element types at 1-4 dimensions by the units generated from io_instantiate.cpp.in.
+#include "io_impl.hpp"
+
+namespace garray::io {
+
+namespace detail {
+
+FileState::~FileState() {
+  if (fid >= 0) H5Fclose(fid);  // collective: every rank destroys its handles together
+}
+
+std::string call_name(std::string_view fn, std::string_view type, std::size_t n) {
+  return cat("garray::io::", fn, "<", type, ",", n, ">");
+}
+
+}  // namespace detail
+
+bool Group::contains(const std::string& name) const {
+  const std::string what = "garray::io::contains";
+  begin(what, detail::Sig(what).add(name).h, "object '" + name + "'", [] {});
+  return detail::concluded(comm(), what, [&] { return detail::link_exists(id(), name); });
+}
+
+void Group::set_string_attribute(const std::string& key, std::string_view value,
+                                 const std::string& object) const {
+  const std::string what = "garray::io::set_attribute";
+  detail::Sig sig(what);
+  sig.add(key).add(object);
+  sig.add(value);
+  begin(what, sig.h, where(object) + " attribute '" + key + "'", [&] {
+    if (key.empty()) gd::raise<InvalidArgument>(what, ": empty attribute name");
+    writable(what);
+  });
+  gd::run_concluded(comm(), what, [&] {
+    detail::silence_hdf5();
+    detail::Hid obj = open_object(object, what);
+    const bool ok = detail::put_string_attr(obj.get(), key.c_str(), std::string(value));
+    gd::fault_point("io.attribute");  // after the HDF5 calls, which every rank must make
+    if (!ok)
+      gd::raise<FileError>(what, ": cannot write attribute '", key, "' of ", where(object), ": ",
+                           detail::hdf5_message());
+  });
+}
+
+std::string Group::string_attribute(const std::string& key, const std::string& object) const {
+  const std::string what = "garray::io::attribute";
+  begin(what, detail::Sig(what).add(key).add(object).add(std::uint64_t{0}).h,
+        where(object) + " attribute '" + key + "'", [] {});
+  return detail::concluded(comm(), what, [&]() -> std::string {
+    detail::silence_hdf5();
+    detail::Hid obj = open_object(object, what);
+    if (H5Aexists(obj.get(), key.c_str()) <= 0)
+      gd::raise<FileError>(what, ": ", where(object), " has no attribute '", key, "'");
+    detail::Hid at(H5Aopen(obj.get(), key.c_str(), H5P_DEFAULT), H5Aclose);
+    detail::Hid ft(H5Aget_type(at.get()), H5Tclose);
+    detail::Hid sp(H5Aget_space(at.get()), H5Sclose);
+    auto s = detail::get_string_attr(obj.get(), key.c_str());
+    if (!s)
+      gd::raise<TypeMismatch>(what, ": attribute '", key, "' of ", where(object), " is ",
+                              detail::describe_type(ft.get()), ", not a string");
+    return *s;
+  });
+}
+
+std::string Group::where(const std::string& name) const {
+  return name == "." ? detail::cat("file '", file_->path, "', group '", path_, "'")
+                     : detail::cat("file '", file_->path, "', object '", child_path(name), "'");
+}
+
+std::string Group::dataset_where(const std::string& name) const {
+  return detail::cat("file '", file_->path, "', dataset '", child_path(name), "'");
+}
+
+void Group::check_open(const std::string& what) const {
+  if (file_->fid < 0) gd::raise<FileError>(what, ": file '", file_->path, "' is closed");
+}
+
+void Group::agree(const std::string& what, std::uint64_t sig, const std::string& args, std::exception_ptr err,
+                  const gd::Window* win) const {
+  detail::Sig s(what);
+  s.h = gd::hash_mix(sig, gd::hash_string(file_->path));
+  s.add(path_);
+  const gd::Window* wins[1] = {win};
+  detail::handshake(file_->ctx, s.h, what, where(".") + ", " + args, err,
+                    std::span<const gd::Window* const>(wins, win ? 1 : 0));
+}
+
+void Group::writable(std::string_view what) const {
+  if (file_->mode == Mode::read_only) gd::raise<FileError>(what, ": file '", file_->path, "' is open read-only");
+}
+
+detail::Hid Group::open_object(const std::string& object, std::string_view what) const {
+  if (object == ".") return detail::Hid(H5Oopen(id(), ".", H5P_DEFAULT), H5Oclose);
+  if (!detail::link_exists(id(), object)) gd::raise<FileError>(what, ": ", where(object), " does not exist");
+  detail::Hid o(H5Oopen(id(), object.c_str(), H5P_DEFAULT), H5Oclose);
+  if (!o.valid()) gd::raise<FileError>(what, ": cannot open ", where(object), ": ", detail::hdf5_message());
+  return o;
+}
+
+std::string Group::child_path(const std::string& name) const {
+  return detail::cat(path_ == "/" ? "" : path_, "/", name);
+}
+
+Group Group::open_group(const std::string& name, bool create) const {
+  const std::string what = create ? "garray::io::create_group" : "garray::io::group";
+  begin(what, detail::Sig(what).add(name).h, "group '" + name + "'", [&] {
+    if (name.empty()) gd::raise<InvalidArgument>(what, ": empty group name");
+    if (create) writable(what);
+  });
+  auto g = detail::concluded(comm(), what, [&] {
+    detail::silence_hdf5();
+    const bool exists = detail::link_exists(id(), name);
+    if (!exists && !create) gd::raise<FileError>(what, ": ", where(name), " does not exist");
+    hid_t h;
+    if (exists) {
+      h = H5Gopen2(id(), name.c_str(), H5P_DEFAULT);
+    } else {
+      detail::Hid lcpl(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
+      H5Pset_create_intermediate_group(lcpl.get(), 1);
+      h = H5Gcreate2(id(), name.c_str(), lcpl.get(), H5P_DEFAULT, H5P_DEFAULT);
+    }
+    if (h < 0) gd::raise<FileError>(what, ": cannot open ", where(name), ": ", detail::hdf5_message());
+    return std::make_shared<detail::Hid>(h, H5Gclose);
+  });
+  return Group(file_, std::move(g), child_path(name));
+}
+
+File::File(const Context& ctx, const std::string& path, Mode mode) {
+  const std::string what = "garray::io::File";
+  const char* mode_names[] = {"create", "read_write", "read_only"};
+  detail::Sig sig(what);
+  sig.add(path).add(static_cast<std::uint64_t>(mode));
+  std::exception_ptr err;
+  try {
+#ifndef H5_HAVE_PARALLEL
+    gd::raise<FileError>(what, ": file '", path,
+                         "': this HDF5 is built without MPI (parallel HDF5 needed)");
+#endif
+    if (path.empty()) gd::raise<InvalidArgument>(what, ": empty file name");
+  } catch (const Error&) {
+    err = std::current_exception();
+  }
+  detail::handshake(ctx, sig.h, what, "file '" + path + "', mode " + mode_names[static_cast<int>(mode)],
+                    err);
+  auto st = std::make_shared<detail::FileState>(ctx, path, mode);
+  std::shared_ptr<detail::Hid> root;  // declared after st: on a throw it closes first
+  gd::run_concluded(ctx.comm(), what, [&] {
+    detail::silence_hdf5();
+    detail::Hid fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+#ifdef H5_HAVE_PARALLEL
+    H5Pset_fapl_mpio(fapl.get(), ctx.comm(), MPI_INFO_NULL);
+    H5Pset_all_coll_metadata_ops(fapl.get(), true);  // metadata reads: rank 0 reads, broadcasts
+    H5Pset_coll_metadata_write(fapl.get(), true);    // metadata writes: one collective write
+#endif
+    if (mode == Mode::create)
+      st->fid = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get());
+    else
+      st->fid = H5Fopen(path.c_str(), mode == Mode::read_only ? H5F_ACC_RDONLY : H5F_ACC_RDWR, fapl.get());
+    if (st->fid < 0)
+      gd::raise<FileError>(what, ": cannot ", mode == Mode::create ? "create" : "open", " file '", path,
+                           "' (", mode_names[static_cast<int>(mode)], "): ", detail::hdf5_message());
+    const hid_t g = H5Gopen2(st->fid, "/", H5P_DEFAULT);
+    if (g < 0)
+      gd::raise<FileError>(what, ": file '", path,
+                           "': cannot open its root group: ", detail::hdf5_message());
+    root = std::make_shared<detail::Hid>(g, H5Gclose);
+    gd::fault_point("io.open");  // after the collective open: every rank closes it again
+  });
+  gid_ = std::move(root);
+  file_ = std::move(st);
+  path_ = "/";
+}
+
+void File::flush() const {
+  const std::string what = "garray::io::File::flush";
+  begin(what, detail::Sig(what).h, "flush", [] {});
+  gd::run_concluded(comm(), what, [&] {
+    const herr_t rc = H5Fflush(file_->fid, H5F_SCOPE_GLOBAL);
+    gd::fault_point("io.flush");  // after the (collective) flush
+    if (rc < 0)
+      gd::raise<FileError>(what, ": cannot flush file '", file_->path, "': ", detail::hdf5_message());
+  });
+}
+
+void File::close() {
+  const std::string what = "garray::io::File::close";
+  begin(what, detail::Sig(what).h, "close", [&] {
+    if (file_.use_count() != 1 || gid_.use_count() != 1)
+      gd::raise<InvalidArgument>(what, ": file '", file_->path, "' still has ", file_.use_count() - 1,
+                                 " open group handle(s)");
+  });
+  gd::run_concluded(comm(), what, [&] {
+    gid_.reset();
+    const herr_t rc = H5Fclose(file_->fid);
+    file_->fid = H5I_INVALID_HID;
+    gd::fault_point("io.close");
+    if (rc < 0)
+      gd::raise<FileError>(what, ": cannot close file '", file_->path, "': ", detail::hdf5_message());
+  });
+}
+
+DatasetInfo info(const Group& loc, const std::string& name) {
+  const std::string what = "garray::io::info";
+  loc.begin(what, detail::Sig(what).add(name).h, "dataset '" + name + "'", [] {});
+  return detail::concluded(loc.comm(), what, [&] {
+    detail::silence_hdf5();
+    const std::string ds = loc.dataset_where(name);
+    if (!detail::link_exists(loc.id(), name)) gd::raise<FileError>(what, ": ", ds, " does not exist");
+    detail::Hid dset(H5Dopen2(loc.id(), name.c_str(), H5P_DEFAULT), H5Dclose);
+    if (!dset.valid()) gd::raise<FileError>(what, ": cannot open ", ds, ": ", detail::hdf5_message());
+    DatasetInfo r;
+    detail::Hid sp(H5Dget_space(dset.get()), H5Sclose);
+    const int nd = H5Sget_simple_extent_ndims(sp.get());
+    std::vector<hsize_t> hd(static_cast<std::size_t>(std::max(nd, 0)));
+    if (nd > 0) H5Sget_simple_extent_dims(sp.get(), hd.data(), nullptr);
+    r.shape.assign(hd.begin(), hd.end());
+    detail::Hid ft(H5Dget_type(dset.get()), H5Tclose);
+    r.type = detail::get_string_attr(dset.get(), "garray_type").value_or(detail::describe_type(ft.get()));
+    r.distribution = detail::get_string_attr(dset.get(), "garray_distribution").value_or("");
+    r.process_grid = detail::get_index_attr(dset.get(), "garray_process_grid").value_or(std::vector<Index>{});
+    r.block_starts = detail::get_index_attr(dset.get(), "garray_block_starts").value_or(std::vector<Index>{});
+    r.ghost = detail::get_index_attr(dset.get(), "garray_ghost").value_or(std::vector<Index>{});
+    return r;
+  });
+}
+
+}  // namespace garray::io
