@@ -16,10 +16,13 @@ namespace detail {
 /// Finalises MPI when the last holder goes away, if (and only if) garray initialised it.
 struct MpiLifetime {
   MpiLifetime() {
-    // GARRAY_PROGRESS=thread needs MPI_THREAD_MULTIPLE. Read leniently here (a bad value is
-    // reported by the Context's agreement below, on every rank, not before MPI exists).
-    const char* p = std::getenv("GARRAY_PROGRESS");
-    const int level = p && std::strcmp(p, "thread") == 0 ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED;
+    // GARRAY_PROGRESS=thread needs MPI_THREAD_MULTIPLE. A bad value is not reported here
+    // but by the Context's agreement below, on every rank, once MPI exists.
+    int level = MPI_THREAD_FUNNELED;
+    try {
+      level = required_thread_level();
+    } catch (const Error&) {
+    }
     int provided = 0;
     check_mpi(MPI_Init_thread(nullptr, nullptr, level, &provided), "MPI_Init_thread");
   }
@@ -114,7 +117,7 @@ const char* thread_level_name(int level) {
 ProgressMode choose_progress(MPI_Comm comm, int rank, int size) {
   // code: 0 none, 1 thread, 2 thread without MPI_THREAD_MULTIPLE, 3 invalid value
   int code = 0, provided = MPI_THREAD_SINGLE;
-  std::string local_error;
+  std::exception_ptr local_error;  // this rank's own InvalidArgument, rethrown as it is
   try {
     code = requested_progress() == ProgressMode::thread ? 1 : 0;
     if (code == 1) {
@@ -122,17 +125,18 @@ ProgressMode choose_progress(MPI_Comm comm, int rank, int size) {
       check_mpi(MPI_Query_thread(&provided), "MPI_Query_thread");
       if (provided < MPI_THREAD_MULTIPLE) code = 2;
     }
-  } catch (const Error& e) {
+  } catch (const Error&) {
     code = 3;
-    local_error = e.what();
+    local_error = std::current_exception();
   }
   std::vector<int> codes(static_cast<std::size_t>(size));
   check_mpi(MPI_Allgather(&code, 1, MPI_INT, codes.data(), 1, MPI_INT, comm), "MPI_Allgather");
   for (int r = 0; r < size; ++r) {
     const int c = codes[static_cast<std::size_t>(r)];
-    if (c == 3)
-      raise<InvalidArgument>("Context: ", r == rank ? local_error : "an invalid GARRAY_PROGRESS or "
-                             "GARRAY_PROGRESS_INTERVAL on rank " + std::to_string(r));
+    if (c == 3) {
+      if (r == rank) std::rethrow_exception(local_error);
+      raise<InvalidArgument>("Context: an invalid GARRAY_PROGRESS or GARRAY_PROGRESS_INTERVAL on rank ", r);
+    }
     if (c == 2)
       raise<InvalidArgument>("Context: GARRAY_PROGRESS=thread needs MPI_THREAD_MULTIPLE, but rank ", r,
                              " runs with ", r == rank ? thread_level_name(provided) : "a lower level",
