@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <fstream>
 #include <garray/garray.hpp>
 #include <garray/runtime/error.hpp>
@@ -111,14 +112,23 @@ void sweep_exact(const double* u, double* v, Index stride, Index rows, Index col
   }
 }
 
-double combine_partials(MPI_Comm comm, double partial) {
-  // Every partial on every rank, then one sum in rank order: the same bits on every rank
-  // for any MPI library, and reproducible by the serial reference.
+double combine_partials(MPI_Comm comm, double partial, const std::exception_ptr& err) {
+  // Every (partial, failed) pair on every rank, then one sum in rank order: the same bits
+  // on every rank for any MPI library, and reproducible by the serial reference.
   int p = 0;
   garray::check_mpi(MPI_Comm_size(comm, &p), "MPI_Comm_size");
-  std::vector<double> all(static_cast<std::size_t>(p));
-  garray::check_mpi(MPI_Allgather(&partial, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, comm), "MPI_Allgather");
-  return reference_combine(all);
+  const double mine[2] = {partial, err ? 1.0 : 0.0};
+  std::vector<double> all(2 * static_cast<std::size_t>(p));
+  garray::check_mpi(MPI_Allgather(mine, 2, MPI_DOUBLE, all.data(), 2, MPI_DOUBLE, comm), "MPI_Allgather");
+  std::vector<double> partials(static_cast<std::size_t>(p));
+  int failed = -1;
+  for (std::size_t r = 0; r < partials.size(); ++r) {
+    partials[r] = all[2 * r];
+    if (failed < 0 && all[2 * r + 1] != 0.0) failed = static_cast<int>(r);
+  }
+  // The failed rank rethrows its error; the others throw CollectiveFailure with its message.
+  if (failed >= 0) garray::detail::throw_peer_failure(comm, failed, err, "laplace: combining the step's error");
+  return reference_combine(partials);
 }
 
 double reference_combine(const std::vector<double>& partials) {
@@ -295,30 +305,43 @@ class KernelImpl final : public Impl {
   double step() override {
     Array& u = *cur_;
     Array& v = *nxt_;
-    fetch_ghosts(u);
     double s = 0.0;
     garray::detail::ExactAcc<double> exact;
-    const Box<2> box = u.local_box();
-    const Index i0 = std::max<Index>(box.lo[0], 1), i1 = std::min<Index>(box.hi[0], p_.nx - 1);
-    const Index j0 = std::max<Index>(box.lo[1], 1), j1 = std::min<Index>(box.hi[1], p_.ny - 1);
-    if (!box.empty() && i0 < i1 && j0 < j1) {
-      auto bu = u.access();
-      auto bv = v.access();
-      const auto lay = u.layout_of(ctx_.rank());  // the same for v: same distribution and ghosts
-      const double* pu = bu.data() + lay.offset({i0, j0});
-      double* pv = bv.data() + lay.offset({i0, j0});
-      if (p_.reproducible)
-        sweep_exact(pu, pv, lay.strides[0], i1 - i0, j1 - j0, c_, exact);
-      else
-        s = sweep(pu, pv, lay.strides[0], i1 - i0, j1 - j0, c_);
+    std::exception_ptr err;
+    try {
+      fetch_ghosts(u);
+      const Box<2> box = u.local_box();
+      const Index i0 = std::max<Index>(box.lo[0], 1), i1 = std::min<Index>(box.hi[0], p_.nx - 1);
+      const Index j0 = std::max<Index>(box.lo[1], 1), j1 = std::min<Index>(box.hi[1], p_.ny - 1);
+      if (!box.empty() && i0 < i1 && j0 < j1) {
+        auto bu = u.access();
+        auto bv = v.access();
+        const auto lay = u.layout_of(ctx_.rank());  // the same for v: same distribution and ghosts
+        const double* pu = bu.data() + lay.offset({i0, j0});
+        double* pv = bv.data() + lay.offset({i0, j0});
+        if (p_.reproducible)
+          sweep_exact(pu, pv, lay.strides[0], i1 - i0, j1 - j0, c_, exact);
+        else
+          s = sweep(pu, pv, lay.strides[0], i1 - i0, j1 - j0, c_);
+      }
+      v.fence();  // my part of v complete: my stores ordered before the synchronisation below
+    } catch (...) {
+      err = std::current_exception();
     }
-    v.sync();  // everyone's new values complete and visible; nobody still reads u
+    // One collective per step, as in the hand-written MPI version: the gather of the partial
+    // sums orders every rank's fence() before any rank's next ghost get (semantics.md,
+    // visibility rule 2), and every rank's gets of u (complete on return) before anyone
+    // overwrites u. A v.sync() here would be a second collective per step (across hosts, a
+    // network latency each). The gather also carries a failure of the local part (failure
+    // rule: every rank throws, none waits). --reproducible gathers only that, then sums
+    // exactly.
+    const double total = combine_partials(ctx_.comm(), p_.reproducible ? 0.0 : s, err);
     std::swap(cur_, nxt_);
     if (p_.reproducible) {
       exact.allreduce(ctx_.comm());
       return std::sqrt(exact.value());
     }
-    return std::sqrt(combine_partials(ctx_.comm(), s));
+    return std::sqrt(total);
   }
 
  private:

@@ -50,6 +50,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <exception>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -111,9 +112,13 @@ double sweep(const double* u, double* v, Index stride, Index rows, Index cols, c
 void sweep_exact(const double* u, double* v, Index stride, Index rows, Index cols, const Coefficients& c,
                  garray::detail::ExactAcc<double>& acc) noexcept;
 
-/// Collective over `comm`. Combines one partial sum per rank into the global sum, identical
-/// on every rank. This is the combination rule every variant's error uses.
-double combine_partials(MPI_Comm comm, double partial);
+/// Collective over `comm` (one MPI_Allgather). Combines one partial sum per rank into the
+/// global sum, identical on every rank. This is the combination rule every variant's error
+/// uses. `err`: the exception this rank's part of the step ended with (null if none): if any
+/// rank passes one, every rank throws (that rank its own error, the others
+/// garray::CollectiveFailure with its message), so a rank that failed before the reduction
+/// leaves nobody waiting.
+double combine_partials(MPI_Comm comm, double partial, const std::exception_ptr& err = nullptr);
 
 /// Outcome of solve().
 struct SolveResult {

@@ -33,7 +33,7 @@ for cfg in "2 block" "4 block" "4 rr"; do
   [ "$2" = rr ] && extra="--map-by node"
   echo "## laplace np=$1 $2"
   SIM_OMPI_ARGS="$OSC $extra" "$SIM" run-ompi "$1" "$BUILD/bench/bench_laplace" --sizes 1000 --iters 20 \
-    --repeat "${LAPLACE_REPEAT:-5}" --contenders mpi,kernel,fused "${csv_args[@]}" 2>&1 | grep -v '^sim_cluster'
+    --repeat "${LAPLACE_REPEAT:-5}" --contenders mpi,kernel,kernel:rows,fused "${csv_args[@]}" 2>&1 | grep -v '^sim_cluster'
 done
 echo "## rma np=2 (rank 1 on the other host)"
 SIM_OMPI_ARGS="$OSC" "$SIM" run-ompi 2 "$BUILD/bench/bench_rma" --quick --no-strided "${csv_args[@]}" 2>&1 |

@@ -9,10 +9,12 @@
 //   mpi      plain MPI, no garray: row slabs (the same rows as garray's blocked split at
 //            np=2), ghost rows by MPI_Sendrecv, the same fused loop, buffers swapped,
 //            MPI_Allreduce of the error
-//   kernel / fused / numpy   garray::laplace::Solver (apps/laplace)
+//   kernel / fused / numpy   garray::laplace::Solver (apps/laplace), default distribution;
+//            with the suffix :rows (e.g. kernel:rows) on mpi's row slabs
 // Per grid size n: --repeat rounds; in each round every contender solves --iters steps from
 // the initial field (rounds interleave the contenders so drift hits all alike). Reported: the
-// median ms per iteration, the ratio to mpi and to serial, and for numpy the windows
+// median ms per iteration, the ratio to mpi (of the medians, and the median of the per-round
+// ratios) and to serial, and for numpy the windows
 // allocated after the first iteration (bar: 0). CSV rows (--csv) feed bench/laplace/plot.sh.
 #include "bench_util.hpp"
 
@@ -152,7 +154,7 @@ bool parse(int argc, char** argv, Options& o, bool root) {
     ("sizes", po::value(&sizes)->default_value(sizes), "grid sizes n (n x n), comma separated")
     ("iters", po::value(&o.iters)->default_value(o.iters), "Jacobi steps per solve")
     ("repeat", po::value(&o.repeat)->default_value(o.repeat), "solves per contender (median reported)")
-    ("contenders", po::value(&contenders)->default_value(contenders), "subset of serial,mpi,kernel,fused,numpy")
+    ("contenders", po::value(&contenders)->default_value(contenders), "subset of serial,mpi,kernel,fused,numpy; a garray variant with the suffix :rows runs on row slabs (np x 1), as mpi does")
     ("csv", po::value(&o.csv), "append rows to this CSV file (rank 0)");
   // clang-format on
   po::variables_map vm;
@@ -165,6 +167,11 @@ bool parse(int argc, char** argv, Options& o, bool root) {
   o.sizes.clear();
   for (const auto& s : split(sizes)) o.sizes.push_back(std::stoll(s));
   o.contenders = split(contenders);
+  for (const auto& c : o.contenders) {
+    const auto colon = c.find(':');
+    if (colon != std::string::npos && c.substr(colon) != ":rows")
+      throw po::error("--contenders: unknown layout in '" + c + "' (the only suffix is :rows)");
+  }
   if (o.iters < 2 || o.repeat < 1) throw po::error("--iters must be >= 2 and --repeat >= 1");
   return true;
 }
@@ -187,7 +194,7 @@ int run(int argc, char** argv) {
               << "# iters/solve : " << o.iters << ", rounds: " << o.repeat << '\n';
   }
   gb::CsvWriter csv(root ? o.csv : std::string(),
-                    "n,np,contender,ms_per_iter,ratio_to_mpi,ratio_to_serial,error,late_windows");
+                    "n,np,contender,ms_per_iter,ratio_to_mpi,ratio_to_serial,error,late_windows,paired_ratio_to_mpi");
 
   for (I n : o.sizes) {
     const lp::Problem prob{n, n, lp::Init::zero};
@@ -201,7 +208,13 @@ int run(int argc, char** argv) {
       } else if (c == "mpi") {
         hand = std::make_unique<HandMpi>(ctx.comm(), prob);
       } else {
-        solvers[c] = std::make_unique<lp::Solver>(ctx, prob, lp::parse_variant(c));
+        // "kernel:rows": the variant on row slabs (process grid np x 1), the hand-written
+        // version's decomposition; plain "kernel": the default (blocked) distribution
+        const auto colon = c.find(':');
+        const std::string variant = c.substr(0, colon), layout = colon == std::string::npos ? "" : c.substr(colon + 1);
+        solvers[c] = std::make_unique<lp::Solver>(
+            ctx, prob, lp::parse_variant(variant),
+            layout.empty() ? garray::Distribution<2>::blocked() : garray::Distribution<2>::grid({np, 1}));
       }
     }
     for (int round = 0; round < o.repeat; ++round) {
@@ -249,15 +262,24 @@ int run(int argc, char** argv) {
       const double t_mpi = res.count("mpi") ? gb::median(res["mpi"].ms) : NAN;
       const double t_ser = res.count("serial") ? gb::median(res["serial"].ms) : NAN;
       std::printf("\n n=%lld np=%d  (ms per iteration, median of %d)\n", static_cast<long long>(n), np, o.repeat);
-      std::printf("  %-8s %10s %9s %9s  %-24s %s\n", "", "ms/iter", "x mpi", "x serial", "error", "late windows");
+      std::printf("  %-12s %10s %9s %9s %9s  %-24s %s\n", "", "ms/iter", "x mpi", "paired", "x serial", "error",
+                  "late windows");
       for (const auto& c : o.contenders) {
         const Sample& s = res[c];
         const double t = gb::median(s.ms);
+        // the median of the per-round ratios (this contender and mpi in the same round,
+        // seconds apart): steadier on a noisy machine than the ratio of the medians
+        double paired = NAN;
+        if (res.count("mpi")) {
+          std::vector<double> r;
+          for (std::size_t k = 0; k < s.ms.size() && k < res["mpi"].ms.size(); ++k) r.push_back(s.ms[k] / res["mpi"].ms[k]);
+          if (!r.empty()) paired = gb::median(r);
+        }
         char err[40];
         std::snprintf(err, sizeof err, "%.17g", s.err);
-        std::printf("  %-8s %10.3f %9.3f %9.3f  %-24s %lld\n", c.c_str(), t, t / t_mpi, t / t_ser, err,
+        std::printf("  %-12s %10.3f %9.3f %9.3f %9.3f  %-24s %lld\n", c.c_str(), t, t / t_mpi, paired, t / t_ser, err,
                     s.late_windows);
-        csv.row(n, np, c, t, t / t_mpi, t / t_ser, err, s.late_windows);
+        csv.row(n, np, c, t, t / t_mpi, t / t_ser, err, s.late_windows, paired);
       }
     }
   }

@@ -11,6 +11,8 @@
 
 #include "laplace.hpp"
 
+#include <exception>
+#include <stdexcept>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -198,4 +200,39 @@ TEST_CASE("bad input throws the documented exception on every rank") {
   CHECK(s.solve(3, -1.0).iterations == 3);
   lp::Solver t(ctx, lp::Problem{6, 5, lp::Init::hash}, lp::Variant::kernel);
   CHECK_THROWS_AS(t.field_rows(4, 3, {}), garray::BoundsError);
+}
+
+TEST_CASE("combine_partials: the rank-order sum on every rank; a rank that failed makes every rank throw") {
+  garray::Context ctx;
+  const int p = ctx.size();
+  std::vector<double> all;
+  for (int r = 0; r < p; ++r) all.push_back(1.0 / (r + 3) + 1e-17 * r);
+  const double mine = all[static_cast<std::size_t>(ctx.rank())];
+  CHECK(lp::combine_partials(ctx.comm(), mine) == lp::reference_combine(all));  // bitwise
+  for (int victim : {0, p - 1}) {
+    CAPTURE(victim);
+    std::exception_ptr err;
+    if (ctx.rank() == victim) err = std::make_exception_ptr(std::runtime_error("sweep broke on the victim"));
+    std::string what;
+    int failed_rank = -2;
+    bool own = false;
+    try {
+      (void)lp::combine_partials(ctx.comm(), mine, err);
+    } catch (const garray::CollectiveFailure& e) {
+      what = e.what();
+      failed_rank = e.failed_rank();
+    } catch (const std::runtime_error& e) {
+      what = e.what();
+      own = true;
+    }
+    CAPTURE(what);
+    CHECK(what.find("sweep broke on the victim") != std::string::npos);  // every rank learns why
+    if (ctx.rank() == victim) {
+      CHECK(own);  // the victim rethrows its own error
+    } else {
+      CHECK(failed_rank == victim);
+    }
+  }
+  // and the communicator is usable afterwards (nothing left in flight)
+  CHECK(lp::combine_partials(ctx.comm(), mine) == lp::reference_combine(all));
 }
