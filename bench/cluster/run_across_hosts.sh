@@ -8,7 +8,8 @@
 #            fused variants side by side (interleaved rounds, medians), np=2 (one rank per
 #            host), np=4 block (ranks 0,1 on host 1) and np=4 round robin
 #   rma      bench_rma --quick: raw MPI RMA vs garray, rank 0 -> rank 1 on the other host,
-#            the same osc component
+#            the same osc component; then at np=4 block, rank 0 -> rank 1 on the same host,
+#            with mixed windows (garray's default across hosts) and with GARRAY_WINDOW=rma
 # The hosts are always torn down. Run on an otherwise idle machine.
 set -uo pipefail
 SRC=$(cd "${1:?usage: run_across_hosts.sh SOURCE_DIR BUILD_DIR [CSV]}" && pwd)
@@ -27,14 +28,22 @@ trap 'exit 130' INT TERM
 "$SIM" up 2 || exit 1
 echo "# $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg)"
 OSC="--mca osc ^ucx"
-for cfg in "2 block" "4 block" "4 rr"; do
+# np=4 block runs twice: with the default window kind (mixed: the two ranks of a host share
+# memory) and with GARRAY_WINDOW=rma (every neighbour through MPI RMA), side by side
+for cfg in "2 block" "4 block" "4 rr" "4 block rma"; do
   set -- $cfg
   extra=""
   [ "$2" = rr ] && extra="--map-by node"
-  echo "## laplace np=$1 $2"
+  [ "${3:-}" = rma ] && extra="-x GARRAY_WINDOW=rma"
+  echo "## laplace np=$1 $2${3:+, GARRAY_WINDOW=$3}"
   SIM_OMPI_ARGS="$OSC $extra" "$SIM" run-ompi "$1" "$BUILD/bench/bench_laplace" --sizes 1000 --iters 20 \
     --repeat "${LAPLACE_REPEAT:-5}" --contenders mpi,kernel,kernel:rows,fused "${csv_args[@]}" 2>&1 | grep -v '^sim_cluster'
 done
 echo "## rma np=2 (rank 1 on the other host)"
 SIM_OMPI_ARGS="$OSC" "$SIM" run-ompi 2 "$BUILD/bench/bench_rma" --quick --no-strided "${csv_args[@]}" 2>&1 |
   grep -v '^sim_cluster'
+for w in auto rma; do
+  echo "## rma np=4 block (rank 1 on the same host), GARRAY_WINDOW=$w"
+  SIM_OMPI_ARGS="$OSC -x GARRAY_WINDOW=$w" "$SIM" run-ompi 4 "$BUILD/bench/bench_rma" --quick --no-strided \
+    "${csv_args[@]}" 2>&1 | grep -v '^sim_cluster'
+done

@@ -190,7 +190,7 @@ int run(int argc, char** argv) {
   if (!parse(argc, argv, o, root)) return 0;
   if (root) {
     gb::print_run_info(std::cout, "bench_laplace", np);
-    std::cout << "# window kind : " << (ctx.window_kind() == garray::WindowKind::shared ? "shared" : "rma") << '\n'
+    std::cout << "# window kind : " << garray::to_string(ctx.window_kind()) << '\n'
               << "# iters/solve : " << o.iters << ", rounds: " << o.repeat << '\n';
   }
   gb::CsvWriter csv(root ? o.csv : std::string(),

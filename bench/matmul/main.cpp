@@ -334,7 +334,7 @@ int run(int argc, char** argv) {
   garray::Context ctx;
   if (me == 0) {
     gb::print_run_info(std::cout, "bench_matmul", p);
-    std::cout << "# windows     : " << (ctx.window_kind() == garray::WindowKind::shared ? "shared" : "rma") << '\n'
+    std::cout << "# windows     : " << garray::to_string(ctx.window_kind()) << '\n'
               << "# BLAS threads: " << openblas_get_num_threads() << " (OpenBLAS, per rank)\n"
               << "# reps        : median of " << o.reps << " after " << o.warmup << " warmup\n";
   }

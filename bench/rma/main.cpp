@@ -402,8 +402,8 @@ void register_garray_variants(Registry& reg, Buffers& buf, std::vector<std::stri
   g->a.sync();
   g->b.sync();
   notes.push_back(std::string("garray window kind: ") +
-                  (g->ctx.window_kind() == garray::WindowKind::shared ? "shared" : "rma") +
-                  " (GARRAY_WINDOW=rma|shared|auto)");
+                  std::string(garray::to_string(g->ctx.window_kind())) +
+                  " (GARRAY_WINDOW=rma|shared|mixed|auto)");
 
   garray::GlobalArray<double, 1>* const a = &g->a;
   garray::GlobalArray<double, 2>* const b = &g->b;

@@ -42,6 +42,7 @@ struct ContextState {
   std::shared_ptr<ProgressThread> progress_thread;
   ProgressMode progress = ProgressMode::none;
   MPI_Comm comm = MPI_COMM_NULL;
+  MPI_Comm node = MPI_COMM_NULL;  // this rank's node within comm (split_node)
   int rank = 0;
   int size = 1;
   WindowKind kind = WindowKind::rma;
@@ -53,6 +54,7 @@ struct ContextState {
     cache.reset();  // frees cached windows (collective, like the MPI_Comm_free below)
     int fin = 0;
     MPI_Finalized(&fin);
+    if (!fin && node != MPI_COMM_NULL) MPI_Comm_free(&node);
     if (!fin && comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
     // `lifetime` is released after the communicator is freed (member order).
   }
@@ -73,22 +75,84 @@ std::shared_ptr<MpiLifetime> acquire_mpi() {
   return p;
 }
 
-WindowKind choose_kind(MPI_Comm comm, int size) {
+// The ranks of `comm` on this rank's node, ordered as in comm. GARRAY_NODE_RANKS=k (testing:
+// mixed windows on one machine) makes every k consecutive ranks a "node" instead. Every rank
+// must pass the same k: checked together, so a bad or differing value throws the same
+// InvalidArgument on every rank.
+MPI_Comm split_node(MPI_Comm comm, int rank) {
+  const char* env = std::getenv("GARRAY_NODE_RANKS");
+  int k = 0;  // 0: unset, -1: invalid
+  if (env && *env) {
+    char* end = nullptr;
+    const long v = std::strtol(env, &end, 10);
+    k = (*end == '\0' && v >= 1 && v <= 1 << 20) ? static_cast<int>(v) : -1;
+  }
+  int in[2] = {k, -k}, out[2] = {0, 0};
+  check_mpi(MPI_Allreduce(in, out, 2, MPI_INT, MPI_MAX, comm), "MPI_Allreduce");
+  if (out[0] != -out[1] || -out[1] < 0)
+    raise<InvalidArgument>("Context: GARRAY_NODE_RANKS must be the same positive integer on every rank (this rank: '",
+                           env ? env : "", "')");
+  MPI_Comm node = MPI_COMM_NULL;
+  if (k > 0)
+    check_mpi(MPI_Comm_split(comm, rank / k, rank, &node), "MPI_Comm_split");
+  else
+    check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
+  MPI_Comm_set_errhandler(node, MPI_ERRORS_RETURN);
+  return node;
+}
+
+// True on every rank iff `ok` is true on every rank.
+bool all_true(MPI_Comm comm, bool ok) {
+  int in = ok ? 1 : 0, out = 0;
+  check_mpi(MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
+  return out != 0;
+}
+
+// Whether the one-sided component can make mixed windows here: an 8-byte shared allocation
+// per node, exposed over comm by MPI_Win_create in the unified memory model. A probe that
+// failed on some ranks leaks what the others created (a collective free could hang).
+bool mixed_windows_work(MPI_Comm comm, MPI_Comm node) {
+  MPI_Win shm = MPI_WIN_NULL, win = MPI_WIN_NULL;
+  void* base = nullptr;
+  const bool shm_ok = MPI_Win_allocate_shared(64, 1, MPI_INFO_NULL, node, &base, &shm) == MPI_SUCCESS;
+  if (!all_true(comm, shm_ok)) return false;
+  bool ok = MPI_Win_create(base, 64, 1, MPI_INFO_NULL, comm, &win) == MPI_SUCCESS;
+  if (ok) {
+    int* model = nullptr;
+    int flag = 0;
+    ok = MPI_Win_get_attr(win, MPI_WIN_MODEL, &model, &flag) == MPI_SUCCESS && flag && model &&
+         *model == MPI_WIN_UNIFIED;
+  }
+  const bool created = win != MPI_WIN_NULL;
+  if (!all_true(comm, created)) return false;  // some rank has no window: leak
+  MPI_Win_free(&win);
+  MPI_Win_free(&shm);
+  return all_true(comm, ok);
+}
+
+WindowKind choose_kind(MPI_Comm comm, MPI_Comm node, int size) {
   const char* env = std::getenv("GARRAY_WINDOW");
   std::string_view want = env ? env : "auto";
   // Every rank must choose the same kind: decide from the node split (collective) and let
   // rank agreement handle a per-rank environment that differs.
-  MPI_Comm node = MPI_COMM_NULL;
-  check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
   int node_size = 0;
   MPI_Comm_size(node, &node_size);
-  MPI_Comm_free(&node);
   const bool one_node = node_size == size;
-  int shared = (want == "rma") ? 0 : (one_node ? 1 : 0);
-  if (want == "shared" && !one_node) shared = 0;  // impossible: fall back quietly (documented)
-  int all_shared = 0;
-  check_mpi(MPI_Allreduce(&shared, &all_shared, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
-  if (all_shared) {
+  int biggest_node = 0;
+  check_mpi(MPI_Allreduce(&node_size, &biggest_node, 1, MPI_INT, MPI_MAX, comm), "MPI_Allreduce");
+  // 2 shared, 1 mixed, 0 rma; the lowest any rank asks for wins
+  int code = 0;
+  if (want == "rma")
+    code = 0;
+  else if (want == "mixed")
+    code = 1;  // also on one node (tests: atomics by MPI, node-local data by load/store)
+  else if (want == "shared")
+    code = one_node ? 2 : 0;  // impossible across nodes: fall back quietly (documented)
+  else
+    code = one_node ? 2 : biggest_node > 1 ? 1 : 0;  // auto: mixed only if some node has 2+ ranks
+  int agreed = 0;
+  check_mpi(MPI_Allreduce(&code, &agreed, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
+  if (agreed == 2) {
     // The one-sided component may not support shared windows (Open MPI with `--mca osc
     // pt2pt`, or osc/ucx, fails MPI_Win_allocate_shared): probe once, fall back to
     // MPI_Win_allocate windows if it fails anywhere.
@@ -96,10 +160,10 @@ WindowKind choose_kind(MPI_Comm comm, int size) {
     void* base = nullptr;
     const int rc = MPI_Win_allocate_shared(8, 1, MPI_INFO_NULL, comm, &base, &probe);
     if (rc == MPI_SUCCESS) MPI_Win_free(&probe);
-    int ok = rc == MPI_SUCCESS ? 1 : 0;
-    check_mpi(MPI_Allreduce(&ok, &all_shared, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
+    return all_true(comm, rc == MPI_SUCCESS) ? WindowKind::shared : WindowKind::rma;
   }
-  return all_shared ? WindowKind::shared : WindowKind::rma;
+  if (agreed == 1) return mixed_windows_work(comm, node) ? WindowKind::mixed : WindowKind::rma;
+  return WindowKind::rma;
 }
 
 const char* thread_level_name(int level) {
@@ -277,7 +341,8 @@ Context::Context(MPI_Comm comm) {
   MPI_Comm_size(s->comm, &s->size);
   s->progress = detail::choose_progress(s->comm, s->rank, s->size);
   if (s->progress == ProgressMode::thread) s->progress_thread = detail::acquire_progress_thread();
-  s->kind = detail::choose_kind(s->comm, s->size);
+  s->node = detail::split_node(s->comm, s->rank);
+  s->kind = detail::choose_kind(s->comm, s->node, s->size);
   s->cache = std::make_unique<WindowCache>(s->comm, s->stats);
   *this = Context(std::move(s));
 }
@@ -337,6 +402,23 @@ bool Context::agree(bool ok) const {
   return detail::all_ok(comm_, ok);
 }
 
+std::string_view to_string(WindowKind k) noexcept {
+  switch (k) {
+    case WindowKind::shared:
+      return "shared";
+    case WindowKind::rma:
+      return "rma";
+    case WindowKind::mixed:
+      return "mixed";
+  }
+  return "?";
+}
+
+MPI_Comm Context::node_comm() const {
+  check_valid("Context::node_comm");
+  return state_->node;
+}
+
 void Context::barrier() const {
   check_valid("Context::barrier");
   detail::agree_signature(state_->comm, detail::hash_string("Context::barrier"), "Context::barrier",
@@ -355,7 +437,10 @@ std::string Context::describe() const {
   std::ostringstream os;
   os << "mpi_library=" << first << "\n";
   os << "ranks=" << size() << "\n";
-  os << "window_kind=" << (window_kind() == WindowKind::shared ? "shared" : "rma") << "\n";
+  int node_size = 0;
+  MPI_Comm_size(state_->node, &node_size);
+  os << "window_kind=" << to_string(window_kind()) << "\n";
+  os << "node_ranks=" << node_size << "\n";
   os << "progress=" << to_string(state_->progress) << "\n";
   const char* osc = std::getenv("OMPI_MCA_osc");
   os << "osc=" << (osc ? osc : "default") << "\n";

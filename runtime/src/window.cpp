@@ -45,7 +45,7 @@ MPI_Info make_info(WindowKind kind) {
   // Accumulates only ever use MPI_SUM (and Fetch_and_op MPI_SUM / MPI_NO_OP): lets the
   // implementation pick hardware atomics.
   MPI_Info_set(info, "accumulate_ops", "same_op_no_op");
-  if (kind == WindowKind::shared) {
+  if (kind != WindowKind::rma) {
     // Each rank's segment separately page-aligned, first-touched by its owner.
     MPI_Info_set(info, "alloc_shared_noncontig", "true");
   }
@@ -91,20 +91,40 @@ Window::Window(const Context& ctx, std::size_t bytes)
   // Shared windows get one more line per rank, after the block: its accumulate lock.
   const auto size = static_cast<MPI_Aint>((bytes + line - 1) / line * line +
                                           (kind_ == WindowKind::shared ? line : 0));
-  int rc = kind_ == WindowKind::shared
-               ? MPI_Win_allocate_shared(size, 1, info, ctx.comm(), &base, &win_)
-               : MPI_Win_allocate(size, 1, info, ctx.comm(), &base, &win_);
+  const char* call = kind_ == WindowKind::shared ? "MPI_Win_allocate_shared" : "MPI_Win_allocate";
+  int rc = MPI_SUCCESS;
+  bool skipped = false;  // mixed: another rank's shared allocation failed, no MPI_Win_create
+  if (kind_ == WindowKind::mixed) {
+    // The node's shared memory first; every rank must have it before the collective
+    // MPI_Win_create exposes it to the whole context.
+    call = "MPI_Win_allocate_shared";
+    rc = MPI_Win_allocate_shared(size, 1, info, ctx.node_comm(), &base, &shm_win_);
+    int ok = rc == MPI_SUCCESS ? 1 : 0, all = 0;
+    check_mpi(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, ctx.comm()), "MPI_Allreduce");
+    if (all) {
+      call = "MPI_Win_create";
+      rc = MPI_Win_create(base, size, 1, info, ctx.comm(), &win_);
+    } else {
+      skipped = rc == MPI_SUCCESS;
+    }
+  } else if (kind_ == WindowKind::shared) {
+    rc = MPI_Win_allocate_shared(size, 1, info, ctx.comm(), &base, &win_);
+  } else {
+    rc = MPI_Win_allocate(size, 1, info, ctx.comm(), &base, &win_);
+  }
   MPI_Info_free(&info);
   me_ = ctx.rank();
   // Window creation is collective but can fail on some ranks only (memory, a one-sided
   // component that cannot span the hosts), and so can the setup after it: agree on success
   // before anything else (failure rule). Status: 0 fine, 1 this rank has a window but its
-  // setup failed, 2 the MPI call itself failed here (no window).
-  const char* call = kind_ == WindowKind::shared ? "MPI_Win_allocate_shared" : "MPI_Win_allocate";
+  // setup failed, 2 no window here (the MPI call failed here, or a mixed window's shared
+  // allocation failed elsewhere).
   std::exception_ptr err;
   int status = 0;
-  bool locked = false;
-  if (rc != MPI_SUCCESS) {
+  bool locked = false, shm_locked = false;
+  if (skipped) {
+    status = 2;  // not this rank's failure: the failing rank's message comes in conclude()
+  } else if (rc != MPI_SUCCESS) {
     status = 2;
     try {
       throw_mpi_error(rc, call);
@@ -120,7 +140,14 @@ Window::Window(const Context& ctx, std::size_t bytes)
       int flag = 0;
       check_mpi(MPI_Win_get_attr(win_, MPI_WIN_MODEL, &model, &flag), "MPI_Win_get_attr");
       unified_ = flag && model && *model == MPI_WIN_UNIFIED;
-      if (kind_ == WindowKind::shared && !unified_)
+      if (kind_ == WindowKind::mixed) {
+        check_mpi(MPI_Win_set_errhandler(shm_win_, MPI_ERRORS_RETURN), "MPI_Win_set_errhandler");
+        model = nullptr;
+        flag = 0;
+        check_mpi(MPI_Win_get_attr(shm_win_, MPI_WIN_MODEL, &model, &flag), "MPI_Win_get_attr");
+        unified_ = unified_ && flag && model && *model == MPI_WIN_UNIFIED;
+      }
+      if (kind_ != WindowKind::rma && !unified_)
         throw MpiError(message(call, ": the window is not in the unified memory model (MPI_WIN_MODEL); "
                                      "run with GARRAY_WINDOW=rma"), MPI_ERR_WIN);
       if (kind_ == WindowKind::shared) {
@@ -135,7 +162,32 @@ Window::Window(const Context& ctx, std::size_t bytes)
           locks_[static_cast<std::size_t>(r)] = reinterpret_cast<std::uint32_t*>(static_cast<std::byte*>(p) + sz - line);
         }
       }
+      if (kind_ == WindowKind::mixed) {
+        // The blocks of this node's ranks, by their rank in the context.
+        MPI_Group all = MPI_GROUP_NULL, node = MPI_GROUP_NULL;
+        check_mpi(MPI_Comm_group(ctx.comm(), &all), "MPI_Comm_group");
+        check_mpi(MPI_Comm_group(ctx.node_comm(), &node), "MPI_Comm_group");
+        std::vector<int> ranks(static_cast<std::size_t>(ctx.size())), there(ranks.size());
+        for (int r = 0; r < ctx.size(); ++r) ranks[static_cast<std::size_t>(r)] = r;
+        const int trc = MPI_Group_translate_ranks(all, ctx.size(), ranks.data(), node, there.data());
+        MPI_Group_free(&all);
+        MPI_Group_free(&node);
+        check_mpi(trc, "MPI_Group_translate_ranks");
+        peers_.assign(ranks.size(), nullptr);
+        for (std::size_t r = 0; r < ranks.size(); ++r) {
+          if (there[r] == MPI_UNDEFINED) continue;
+          MPI_Aint sz = 0;
+          int unit = 0;
+          void* p = nullptr;
+          check_mpi(MPI_Win_shared_query(shm_win_, there[r], &sz, &unit, &p), "MPI_Win_shared_query");
+          if (sz > 0) peers_[r] = static_cast<std::byte*>(p);  // an empty block: nothing to load
+        }
+      }
       dirty_.assign(static_cast<std::size_t>(ctx.size()), 0);
+      if (kind_ == WindowKind::mixed) {
+        check_mpi(MPI_Win_lock_all(MPI_MODE_NOCHECK, shm_win_), "MPI_Win_lock_all");
+        shm_locked = true;
+      }
       check_mpi(MPI_Win_lock_all(MPI_MODE_NOCHECK, win_), "MPI_Win_lock_all");
       locked = true;
       if (kind_ == WindowKind::shared) {
@@ -157,6 +209,10 @@ Window::Window(const Context& ctx, std::size_t bytes)
       if (worst == 1) {  // every rank has a window: free it together
         if (locked) MPI_Win_unlock_all(win_);
         MPI_Win_free(&win_);
+        if (shm_win_ != MPI_WIN_NULL) {
+          if (shm_locked) MPI_Win_unlock_all(shm_win_);
+          MPI_Win_free(&shm_win_);
+        }
       } else {
         ++stats_->leaked_windows;  // some rank has none: a collective free could hang
       }
@@ -182,6 +238,10 @@ Window::~Window() {
   guard(false, base_, bytes_, (bytes_ + 63) / 64 * 64, locks_);
   MPI_Win_unlock_all(win_);
   MPI_Win_free(&win_);
+  if (shm_win_ != MPI_WIN_NULL) {  // mixed: after the window that exposes its memory
+    MPI_Win_unlock_all(shm_win_);
+    MPI_Win_free(&shm_win_);
+  }
   ++st.windows_freed;
   st.window_bytes -= static_cast<std::int64_t>(bytes_);
 }

@@ -3,6 +3,8 @@
 
 #include <garray/runtime/window.hpp>
 
+#include <algorithm>
+#include <cstdlib>
 #include <sstream>
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -61,6 +63,19 @@ TEST_CASE("windows: allocation counted, shared peers visible, flushes work") {
     if (w.kind() == garray::WindowKind::shared) {
       for (int r = 0; r < ctx.size(); ++r) CHECK(w.peer(r) != nullptr);
       CHECK(w.peer(ctx.rank()) == w.base());
+    } else if (w.kind() == garray::WindowKind::mixed) {
+      // exactly the ranks of this node are mapped, this rank's block at its base
+      MPI_Group all, node;
+      MPI_Comm_group(ctx.comm(), &all);
+      MPI_Comm_group(ctx.node_comm(), &node);
+      for (int r = 0; r < ctx.size(); ++r) {
+        int there = MPI_UNDEFINED;
+        MPI_Group_translate_ranks(all, 1, &r, node, &there);
+        CHECK((w.peer(r) != nullptr) == (there != MPI_UNDEFINED));
+      }
+      MPI_Group_free(&all);
+      MPI_Group_free(&node);
+      CHECK(w.peer(ctx.rank()) == w.base());
     } else {
       CHECK(w.peer(0) == nullptr);
     }
@@ -102,6 +117,40 @@ TEST_CASE("the window kind follows GARRAY_WINDOW and is the same on every rank")
   CHECK(d.find("mpi_library=") != std::string::npos);
   CHECK(d.find("window_kind=") != std::string::npos);
   CHECK(d.find('\0') == std::string::npos);  // no NUL from MPI_Get_library_version's length
+}
+
+TEST_CASE("GARRAY_WINDOW=mixed and GARRAY_NODE_RANKS: node-local blocks mapped, the same kind everywhere") {
+  const char* want = std::getenv("GARRAY_WINDOW");
+  const char* k = std::getenv("GARRAY_NODE_RANKS");
+  garray::Context ctx;
+  int node_size = 0;
+  MPI_Comm_size(ctx.node_comm(), &node_size);
+  if (k) CHECK(node_size == std::min(std::atoi(k), ctx.size() - ctx.rank() / std::atoi(k) * std::atoi(k)));
+  if (want && std::string(want) == "mixed") {
+    CHECK(ctx.window_kind() == garray::WindowKind::mixed);  // this MPI can make them
+    CHECK(ctx.describe().find("window_kind=mixed") != std::string::npos);
+  }
+}
+
+TEST_CASE("GARRAY_NODE_RANKS that is bad or differs on one rank: every rank throws InvalidArgument") {
+  garray::Context world;
+  const char* old = std::getenv("GARRAY_NODE_RANKS");
+  const std::string saved = old ? old : "";
+  for (const char* bad : {"0", "two", "-1", "3x"}) {
+    CAPTURE(bad);
+    if (world.rank() == world.size() - 1) setenv("GARRAY_NODE_RANKS", bad, 1);
+    CHECK_THROWS_WITH_AS(garray::Context{}, doctest::Contains("GARRAY_NODE_RANKS"), garray::InvalidArgument);
+    if (old) setenv("GARRAY_NODE_RANKS", saved.c_str(), 1);
+    else unsetenv("GARRAY_NODE_RANKS");
+  }
+  if (world.size() > 1) {  // valid everywhere, but not the same value
+    if (world.rank() == 0) setenv("GARRAY_NODE_RANKS", old && saved == "1" ? "2" : "1", 1);
+    CHECK_THROWS_AS(garray::Context{}, garray::InvalidArgument);
+    if (old) setenv("GARRAY_NODE_RANKS", saved.c_str(), 1);
+    else unsetenv("GARRAY_NODE_RANKS");
+  }
+  garray::Context after;  // and contexts work again
+  CHECK(after.size() == world.size());
 }
 
 TEST_CASE("statistics reduce over ranks into one table on rank 0") {

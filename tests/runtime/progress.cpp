@@ -183,7 +183,7 @@ TEST_CASE("a get, accumulate, read_inc and put complete while the target compute
   MPI_Bcast(&origin_s, 1, MPI_DOUBLE, origin, ctx.comm());
   if (me == 0) {
     const std::string mode(garray::to_string(ctx.progress_mode())),
-        window = ctx.window_kind() == garray::WindowKind::shared ? "shared" : "rma", saw = seen ? "yes" : "no";
+        window(garray::to_string(ctx.window_kind())), saw = seen ? "yes" : "no";
     MESSAGE("progress=" << mode << " window=" << window << ": the origin's operations took " << origin_s
                         << " s; the target saw the flag: " << saw << " after " << target_s << " s");
   }

@@ -200,7 +200,7 @@ std::string describe(const GlobalArray<T, N>& a) {
   std::ostringstream os;
   os << "GlobalArray<" << type_name<T>() << "," << N << "> #" << a.id() << ": shape "
      << detail::seq(a.shape()) << ", " << d.describe() << ", ghost " << detail::seq(a.ghost()) << ", "
-     << (a.window_kind() == WindowKind::shared ? "shared" : "rma") << " window, " << p
+     << to_string(a.window_kind()) << " window, " << p
      << (p == 1 ? " rank" : " ranks") << (d.is_replicated() ? " (every rank holds a copy)" : "") << "\n";
   for (int r = 0; r < p; ++r) {
     const Box<N> b = a.box_of(r);

@@ -156,7 +156,6 @@ bool direct_tiles(const View<T, N, 2>& v, const Box<2>& region, std::vector<Tile
   const auto& dist = arr.distribution();
   const Window& w = detail::ArrayAccess::window(arr);
   const int me = arr.context().rank();
-  const bool shm = w.kind() == WindowKind::shared;
   const Section<N> sub = sub_section(v.section(), region);
   const auto [dr, dc] = kept_dims(sub);
   const Index ncols = region.extent(1);
@@ -165,7 +164,7 @@ bool direct_tiles(const View<T, N, 2>& v, const Box<2>& region, std::vector<Tile
     if (!ok) return;
     const auto p = piece_of(dist, sub, arr.ghost(), r);
     if (!p) return;
-    if (r != me && !shm) {
+    if (r != me && !w.peer(r)) {  // not in this address space (rma, or another node's block)
       ok = false;
       return;
     }

@@ -45,8 +45,14 @@ namespace garray {
 /// How arrays of a context expose their blocks.
 enum class WindowKind {
   shared,  ///< MPI_Win_allocate_shared: every rank can load/store every block directly
-  rma      ///< MPI_Win_allocate: remote blocks only through MPI_Get/Put/Accumulate
+  rma,     ///< MPI_Win_allocate: remote blocks only through MPI_Get/Put/Accumulate
+  /// Several nodes: MPI_Win_allocate_shared within each node, exposed to every rank by
+  /// MPI_Win_create. Blocks on this rank's node by load/store (get/put), the others by MPI
+  /// RMA; every atomic operation by MPI accumulate-class calls (one atomicity domain).
+  mixed
 };
+/// Local. "shared", "rma" or "mixed".
+std::string_view to_string(WindowKind k) noexcept;
 
 class WindowCache;
 namespace detail {
@@ -82,6 +88,10 @@ class Context {
   int size() const noexcept { return size_; }                ///< Local. Number of ranks in the context.
   MPI_Comm comm() const noexcept { return comm_; }           ///< Local. garray's duplicated communicator.
   WindowKind window_kind() const noexcept { return kind_; }  ///< Local. Identical on every rank.
+  /// Local. The ranks of this context that share this rank's node (MPI_COMM_TYPE_SHARED,
+  /// ordered as here; or GARRAY_NODE_RANKS consecutive ranks, a testing override), as a
+  /// communicator owned by the context: what mixed windows share memory within.
+  MPI_Comm node_comm() const;
   /// Local. Identical on every rank: GARRAY_PROGRESS, agreed when the context was made
   /// (progress.hpp; with `thread`, the process's progress thread runs while the context lives).
   ProgressMode progress_mode() const;

@@ -4,9 +4,12 @@
 // every MPI window call garray makes goes through here.
 //
 // Created collectively with MPI_Win_allocate_shared (WindowKind::shared) or MPI_Win_allocate
-// (WindowKind::rma), then MPI_Win_lock_all(MPI_MODE_NOCHECK) once: a passive-target epoch
-// to every rank that lasts until destruction. Completion is by flush / flush_local, never by
-// per-operation lock/unlock (the pattern of ARMCI-MPI and GA on MPI-3).
+// (WindowKind::rma), or, for WindowKind::mixed (several nodes), MPI_Win_allocate_shared over
+// the node's ranks and MPI_Win_create of that memory over the whole context (DART-MPI's
+// design: node-local blocks by load/store through the shared window, every block by RMA
+// through the created one). Then MPI_Win_lock_all(MPI_MODE_NOCHECK) once on each: a
+// passive-target epoch to every rank that lasts until destruction. Completion is by flush /
+// flush_local, never by per-operation lock/unlock (the pattern of ARMCI-MPI and GA on MPI-3).
 //
 // Memory model: MPI_WIN_MODEL is queried at creation. Shared windows must be
 // MPI_WIN_UNIFIED (Context falls back to rma windows otherwise); on an rma window in the
@@ -17,7 +20,8 @@
 // segment's lock (a word in a cache line after each rank's segment, `lock_segment`) and
 // adds with plain loads and stores; on an rma window every one of them is an MPI
 // accumulate-class call (MPI_Accumulate / MPI_Fetch_and_op, MPI_SUM), atomic with respect
-// to each other by the MPI standard. The two mechanisms are never mixed on one window.
+// to each other by the MPI standard; a mixed window is an rma window for atomics (also to
+// node-local targets). The two mechanisms are never mixed on one window.
 //
 // Destruction frees the window (MPI_Win_free, collective): only the WindowCache destroys
 // windows, at collective points every rank has agreed to reach (failure rule).
@@ -79,13 +83,15 @@ class Window {
 
   std::byte* base() const noexcept { return base_; }  ///< This rank's block.
   std::size_t bytes() const noexcept { return bytes_; }
+  /// The window every rank can reach by RMA (on mixed windows, the MPI_Win_create one).
   MPI_Win win() const noexcept { return win_; }
   WindowKind kind() const noexcept { return kind_; }
   /// MPI_WIN_MODEL is MPI_WIN_UNIFIED: public and private copies are the same memory, so
   /// this rank may load/store its own block directly while others access it by RMA.
   bool unified() const noexcept { return unified_; }
   int rank() const noexcept { return me_; }
-  /// Rank r's block in this address space (shared windows), nullptr otherwise.
+  /// Rank r's block in this address space (shared windows; on mixed windows the ranks of
+  /// this node), nullptr otherwise.
   std::byte* peer(int r) const noexcept { return peers_.empty() ? nullptr : peers_[r]; }
 
   void flush(int r) const { check_mpi(MPI_Win_flush(r, win_), "MPI_Win_flush"); }
@@ -107,7 +113,10 @@ class Window {
     __atomic_store_n(locks_[static_cast<std::size_t>(r)], 0u, __ATOMIC_RELEASE);
   }
   /// Memory barrier between this process' loads/stores and the window's public copy.
-  void memory_sync() const { check_mpi(MPI_Win_sync(win_), "MPI_Win_sync"); }
+  void memory_sync() const {
+    check_mpi(MPI_Win_sync(win_), "MPI_Win_sync");
+    if (shm_win_ != MPI_WIN_NULL) check_mpi(MPI_Win_sync(shm_win_), "MPI_Win_sync");
+  }
 
   /// Marks that this rank has put/accumulated to `r` since the last remote flush of r.
   void mark_dirty(int r) noexcept {
@@ -117,14 +126,15 @@ class Window {
     }
   }
   /// Before reading from r: completes our own outstanding writes to r so a get sees them
-  /// ("read your own writes"). No-op when nothing is outstanding. When r is this rank and
-  /// the read is a local load, MPI_Win_sync orders the completed RMA update before it.
+  /// ("read your own writes"). No-op when nothing is outstanding. When r's block is read
+  /// by loads (this rank's own, a node-local one of a mixed window), MPI_Win_sync orders the
+  /// completed RMA update before them.
   void complete_writes_to(int r) const {
     if (dirty_[r]) {
       flush(r);
       dirty_[r] = 0;
       --ndirty_;
-      if (r == me_) memory_sync();
+      if (r == me_ || peer(r)) memory_sync();
     }
   }
   /// True if this rank has puts/accumulates not yet remotely completed (see mark_dirty).
@@ -143,6 +153,7 @@ class Window {
  private:
   Stats* stats_;  // the owning context's counters (not a Context: the cache lives inside it)
   MPI_Win win_ = MPI_WIN_NULL;
+  MPI_Win shm_win_ = MPI_WIN_NULL;  // mixed windows: the node's shared allocation
   std::byte* base_ = nullptr;
   std::size_t bytes_ = 0;
   WindowKind kind_;

@@ -459,7 +459,7 @@ void GlobalArray<T, N>::transfer(const Section<N>& sec, T* buf, T alpha, Request
   auto& st = ctx_.stats();
   OpCounters& oc = st[D == detail::Dir::get ? Op::get : D == detail::Dir::put ? Op::put : Op::acc];
   ++oc.calls;
-  if (sec.size() > std::numeric_limits<int>::max() && win_->kind() == WindowKind::rma) check_mpi_limits(sec);
+  if (sec.size() > std::numeric_limits<int>::max() && win_->kind() != WindowKind::shared) check_mpi_limits(sec);
   const int me = ctx_.rank();
   const bool rep = dist_.is_replicated();
 
@@ -664,6 +664,10 @@ template <class F>
 decltype(auto) GlobalArray<T, N>::with_transport(F&& f) const {
   if (win_->kind() == WindowKind::shared) {
     detail::ShmTransport<T> tp(*win_);
+    return f(tp);
+  }
+  if (win_->kind() == WindowKind::mixed) {
+    detail::MixedTransport<T> tp(*win_);
     return f(tp);
   }
   detail::RmaTransport<T> tp(*win_);
