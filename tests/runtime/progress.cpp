@@ -134,6 +134,19 @@ TEST_CASE("contexts started and stopped many times share one progress thread") {
   }
 }
 
+TEST_CASE("GARRAY_PROGRESS=thread starts the thread only where a window kind needs progress") {
+  garray::Context ctx;
+  const std::string d = ctx.describe();
+  CAPTURE(d);
+  if (ctx.progress_mode() != garray::ProgressMode::thread) {
+    CHECK(d.find("progress_thread=") == std::string::npos);
+  } else if (ctx.window_kind() == garray::WindowKind::shared) {
+    CHECK(d.find("progress_thread=not started (shared windows)") != std::string::npos);
+  } else {
+    CHECK(d.find("progress_thread=running") != std::string::npos);
+  }
+}
+
 TEST_CASE("a get, accumulate, read_inc and put complete while the target computes without calling MPI") {
   garray::Context ctx;
   const int p = ctx.size(), me = ctx.rank();
