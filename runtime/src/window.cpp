@@ -94,18 +94,26 @@ Window::Window(const Context& ctx, std::size_t bytes)
   const char* call = kind_ == WindowKind::shared ? "MPI_Win_allocate_shared" : "MPI_Win_allocate";
   int rc = MPI_SUCCESS;
   bool skipped = false;  // mixed: another rank's shared allocation failed, no MPI_Win_create
+  std::exception_ptr shm_error;  // mixed: this rank's shared allocation failed after the call
   if (kind_ == WindowKind::mixed) {
     // The node's shared memory first; every rank must have it before the collective
     // MPI_Win_create exposes it to the whole context.
     call = "MPI_Win_allocate_shared";
     rc = MPI_Win_allocate_shared(size, 1, info, ctx.node_comm(), &base, &shm_win_);
-    int ok = rc == MPI_SUCCESS ? 1 : 0, all = 0;
+    if (rc == MPI_SUCCESS) {
+      try {
+        fault_point("window.shared");  // as if this rank's shared allocation had failed
+      } catch (...) {
+        shm_error = std::current_exception();
+      }
+    }
+    int ok = rc == MPI_SUCCESS && !shm_error ? 1 : 0, all = 0;
     check_mpi(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, ctx.comm()), "MPI_Allreduce");
     if (all) {
       call = "MPI_Win_create";
       rc = MPI_Win_create(base, size, 1, info, ctx.comm(), &win_);
     } else {
-      skipped = rc == MPI_SUCCESS;
+      skipped = ok != 0;
     }
   } else if (kind_ == WindowKind::shared) {
     rc = MPI_Win_allocate_shared(size, 1, info, ctx.comm(), &base, &win_);
@@ -124,6 +132,9 @@ Window::Window(const Context& ctx, std::size_t bytes)
   bool locked = false, shm_locked = false;
   if (skipped) {
     status = 2;  // not this rank's failure: the failing rank's message comes in conclude()
+  } else if (shm_error) {
+    status = 2;
+    err = shm_error;
   } else if (rc != MPI_SUCCESS) {
     status = 2;
     try {
@@ -216,6 +227,8 @@ Window::Window(const Context& ctx, std::size_t bytes)
       } else {
         ++stats_->leaked_windows;  // some rank has none: a collective free could hang
       }
+    } else if (shm_win_ != MPI_WIN_NULL) {
+      ++stats_->leaked_windows;  // mixed: this node's shared allocation, but no window over all
     }
     conclude(ctx.comm(), err, call);  // throws on every rank: some rank failed
     throw MpiError(message(call, ": failed on another rank"), MPI_ERR_WIN);

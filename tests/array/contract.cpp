@@ -201,6 +201,10 @@ TEST_CASE("a fault injected on one rank at any collective's failure point: every
     expect_fault(ctx, "window.create", victim, [&] { garray::GlobalArray<double, 1> a(ctx, {fresh}); });
     ++fresh;
     expect_fault(ctx, "window.setup", victim, [&] { garray::GlobalArray<float, 1> a(ctx, {fresh}); });
+    if (ctx.window_kind() == garray::WindowKind::mixed) {  // between the shared allocation and MPI_Win_create
+      ++fresh;
+      expect_fault(ctx, "window.shared", victim, [&] { garray::GlobalArray<double, 1> a(ctx, {fresh}); });
+    }
     expect_fault(ctx, "create.init", victim, [&] { garray::GlobalArray<double, 2> a(ctx, {5, 6}); });
     expect_fault(ctx, "create.validate", victim, [&] { garray::GlobalArray<double, 2> a(ctx, {5, 6}); });
 

@@ -169,12 +169,7 @@ void update_ghosts(GlobalArray<T, N>& a, const std::array<bool, N>& periodic = {
   extern template void update_ghosts<T, 2>(GlobalArray<T, 2>&, const std::array<bool, 2>&); \
   extern template void update_ghosts<T, 3>(GlobalArray<T, 3>&, const std::array<bool, 3>&); \
   extern template void update_ghosts<T, 4>(GlobalArray<T, 4>&, const std::array<bool, 4>&);
-GARRAY_DETAIL_HALO(float)
-GARRAY_DETAIL_HALO(double)
-GARRAY_DETAIL_HALO(std::int32_t)
-GARRAY_DETAIL_HALO(std::int64_t)
-GARRAY_DETAIL_HALO(std::complex<float>)
-GARRAY_DETAIL_HALO(std::complex<double>)
+GARRAY_FOR_EACH_ELEMENT_TYPE(GARRAY_DETAIL_HALO)
 #undef GARRAY_DETAIL_HALO
 #endif
 

@@ -39,6 +39,17 @@ GARRAY_DETAIL_MPI_TYPE(std::complex<double>, MPI_C_DOUBLE_COMPLEX, "complex<doub
 template <class T>
 inline constexpr bool has_mpi_type = MpiTypeOf<T>::known;
 
+/// Expands M(T) for each of the six element types libgarray compiles (the extern template
+/// declarations of global_array.hpp, movement.hpp and halo.hpp; the CMake lists behind
+/// instantiate.cpp.in and io_instantiate.cpp.in must name the same six).
+#define GARRAY_FOR_EACH_ELEMENT_TYPE(M) \
+  M(float)                              \
+  M(double)                             \
+  M(std::int32_t)                       \
+  M(std::int64_t)                       \
+  M(std::complex<float>)                \
+  M(std::complex<double>)
+
 /// A small integer identifying the element type in collective signatures.
 template <class T>
 constexpr int type_code() noexcept {
