@@ -48,6 +48,15 @@ inline double median(std::vector<double> v) {
   return 0.5 * (*mid + *std::max_element(v.begin(), mid));
 }
 
+/// Median over reps of a[r] / b[r] (NaN if there are none): the two variants ran one after
+/// the other in rep r, so a slow spell of the machine that lasts a rep hits both. Steadier on
+/// a noisy machine than the ratio of the medians.
+inline double paired_ratio(const std::vector<double>& a, const std::vector<double>& b) {
+  std::vector<double> r;
+  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) r.push_back(a[i] / b[i]);
+  return median(std::move(r));
+}
+
 inline void no_between() {}
 
 // Runs `body` `warmup` times untimed, then `reps` times timed; returns seconds per rep.

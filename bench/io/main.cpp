@@ -80,14 +80,6 @@ struct Row {
   double paired;  // median over reps of this variant's time / mpiio's time in the same rep
 };
 
-// Median over reps of a[r] / b[r]: the two variants ran one after the other in rep r, so a
-// slow spell of the machine (or of the file system) that lasts a rep hits both.
-double paired_ratio(const std::vector<double>& a, const std::vector<double>& b) {
-  std::vector<double> r;
-  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) r.push_back(a[i] / b[i]);
-  return gb::median(r);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -267,8 +259,8 @@ int main(int argc, char** argv) {
           }
       const char* names[3] = {"garray", "mpiio", "hdf5"};
       for (int k = 0; k < 3; ++k) {
-        rows.push_back({layout, names[k], "write", gb::median(tw[k]), paired_ratio(tw[k], tw[1])});
-        rows.push_back({layout, names[k], "read", gb::median(tr[k]), paired_ratio(tr[k], tr[1])});
+        rows.push_back({layout, names[k], "write", gb::median(tw[k]), gb::paired_ratio(tw[k], tw[1])});
+        rows.push_back({layout, names[k], "read", gb::median(tr[k]), gb::paired_ratio(tr[k], tr[1])});
       }
       verify(in);  // hdf5's read
       std::fill(in.begin(), in.end(), 0.0);

@@ -267,14 +267,8 @@ int run(int argc, char** argv) {
       for (const auto& c : o.contenders) {
         const Sample& s = res[c];
         const double t = gb::median(s.ms);
-        // the median of the per-round ratios (this contender and mpi in the same round,
-        // seconds apart): steadier on a noisy machine than the ratio of the medians
-        double paired = NAN;
-        if (res.count("mpi")) {
-          std::vector<double> r;
-          for (std::size_t k = 0; k < s.ms.size() && k < res["mpi"].ms.size(); ++k) r.push_back(s.ms[k] / res["mpi"].ms[k]);
-          if (!r.empty()) paired = gb::median(r);
-        }
+        // per round, this contender and mpi ran seconds apart
+        const double paired = res.count("mpi") ? gb::paired_ratio(s.ms, res["mpi"].ms) : NAN;
         char err[40];
         std::snprintf(err, sizeof err, "%.17g", s.err);
         std::printf("  %-12s %10.3f %9.3f %9.3f %9.3f  %-24s %lld\n", c.c_str(), t, t / t_mpi, paired, t / t_ser, err,

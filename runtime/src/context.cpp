@@ -101,13 +101,6 @@ MPI_Comm split_node(MPI_Comm comm, int rank) {
   return node;
 }
 
-// True on every rank iff `ok` is true on every rank.
-bool all_true(MPI_Comm comm, bool ok) {
-  int in = ok ? 1 : 0, out = 0;
-  check_mpi(MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
-  return out != 0;
-}
-
 // Whether the one-sided component can make mixed windows here: an 8-byte shared allocation
 // per node, exposed over comm by MPI_Win_create in the unified memory model. A probe that
 // failed on some ranks leaks what the others created (a collective free could hang).
@@ -115,7 +108,7 @@ bool mixed_windows_work(MPI_Comm comm, MPI_Comm node) {
   MPI_Win shm = MPI_WIN_NULL, win = MPI_WIN_NULL;
   void* base = nullptr;
   const bool shm_ok = MPI_Win_allocate_shared(64, 1, MPI_INFO_NULL, node, &base, &shm) == MPI_SUCCESS;
-  if (!all_true(comm, shm_ok)) return false;
+  if (!all_ok(comm, shm_ok)) return false;
   bool ok = MPI_Win_create(base, 64, 1, MPI_INFO_NULL, comm, &win) == MPI_SUCCESS;
   if (ok) {
     int* model = nullptr;
@@ -124,10 +117,10 @@ bool mixed_windows_work(MPI_Comm comm, MPI_Comm node) {
          *model == MPI_WIN_UNIFIED;
   }
   const bool created = win != MPI_WIN_NULL;
-  if (!all_true(comm, created)) return false;  // some rank has no window: leak
+  if (!all_ok(comm, created)) return false;  // some rank has no window: leak
   MPI_Win_free(&win);
   MPI_Win_free(&shm);
-  return all_true(comm, ok);
+  return all_ok(comm, ok);
 }
 
 WindowKind choose_kind(MPI_Comm comm, MPI_Comm node, int size) {
@@ -160,7 +153,7 @@ WindowKind choose_kind(MPI_Comm comm, MPI_Comm node, int size) {
     void* base = nullptr;
     const int rc = MPI_Win_allocate_shared(8, 1, MPI_INFO_NULL, comm, &base, &probe);
     if (rc == MPI_SUCCESS) MPI_Win_free(&probe);
-    return all_true(comm, rc == MPI_SUCCESS) ? WindowKind::shared : WindowKind::rma;
+    return all_ok(comm, rc == MPI_SUCCESS) ? WindowKind::shared : WindowKind::rma;
   }
   if (agreed == 1) return mixed_windows_work(comm, node) ? WindowKind::mixed : WindowKind::rma;
   return WindowKind::rma;

@@ -107,13 +107,12 @@ Window::Window(const Context& ctx, std::size_t bytes)
         shm_error = std::current_exception();
       }
     }
-    int ok = rc == MPI_SUCCESS && !shm_error ? 1 : 0, all = 0;
-    check_mpi(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, ctx.comm()), "MPI_Allreduce");
-    if (all) {
+    const bool ok = rc == MPI_SUCCESS && !shm_error;
+    if (all_ok(ctx.comm(), ok)) {
       call = "MPI_Win_create";
       rc = MPI_Win_create(base, size, 1, info, ctx.comm(), &win_);
     } else {
-      skipped = ok != 0;
+      skipped = ok;
     }
   } else if (kind_ == WindowKind::shared) {
     rc = MPI_Win_allocate_shared(size, 1, info, ctx.comm(), &base, &win_);
