@@ -66,6 +66,7 @@ struct Options {
   std::string checkpoint;
   int checkpoint_every = 0;
   std::string restart;
+  std::string rank_order = "node";
 };
 
 // Returns false after --help.
@@ -86,6 +87,9 @@ bool parse(int argc, char** argv, Options& o, bool root) {
     ("cache-depth", po::value(&o.cache_depth)->default_value(o.cache_depth),
      "array cache depth per key (-1: library default / GARRAY_CACHE_DEPTH; 0: off)")
     ("grid", po::value(&o.grid)->default_value(o.grid), "process grid PxQ (e.g. 2x1), or auto (balanced)")
+    ("rank-order", po::value(&o.rank_order)->default_value(o.rank_order),
+     "node: number the ranks node by node (MPI_COMM_TYPE_SHARED), so neighbouring blocks share a node "
+     "whatever the launcher's placement; given: as mpiexec numbered them")
     ("repeat", po::value(&o.repeat)->default_value(o.repeat), "solve this many times; report medians")
     ("output", po::value(&o.output),
      "write the final field to FILE: .h5/.hdf5 as HDF5 dataset \"u\" written collectively (no gather; "
@@ -116,6 +120,7 @@ bool parse(int argc, char** argv, Options& o, bool root) {
   if (o.iters < 0) throw po::error("--iters must be >= 0");
   if (o.init != "zero" && o.init != "hash") throw po::error("--init must be zero or hash");
   if (o.checkpoint_every < 0) throw po::error("--checkpoint-every must be >= 0");
+  if (o.rank_order != "node" && o.rank_order != "given") throw po::error("--rank-order must be node or given");
 #ifndef GARRAY_HAVE_IO
   if (!o.checkpoint.empty() || !o.restart.empty())
     throw po::error("--checkpoint and --restart need garray built with parallel HDF5");
@@ -212,15 +217,21 @@ bool is_hdf5_name(const std::string& name) {
 }
 
 int run(int argc, char** argv) {
-  garray::Context ctx;
-  const bool root = ctx.rank() == 0;
   Options o;
-  try {
-    if (!parse(argc, argv, o, root)) return 0;
-  } catch (const po::error& e) {
-    if (root) std::cerr << "laplace: " << e.what() << " (see --help)\n";
-    return 2;
+  // For parsing (rank 0 prints; it stays rank 0 in either order). Kept alive: if garray
+  // initialised MPI, the last context to go finalises it.
+  const garray::Context world;
+  {
+    const bool first = world.rank() == 0;
+    try {
+      if (!parse(argc, argv, o, first)) return 0;
+    } catch (const po::error& e) {
+      if (first) std::cerr << "laplace: " << e.what() << " (see --help)\n";
+      return 2;
+    }
   }
+  garray::Context ctx(MPI_COMM_WORLD, o.rank_order == "node" ? garray::RankOrder::node : garray::RankOrder::given);
+  const bool root = ctx.rank() == 0;
   const lp::Variant variant = lp::parse_variant(o.variant);
   const lp::Problem prob{o.nx, o.ny, o.init == "hash" ? lp::Init::hash : lp::Init::zero, o.reproducible};
   if (o.cache_depth >= 0) lp::set_cache_depth(ctx, o.cache_depth);

@@ -6,7 +6,10 @@
 # setting garray documents for TCP clusters):
 #   laplace  bench_laplace --sizes 1000: the hand-written MPI Jacobi and garray's kernel and
 #            fused variants side by side (interleaved rounds, medians), np=2 (one rank per
-#            host), np=4 block (ranks 0,1 on host 1) and np=4 round robin
+#            host), np=4 block (ranks 0,1 on host 1) and np=4 round robin, the latter both
+#            renumbered node by node (bench_laplace's default --rank-order node) and as
+#            mpiexec numbered the ranks (--rank-order given); every contender, the
+#            hand-written MPI version included, runs on the same numbering
 #   rma      bench_rma --quick: raw MPI RMA vs garray, rank 0 -> rank 1 on the other host,
 #            the same osc component; then at np=4 block, rank 0 -> rank 1 on the same host,
 #            with mixed windows (garray's default across hosts) and with GARRAY_WINDOW=rma
@@ -30,14 +33,16 @@ echo "# $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg)"
 OSC="--mca osc ^ucx"
 # np=4 block runs twice: with the default window kind (mixed: the two ranks of a host share
 # memory) and with GARRAY_WINDOW=rma (every neighbour through MPI RMA), side by side
-for cfg in "2 block" "4 block" "4 rr" "4 block rma"; do
+for cfg in "2 block" "4 block" "4 rr" "4 rr given" "4 block rma"; do
   set -- $cfg
-  extra=""
+  extra="" order=node
   [ "$2" = rr ] && extra="--map-by node"
   [ "${3:-}" = rma ] && extra="-x GARRAY_WINDOW=rma"
-  echo "## laplace np=$1 $2${3:+, GARRAY_WINDOW=$3}"
+  [ "${3:-}" = given ] && order=given
+  echo "## laplace np=$1 $2${3:+, $3}"
   SIM_OMPI_ARGS="$OSC $extra" "$SIM" run-ompi "$1" "$BUILD/bench/bench_laplace" --sizes 1000 --iters 20 \
-    --repeat "${LAPLACE_REPEAT:-5}" --contenders mpi,kernel,kernel:rows,fused "${csv_args[@]}" 2>&1 | grep -v '^sim_cluster'
+    --repeat "${LAPLACE_REPEAT:-5}" --contenders mpi,kernel,kernel:rows,fused --rank-order $order "${csv_args[@]}" 2>&1 |
+    grep -v '^sim_cluster'
 done
 echo "## rma np=2 (rank 1 on the other host)"
 SIM_OMPI_ARGS="$OSC" "$SIM" run-ompi 2 "$BUILD/bench/bench_rma" --quick --no-strided "${csv_args[@]}" 2>&1 |

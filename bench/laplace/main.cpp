@@ -48,6 +48,7 @@ struct Options {
   int repeat = 5;
   std::vector<std::string> contenders{"serial", "mpi", "kernel", "fused", "numpy"};
   std::string csv;
+  std::string rank_order = "node";
 };
 
 // ---- the plain serial loop -------------------------------------------------------------
@@ -155,7 +156,9 @@ bool parse(int argc, char** argv, Options& o, bool root) {
     ("iters", po::value(&o.iters)->default_value(o.iters), "Jacobi steps per solve")
     ("repeat", po::value(&o.repeat)->default_value(o.repeat), "solves per contender (median reported)")
     ("contenders", po::value(&contenders)->default_value(contenders), "subset of serial,mpi,kernel,fused,numpy; a garray variant with the suffix :rows runs on row slabs (np x 1), as mpi does")
-    ("csv", po::value(&o.csv), "append rows to this CSV file (rank 0)");
+    ("csv", po::value(&o.csv), "append rows to this CSV file (rank 0)")
+    ("rank-order", po::value(&o.rank_order)->default_value(o.rank_order),
+     "node (number ranks node by node, as laplace does) or given (as mpiexec placed them); every contender, mpi included, runs on that numbering");
   // clang-format on
   po::variables_map vm;
   po::store(po::parse_command_line(argc, argv, desc), vm);
@@ -173,6 +176,7 @@ bool parse(int argc, char** argv, Options& o, bool root) {
       throw po::error("--contenders: unknown layout in '" + c + "' (the only suffix is :rows)");
   }
   if (o.iters < 2 || o.repeat < 1) throw po::error("--iters must be >= 2 and --repeat >= 1");
+  if (o.rank_order != "node" && o.rank_order != "given") throw po::error("--rank-order must be node or given");
   return true;
 }
 
@@ -183,14 +187,19 @@ struct Sample {
 };
 
 int run(int argc, char** argv) {
-  garray::Context ctx;
+  Options o;
+  // rank 0 prints the help (it stays rank 0 in either order); kept alive: if garray
+  // initialised MPI, the last context to go finalises it
+  const garray::Context world;
+  if (!parse(argc, argv, o, world.rank() == 0)) return 0;
+  garray::Context ctx(MPI_COMM_WORLD, o.rank_order == "node" ? garray::RankOrder::node : garray::RankOrder::given);
   const int rank = ctx.rank(), np = ctx.size();
   const bool root = rank == 0;
-  Options o;
-  if (!parse(argc, argv, o, root)) return 0;
   if (root) {
     gb::print_run_info(std::cout, "bench_laplace", np);
     std::cout << "# window kind : " << garray::to_string(ctx.window_kind()) << '\n'
+              << "# rank order  : " << garray::to_string(ctx.rank_order())
+              << (ctx.renumbered() ? " (renumbered)" : "") << '\n'
               << "# iters/solve : " << o.iters << ", rounds: " << o.repeat << '\n';
   }
   gb::CsvWriter csv(root ? o.csv : std::string(),

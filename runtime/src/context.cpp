@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <garray/runtime/context.hpp>
@@ -5,6 +6,7 @@
 #include <garray/runtime/progress.hpp>
 #include <garray/runtime/window_cache.hpp>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <vector>
 
@@ -42,7 +44,9 @@ struct ContextState {
   std::shared_ptr<ProgressThread> progress_thread;
   ProgressMode progress = ProgressMode::none;
   MPI_Comm comm = MPI_COMM_NULL;
-  MPI_Comm node = MPI_COMM_NULL;  // this rank's node within comm (split_node)
+  MPI_Comm node = MPI_COMM_NULL;  // this rank's node within comm
+  RankOrder order = RankOrder::given;
+  bool renumbered = false;
   int rank = 0;
   int size = 1;
   WindowKind kind = WindowKind::rma;
@@ -75,30 +79,71 @@ std::shared_ptr<MpiLifetime> acquire_mpi() {
   return p;
 }
 
-// The ranks of `comm` on this rank's node, ordered as in comm. GARRAY_NODE_RANKS=k (testing:
-// mixed windows on one machine) makes every k consecutive ranks a "node" instead. Every rank
-// must pass the same k: checked together, so a bad or differing value throws the same
-// InvalidArgument on every rank.
-MPI_Comm split_node(MPI_Comm comm, int rank) {
+// GARRAY_NODE_RANKS (testing: several "nodes" on one machine): k > 0 makes every k
+// consecutive ranks a node; with `k,cyclic` rank r goes to node r % ceil(size / k) (a
+// round-robin launcher). k == 0: unset, the real nodes (MPI_COMM_TYPE_SHARED).
+struct NodeOverride {
+  int k = 0;
+  bool cyclic = false;
+};
+
+// Parses one rank's GARRAY_NODE_RANKS and GARRAY_RANK_ORDER (the latter only if `order` is
+// not given by the caller) and agrees on both with one allreduce, so a bad or differing
+// value throws the same InvalidArgument on every rank.
+NodeOverride agree_placement(MPI_Comm comm, std::optional<RankOrder>& order) {
+  NodeOverride o;
+  int node_code = 0;  // -1 invalid, else 2 * k + cyclic
   const char* env = std::getenv("GARRAY_NODE_RANKS");
-  int k = 0;  // 0: unset, -1: invalid
   if (env && *env) {
     char* end = nullptr;
     const long v = std::strtol(env, &end, 10);
-    k = (*end == '\0' && v >= 1 && v <= 1 << 20) ? static_cast<int>(v) : -1;
+    const std::string_view rest(end);
+    const bool cyclic = rest == ",cyclic";
+    if (end != env && (rest.empty() || cyclic) && v >= 1 && v <= 1 << 20)
+      node_code = static_cast<int>(v) * 2 + (cyclic ? 1 : 0);
+    else
+      node_code = -1;
   }
-  int in[2] = {k, -k}, out[2] = {0, 0};
-  check_mpi(MPI_Allreduce(in, out, 2, MPI_INT, MPI_MAX, comm), "MPI_Allreduce");
+  int order_code = 0;  // -1 invalid, 0 given, 1 node
+  const char* order_env = std::getenv("GARRAY_RANK_ORDER");
+  if (order) {
+    order_code = *order == RankOrder::node ? 1 : 0;
+  } else if (order_env && *order_env) {
+    const std::string_view v(order_env);
+    order_code = v == "node" ? 1 : v == "given" ? 0 : -1;
+  }
+  int in[4] = {node_code, -node_code, order_code, -order_code}, out[4] = {};
+  check_mpi(MPI_Allreduce(in, out, 4, MPI_INT, MPI_MAX, comm), "MPI_Allreduce");
   if (out[0] != -out[1] || -out[1] < 0)
-    raise<InvalidArgument>("Context: GARRAY_NODE_RANKS must be the same positive integer on every rank (this rank: '",
+    raise<InvalidArgument>("Context: GARRAY_NODE_RANKS must be the same on every rank: a positive integer k, "
+                           "optionally followed by ',cyclic' (this rank: '",
                            env ? env : "", "')");
-  MPI_Comm node = MPI_COMM_NULL;
-  if (k > 0)
-    check_mpi(MPI_Comm_split(comm, rank / k, rank, &node), "MPI_Comm_split");
-  else
-    check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
-  MPI_Comm_set_errhandler(node, MPI_ERRORS_RETURN);
-  return node;
+  if (out[2] != -out[3] || -out[3] < 0) {
+    if (order)
+      raise<InvalidArgument>("Context: the ranks passed different rank orders (this rank: ", to_string(*order),
+                             ")");
+    raise<InvalidArgument>("Context: GARRAY_RANK_ORDER must be the same on every rank, 'given' or 'node' (this rank: '",
+                           order_env ? order_env : "", "')");
+  }
+  order = order_code == 1 ? RankOrder::node : RankOrder::given;
+  o.k = node_code / 2;
+  o.cyclic = node_code % 2 == 1;
+  return o;
+}
+
+// This rank's node as the lowest rank of comm on it (equal on the node's ranks, and nodes
+// sort by it). With the real nodes, `shm` receives the node communicator it split off.
+int node_leader(MPI_Comm comm, int rank, int size, const NodeOverride& o, MPI_Comm* shm) {
+  *shm = MPI_COMM_NULL;
+  if (o.k > 0) {
+    const int nodes = (size + o.k - 1) / o.k;
+    return o.cyclic ? rank % nodes : rank / o.k * o.k;
+  }
+  check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, shm), "MPI_Comm_split_type");
+  MPI_Comm_set_errhandler(*shm, MPI_ERRORS_RETURN);
+  int leader = rank;
+  check_mpi(MPI_Allreduce(&rank, &leader, 1, MPI_INT, MPI_MIN, *shm), "MPI_Allreduce");
+  return leader;
 }
 
 // Whether the one-sided component can make mixed windows here: an 8-byte shared allocation
@@ -324,7 +369,11 @@ std::uint64_t hash_string(std::string_view s) noexcept {
 
 }  // namespace detail
 
-Context::Context(MPI_Comm comm) {
+Context::Context(MPI_Comm comm) : Context(comm, std::nullopt) {}
+
+Context::Context(MPI_Comm comm, RankOrder order) : Context(comm, std::optional<RankOrder>(order)) {}
+
+Context::Context(MPI_Comm comm, std::optional<RankOrder> order) {
   auto life = detail::acquire_mpi();
   auto s = std::make_shared<detail::ContextState>();
   s->lifetime = std::move(life);
@@ -333,7 +382,34 @@ Context::Context(MPI_Comm comm) {
   MPI_Comm_rank(s->comm, &s->rank);
   MPI_Comm_size(s->comm, &s->size);
   s->progress = detail::choose_progress(s->comm, s->rank, s->size);
-  s->node = detail::split_node(s->comm, s->rank);
+  const detail::NodeOverride over = detail::agree_placement(s->comm, order);
+  s->order = *order;
+  const int leader = detail::node_leader(s->comm, s->rank, s->size, over, &s->node);
+  if (s->order == RankOrder::node) {
+    // Rank r's new number: how many ranks sort before it by (node leader, rank). The same
+    // leaders on every rank, so every rank reaches the same decision without agreeing.
+    std::vector<int> leaders(static_cast<std::size_t>(s->size));
+    detail::check_mpi(MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, s->comm), "MPI_Allgather");
+    if (!std::is_sorted(leaders.begin(), leaders.end())) {  // else the numbering is already node by node
+      int mine = 0;
+      for (int q = 0; q < s->size; ++q) {
+        const int lq = leaders[static_cast<std::size_t>(q)];
+        mine += lq < leader || (lq == leader && q < s->rank);
+      }
+      MPI_Comm renumbered = MPI_COMM_NULL;
+      detail::check_mpi(MPI_Comm_split(s->comm, 0, mine, &renumbered), "MPI_Comm_split");
+      MPI_Comm_set_errhandler(renumbered, MPI_ERRORS_RETURN);
+      MPI_Comm_free(&s->comm);
+      s->comm = renumbered;
+      s->rank = mine;
+      s->renumbered = true;
+      if (s->node != MPI_COMM_NULL) MPI_Comm_free(&s->node);  // re-split below, in the new order
+    }
+  }
+  if (s->node == MPI_COMM_NULL) {
+    detail::check_mpi(MPI_Comm_split(s->comm, leader, s->rank, &s->node), "MPI_Comm_split");
+    MPI_Comm_set_errhandler(s->node, MPI_ERRORS_RETURN);
+  }
   s->kind = detail::choose_kind(s->comm, s->node, s->size);
   // Shared windows (one node) need nobody's progress: every operation is a memory copy or
   // a locked add. The thread would only take CPU from the ranks (laplace np=2: 1.42x).
@@ -364,7 +440,7 @@ Context Context::split(int color, int key) const {
   MPI_Comm sub = MPI_COMM_NULL;
   detail::check_mpi(MPI_Comm_split(state_->comm, color, key, &sub), "MPI_Comm_split");
   if (sub == MPI_COMM_NULL) return Context(std::shared_ptr<detail::ContextState>{});
-  Context c(sub);  // duplicates again with the error handler; free the intermediate
+  Context c(sub, RankOrder::given);  // duplicates again with the error handler; free the intermediate
   MPI_Comm_free(&sub);
   return c;
 }
@@ -410,6 +486,18 @@ std::string_view to_string(WindowKind k) noexcept {
   return "?";
 }
 
+std::string_view to_string(RankOrder o) noexcept { return o == RankOrder::node ? "node" : "given"; }
+
+RankOrder Context::rank_order() const {
+  check_valid("Context::rank_order");
+  return state_->order;
+}
+
+bool Context::renumbered() const {
+  check_valid("Context::renumbered");
+  return state_->renumbered;
+}
+
 MPI_Comm Context::node_comm() const {
   check_valid("Context::node_comm");
   return state_->node;
@@ -437,6 +525,7 @@ std::string Context::describe() const {
   MPI_Comm_size(state_->node, &node_size);
   os << "window_kind=" << to_string(window_kind()) << "\n";
   os << "node_ranks=" << node_size << "\n";
+  os << "rank_order=" << to_string(state_->order) << (state_->renumbered ? " (renumbered)" : "") << "\n";
   os << "progress=" << to_string(state_->progress) << "\n";
   if (state_->progress == ProgressMode::thread)  // not started where nothing needs it
     os << "progress_thread=" << (state_->progress_thread ? "running" : "not started (shared windows)") << "\n";

@@ -29,6 +29,9 @@ class ProgressThread {
   std::atomic<bool> stopping_{false};
   std::atomic<std::uint64_t> polls_{0};
   std::mutex stop_mutex_;
+  MPI_Comm self_ = MPI_COMM_NULL;           // a private duplicate of MPI_COMM_SELF
+  MPI_Request pending_ = MPI_REQUEST_NULL;  // a receive on self_ nobody matches (tested per poll)
+  int sink_ = 0;
   std::thread thread_;
 };
 

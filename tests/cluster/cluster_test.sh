@@ -7,14 +7,16 @@
 #
 # SUITE:
 #   ompi      test binaries under Open MPI (`--mca osc ^ucx`) at np=2 (1 rank per host),
-#             np=4 block (ranks 0,1 on host 1) and np=4 round robin (--map-by node); and
+#             np=4 block (ranks 0,1 on host 1) and np=4 round robin (--map-by node, the
+#             contexts renumbered node by node: GARRAY_RANK_ORDER=node); and
 #             test_runtime's progress cases over UCX with GARRAY_PROGRESS=thread
 #   mpich     the same binaries from the MPICH build tree (MPICH_BUILD_DIR), np=2, np=4
 #             block and round robin (with the tree's yield module preloaded), and
 #             test_runtime's progress cases with GARRAY_PROGRESS=thread (a busy target)
 #   laplace   apps/laplace --variant kernel|fused|numpy across hosts (Open MPI np=2, np=4
-#             block and round robin; MPICH np=2 and np=4 block from MPICH_BUILD_DIR) against
-#             a one-host run of the same MPI: the `error=` lines must be bitwise equal
+#             block and round robin, the latter renumbered node by node, laplace's default,
+#             and with --rank-order given; MPICH np=2 and np=4 block from MPICH_BUILD_DIR)
+#             against a one-host run of the same MPI: the `error=` lines must be bitwise equal
 #   defaults  Open MPI with Debian's defaults (no osc option), np=4 block: window creation
 #             fails; expect a non-zero exit naming `--mca osc pt2pt` within the timeout;
 #             and GARRAY_PROGRESS=thread under osc/pt2pt: a non-zero exit naming GARRAY_PROGRESS
@@ -68,11 +70,13 @@ run() {
   local env_args sub
   if [ "$kind" = ompi ]; then
     local a="${SIM_OMPI_OSC:---mca osc ^ucx}"
-    [ "$place" = rr ] && a+=" --map-by node"
+    # round robin: also numbered node by node (RankOrder::node through GARRAY_RANK_ORDER),
+    # so the suites run on contexts renumbered from the real MPI_COMM_TYPE_SHARED split
+    [ "$place" = rr ] && a+=" --map-by node -x GARRAY_RANK_ORDER=node"
     env_args="SIM_OMPI_ARGS=$a ${CLUSTER_OMPI_ARGS:-}" sub=run-ompi
   else
     local a="${SIM_MPICH_EXTRA:-}"
-    [ "$place" = rr ] && a+=" -ppn 1"
+    [ "$place" = rr ] && a+=" -ppn 1 -genv GARRAY_RANK_ORDER node"
     env_args="SIM_MPICH_ARGS=$a" sub=run-mpich
   fi
   # MPICH/UCX over TCP may hang in MPI_Finalize (openucx/ucx#8738): once the job has
@@ -164,14 +168,23 @@ case $suite in
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
     for np in 2 4; do
       for v in kernel fused numpy; do
-        args=(--nx 200 --ny 200 --iters 50 --init hash --variant "$v" --quiet)
-        ref=$(timeout -k 5 "$SIM_TIMEOUT" mpirun.openmpi --oversubscribe -np $np "$lap" "${args[@]}" 2>&1 | grep '^error=')
-        for place in block rr; do
-          [ $np = 2 ] && [ $place = rr ] && continue
-          run "ompi.np$np.$place.laplace.$v" ompi $np $place "$lap" "${args[@]}"
+        args=(--nx 200 --ny 200 --iters 50 --init hash --variant "$v")
+        ref=$(timeout -k 5 "$SIM_TIMEOUT" mpirun.openmpi --oversubscribe -np $np "$lap" "${args[@]}" --quiet 2>&1 | grep '^error=')
+        # rr: laplace numbers the ranks node by node (its default --rank-order node: the
+        # describe() lines must say it renumbered); rr.given: as mpiexec numbered them
+        for place in block rr rr.given; do
+          [ $np = 2 ] && [ $place != block ] && continue
+          extra=(--quiet)
+          [ $place = rr.given ] && extra=(--quiet --rank-order given)
+          [ $place = rr ] && [ $v = kernel ] && extra=()  # prints describe()
+          run "ompi.np$np.$place.laplace.$v" ompi $np "${place%.given}" "$lap" "${args[@]}" "${extra[@]}"
           got=$(grep '^error=' "$RUN_LOG")
           if [ "$RUN_RC" = 0 ] && [ -n "$ref" ] && [ "$got" = "$ref" ]; then
-            verdict "ompi.np$np.$place.laplace.$v" 1 "$got (1 host: same)"
+            if [ $place = rr ] && [ $v = kernel ] && ! grep -q '^rank_order=node (renumbered)' "$RUN_LOG"; then
+              verdict "ompi.np$np.$place.laplace.$v" 0 "no 'rank_order=node (renumbered)' line"
+            else
+              verdict "ompi.np$np.$place.laplace.$v" 1 "$got (1 host: same)"
+            fi
           else
             verdict "ompi.np$np.$place.laplace.$v" 0 "2 hosts: '${got}' 1 host: '${ref}'"
           fi

@@ -5,7 +5,10 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <sstream>
+#include <string_view>
+#include <vector>
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
@@ -125,7 +128,8 @@ TEST_CASE("GARRAY_WINDOW=mixed and GARRAY_NODE_RANKS: node-local blocks mapped, 
   garray::Context ctx;
   int node_size = 0;
   MPI_Comm_size(ctx.node_comm(), &node_size);
-  if (k) CHECK(node_size == std::min(std::atoi(k), ctx.size() - ctx.rank() / std::atoi(k) * std::atoi(k)));
+  if (k && std::string_view(k).find(",cyclic") == std::string_view::npos)
+    CHECK(node_size == std::min(std::atoi(k), ctx.size() - ctx.rank() / std::atoi(k) * std::atoi(k)));
   if (want && std::string(want) == "mixed") {
     CHECK(ctx.window_kind() == garray::WindowKind::mixed);  // this MPI can make them
     CHECK(ctx.describe().find("window_kind=mixed") != std::string::npos);
@@ -136,7 +140,7 @@ TEST_CASE("GARRAY_NODE_RANKS that is bad or differs on one rank: every rank thro
   garray::Context world;
   const char* old = std::getenv("GARRAY_NODE_RANKS");
   const std::string saved = old ? old : "";
-  for (const char* bad : {"0", "two", "-1", "3x"}) {
+  for (const char* bad : {"0", "two", "-1", "3x", "2,cyc", "2,"}) {
     CAPTURE(bad);
     if (world.rank() == world.size() - 1) setenv("GARRAY_NODE_RANKS", bad, 1);
     CHECK_THROWS_WITH_AS(garray::Context{}, doctest::Contains("GARRAY_NODE_RANKS"), garray::InvalidArgument);
@@ -151,6 +155,114 @@ TEST_CASE("GARRAY_NODE_RANKS that is bad or differs on one rank: every rank thro
   }
   garray::Context after;  // and contexts work again
   CHECK(after.size() == world.size());
+}
+
+namespace {
+// Sets an environment variable for one scope (the same on every rank unless told).
+struct ScopedEnv {
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) saved_ = old;
+    if (value) setenv(name, value, 1);
+    else unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (saved_) setenv(name_, saved_->c_str(), 1);
+    else unsetenv(name_);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> saved_;
+};
+
+// The node of world rank r under GARRAY_NODE_RANKS=2,cyclic, named by its lowest rank.
+int cyclic_leader(int r, int p) { return r % ((p + 1) / 2); }
+}  // namespace
+
+TEST_CASE("RankOrder::node numbers the ranks node by node; given keeps the communicator's numbers") {
+  int wr = 0, p = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &wr);
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
+  const ScopedEnv order_env("GARRAY_RANK_ORDER", nullptr);
+  SUBCASE("round-robin nodes (GARRAY_NODE_RANKS=2,cyclic) are renumbered") {
+    const ScopedEnv nodes("GARRAY_NODE_RANKS", "2,cyclic");
+    int want = 0;  // ranks that sort before this one by (node, rank)
+    for (int q = 0; q < p; ++q)
+      want += cyclic_leader(q, p) < cyclic_leader(wr, p) || (cyclic_leader(q, p) == cyclic_leader(wr, p) && q < wr);
+    garray::Context ctx(MPI_COMM_WORLD, garray::RankOrder::node);
+    CHECK(ctx.rank_order() == garray::RankOrder::node);
+    CHECK(ctx.rank() == want);
+    int in_comm = -1;
+    MPI_Comm_rank(ctx.comm(), &in_comm);
+    CHECK(in_comm == ctx.rank());
+    CHECK(ctx.renumbered() == (p >= 3));  // p <= 2: one node of two, or two of one: in order
+    if (wr == 0) CHECK(ctx.rank() == 0);
+    // The node's ranks: the world ranks of this node, numbered consecutively and in order.
+    int node_size = 0, node_rank = 0;
+    MPI_Comm_size(ctx.node_comm(), &node_size);
+    MPI_Comm_rank(ctx.node_comm(), &node_rank);
+    int expect_size = 0;
+    for (int q = 0; q < p; ++q) expect_size += cyclic_leader(q, p) == cyclic_leader(wr, p);
+    CHECK(node_size == expect_size);
+    std::vector<int> ranks(static_cast<std::size_t>(node_size)), worlds(ranks.size());
+    const int mine = ctx.rank();
+    MPI_Allgather(&mine, 1, MPI_INT, ranks.data(), 1, MPI_INT, ctx.node_comm());
+    MPI_Allgather(&wr, 1, MPI_INT, worlds.data(), 1, MPI_INT, ctx.node_comm());
+    for (int i = 0; i < node_size; ++i) {
+      CHECK(ranks[static_cast<std::size_t>(i)] == ranks[0] + i);
+      CHECK(cyclic_leader(worlds[static_cast<std::size_t>(i)], p) == cyclic_leader(wr, p));
+      if (i > 0) CHECK(worlds[static_cast<std::size_t>(i)] > worlds[static_cast<std::size_t>(i) - 1]);
+    }
+    CHECK(node_rank == ctx.rank() - ranks[0]);
+    CHECK(ctx.describe().find(ctx.renumbered() ? "rank_order=node (renumbered)" : "rank_order=node\n") !=
+          std::string::npos);
+    // A split orders by its key, not by node again.
+    auto sub = ctx.split(0, ctx.size() - ctx.rank());
+    CHECK(sub.rank_order() == garray::RankOrder::given);
+    CHECK(sub.rank() == ctx.size() - 1 - ctx.rank());
+    // The same placement, numbered as given.
+    garray::Context as_given(MPI_COMM_WORLD, garray::RankOrder::given);
+    CHECK(as_given.rank() == wr);
+    CHECK_FALSE(as_given.renumbered());
+    {  // GARRAY_RANK_ORDER chooses for the one-argument constructor
+      const ScopedEnv env("GARRAY_RANK_ORDER", "node");
+      garray::Context from_env;
+      CHECK(from_env.rank() == want);
+      CHECK(from_env.rank_order() == garray::RankOrder::node);
+    }
+  }
+  SUBCASE("consecutive nodes (GARRAY_NODE_RANKS=2) and one node keep their numbers") {
+    for (const char* k : {"2", static_cast<const char*>(nullptr)}) {
+      const ScopedEnv nodes("GARRAY_NODE_RANKS", k);
+      garray::Context ctx(MPI_COMM_WORLD, garray::RankOrder::node);
+      CHECK(ctx.rank() == wr);
+      CHECK_FALSE(ctx.renumbered());
+    }
+  }
+}
+
+TEST_CASE("a rank order that differs on one rank, or a bad GARRAY_RANK_ORDER: every rank throws InvalidArgument") {
+  int wr = 0, p = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &wr);
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
+  const ScopedEnv nodes("GARRAY_NODE_RANKS", p > 1 ? "1" : nullptr);  // p nodes: node order = given, but agreed
+  if (p > 1) {
+    const auto order = wr == p - 1 ? garray::RankOrder::node : garray::RankOrder::given;
+    CHECK_THROWS_WITH_AS(garray::Context(MPI_COMM_WORLD, order), doctest::Contains("rank orders"),
+                         garray::InvalidArgument);
+    const ScopedEnv env("GARRAY_RANK_ORDER", wr == 0 ? "node" : "given");
+    CHECK_THROWS_WITH_AS(garray::Context{}, doctest::Contains("GARRAY_RANK_ORDER"), garray::InvalidArgument);
+  }
+  {
+    const ScopedEnv env("GARRAY_RANK_ORDER", wr == p - 1 ? "nodes" : "node");
+    CHECK_THROWS_WITH_AS(garray::Context{}, doctest::Contains("GARRAY_RANK_ORDER"), garray::InvalidArgument);
+  }
+  const ScopedEnv clean("GARRAY_RANK_ORDER", nullptr);
+  garray::Context after;  // and contexts work again
+  CHECK(after.size() == p);
+  CHECK(after.rank_order() == garray::RankOrder::given);
 }
 
 TEST_CASE("statistics reduce over ranks into one table on rank 0") {

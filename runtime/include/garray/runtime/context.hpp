@@ -54,6 +54,19 @@ enum class WindowKind {
 /// Local. "shared", "rma" or "mixed".
 std::string_view to_string(WindowKind k) noexcept;
 
+/// How a context numbers its ranks (docs/semantics.md, "Rank order").
+enum class RankOrder {
+  given,  ///< as in the communicator passed: rank() is the rank there (the default)
+  /// Node by node: the ranks sharing a node (MPI_COMM_TYPE_SHARED) get consecutive numbers,
+  /// nodes ordered by their lowest rank, the order within a node kept. Distributions map
+  /// grid positions to ranks in this order, so consecutive blocks land on one node whatever
+  /// the launcher's placement (round robin included). The identity where every node already
+  /// holds consecutive ranks (one node, block placement); rank 0 stays rank 0.
+  node
+};
+/// Local. "given" or "node".
+std::string_view to_string(RankOrder o) noexcept;
+
 class WindowCache;
 namespace detail {
 struct ContextState;
@@ -68,6 +81,13 @@ class Context {
   /// and has chosen its window kind, identical on every rank. Throws MpiError if
   /// duplicating the communicator fails.
   explicit Context(MPI_Comm comm = MPI_COMM_WORLD);
+  /// As above, numbering the ranks in `order` (RankOrder::node: node by node, so default
+  /// distributions keep neighbouring blocks on one node; rank() may then differ from the
+  /// rank in `comm`, and MPI calls that mix the two numberings must translate: use
+  /// comm() for the context's numbering). The one-argument constructor takes the order from
+  /// GARRAY_RANK_ORDER (`given` if unset). **Collective over comm**: every rank must pass the
+  /// same order, else every rank throws InvalidArgument.
+  Context(MPI_Comm comm, RankOrder order);
 
   /// Splits into process groups like MPI_Comm_split. **Collective over this context**
   /// (handshaked: a rank calling another collective meanwhile makes every rank throw
@@ -89,9 +109,16 @@ class Context {
   MPI_Comm comm() const noexcept { return comm_; }           ///< Local. garray's duplicated communicator.
   WindowKind window_kind() const noexcept { return kind_; }  ///< Local. Identical on every rank.
   /// Local. The ranks of this context that share this rank's node (MPI_COMM_TYPE_SHARED,
-  /// ordered as here; or GARRAY_NODE_RANKS consecutive ranks, a testing override), as a
-  /// communicator owned by the context: what mixed windows share memory within.
+  /// ordered as here; or, a testing override, GARRAY_NODE_RANKS=k: every k consecutive ranks
+  /// of the communicator passed, or with `k,cyclic` ranks dealt round robin to
+  /// ceil(size / k) nodes), as a communicator owned by the context: what mixed windows
+  /// share memory within.
   MPI_Comm node_comm() const;
+  /// Local. Identical on every rank: how the ranks are numbered.
+  RankOrder rank_order() const;
+  /// Local. Identical on every rank: true if RankOrder::node changed some rank's number (the
+  /// launcher did not place consecutive ranks on one node).
+  bool renumbered() const;
   /// Local. Identical on every rank: GARRAY_PROGRESS, agreed when the context was made
   /// (progress.hpp; with `thread`, the process's progress thread runs while the context lives).
   ProgressMode progress_mode() const;
@@ -146,6 +173,7 @@ class Context {
 
  private:
   explicit Context(std::shared_ptr<detail::ContextState> s);
+  Context(MPI_Comm comm, std::optional<RankOrder> order);  // nullopt: GARRAY_RANK_ORDER
   [[noreturn]] static void throw_invalid(std::string_view what);
   std::shared_ptr<detail::ContextState> state_;
   // Copies of the state's hot fields, so the accessors inline on transfer paths.
