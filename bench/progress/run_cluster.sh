@@ -5,7 +5,7 @@
 # (root; one rank per host, one CPU per host): the latency of an 8 B and a 1 MiB get from
 # a target waiting in MPI and from a target computing 100 ms without MPI calls, for
 #   Open MPI 4.1 --mca osc ^ucx (osc/pt2pt across hosts), GARRAY_PROGRESS=none
-#   Open MPI over UCX (pml and osc), none and thread (interval 100 and 10 us); osc/pt2pt
+#   Open MPI over UCX (pml and osc), none and thread (interval 100, 30 and 10 us); osc/pt2pt
 #     refuses the MPI_THREAD_MULTIPLE the thread needs (docs/semantics.md "Progress")
 #   MPICH 4.0 ch4:ucx, GARRAY_PROGRESS=none
 #   MPICH, GARRAY_PROGRESS=thread with GARRAY_PROGRESS_INTERVAL 100, 30, 10 and 0 us
@@ -46,7 +46,7 @@ row() { # LABEL then the command; prints the bench's table rows
 SIM_OMPI_ARGS="--mca osc ^ucx" row "ompi osc ^ucx, none" "$SIM" run-ompi 2 "$OBIN"
 UCX="--mca pml ucx --mca osc ucx --mca pml_ucx_tls any --mca pml_ucx_devices any"
 SIM_OMPI_ARGS="$UCX" row "ompi ucx, none" "$SIM" run-ompi 2 "$OBIN"
-for us in 100 10; do
+for us in 100 30 10; do
   SIM_OMPI_ARGS="$UCX -x GARRAY_PROGRESS=thread -x GARRAY_PROGRESS_INTERVAL=$us" \
     row "ompi ucx, thread, interval $us us" "$SIM" run-ompi 2 "$OBIN"
 done

@@ -16,7 +16,7 @@ namespace garray {
 /// Who serves one-sided operations aimed at a rank that is not calling MPI.
 enum class ProgressMode {
   none,   ///< the MPI library alone (the target's own MPI calls, or RDMA / shared memory)
-  thread  ///< a garray thread per process calling MPI_Iprobe every progress interval
+  thread  ///< a garray thread per process calling MPI_Iprobe and MPI_Test every progress interval
 };
 
 /// Local. The progress mode GARRAY_PROGRESS asks for on this rank: unset, "" or "none" ->
