@@ -39,7 +39,7 @@ namespace detail {
 
 std::chrono::microseconds progress_interval() {
   const std::string_view v = env_or_empty("GARRAY_PROGRESS_INTERVAL");
-  if (v.empty()) return std::chrono::microseconds(100);
+  if (v.empty()) return std::chrono::microseconds(30);  // measured: docs/performance.md "Across hosts"
   char* end = nullptr;
   const std::string s(v);
   const long us = std::strtol(s.c_str(), &end, 10);

@@ -37,7 +37,7 @@ class ProgressThread {
 
 /// The process's progress thread, started on first use (needs MPI_THREAD_MULTIPLE).
 std::shared_ptr<ProgressThread> acquire_progress_thread();
-/// GARRAY_PROGRESS_INTERVAL in microseconds (default 100; 0 = yield between polls).
+/// GARRAY_PROGRESS_INTERVAL in microseconds (default 30; 0 = yield between polls).
 /// Throws InvalidArgument for a malformed value.
 std::chrono::microseconds progress_interval();
 

@@ -4,7 +4,7 @@
 // Across hosts without hardware RDMA, an MPI library serves a one-sided get/put/accumulate
 // aimed at a rank only when that rank calls into MPI. GARRAY_PROGRESS=thread makes every
 // Context start (once per process) a progress thread that calls into MPI every
-// GARRAY_PROGRESS_INTERVAL microseconds (default 100), so a rank busy in local computation
+// GARRAY_PROGRESS_INTERVAL microseconds (default 30), so a rank busy in local computation
 // still serves the others. It needs MPI_THREAD_MULTIPLE: when garray initialises MPI it asks
 // for it; a program that initialises MPI itself passes required_thread_level() to
 // MPI_Init_thread. Default (unset or "none"): no thread, garray needs MPI_THREAD_FUNNELED.
