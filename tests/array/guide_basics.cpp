@@ -83,3 +83,24 @@ TEST_CASE("user guide basics: ctx.agree and throw_error (Errors)") {
   CHECK_THROWS_AS(garray::check_mpi(MPI_ERR_ARG, "MPI_Fake"), garray::MpiError);
 }
 
+
+TEST_CASE("user guide: a context numbered node by node") {
+  // The guide's snippet ("Distributions").
+  garray::Context ctx(MPI_COMM_WORLD, garray::RankOrder::node);
+  garray::GlobalArray<double, 2> u(ctx, {64, 64});  // blocked: consecutive blocks share a node
+  int world_rank = 0, in_ctx = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);  // equal to ctx.rank() unless ctx.renumbered()
+  MPI_Comm_rank(ctx.comm(), &in_ctx);          // always ctx.rank(): use ctx.comm() with ctx's ranks
+  // Checked: this rank's block is its rank's, the numbering is the context's, and the ranks
+  // of this node hold consecutive numbers (so consecutive grid positions).
+  CHECK(in_ctx == ctx.rank());
+  CHECK(u.box_of(ctx.rank()) == u.local_box());
+  if (!ctx.renumbered()) CHECK(world_rank == ctx.rank());
+  if (world_rank == 0) CHECK(ctx.rank() == 0);
+  int node_size = 0, node_rank = 0, lowest = 0;
+  MPI_Comm_size(ctx.node_comm(), &node_size);
+  MPI_Comm_rank(ctx.node_comm(), &node_rank);
+  const int mine = ctx.rank();
+  MPI_Allreduce(&mine, &lowest, 1, MPI_INT, MPI_MIN, ctx.node_comm());
+  CHECK(ctx.rank() == lowest + node_rank);
+}
