@@ -386,22 +386,17 @@ Context::Context(MPI_Comm comm, std::optional<RankOrder> order) {
   s->order = *order;
   const int leader = detail::node_leader(s->comm, s->rank, s->size, over, &s->node);
   if (s->order == RankOrder::node) {
-    // Rank r's new number: how many ranks sort before it by (node leader, rank). The same
-    // leaders on every rank, so every rank reaches the same decision without agreeing.
+    // The same leaders on every rank, so every rank decides alike whether to renumber.
     std::vector<int> leaders(static_cast<std::size_t>(s->size));
     detail::check_mpi(MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, s->comm), "MPI_Allgather");
     if (!std::is_sorted(leaders.begin(), leaders.end())) {  // else the numbering is already node by node
-      int mine = 0;
-      for (int q = 0; q < s->size; ++q) {
-        const int lq = leaders[static_cast<std::size_t>(q)];
-        mine += lq < leader || (lq == leader && q < s->rank);
-      }
+      // MPI_Comm_split orders by key, then by rank: by (node leader, rank).
       MPI_Comm renumbered = MPI_COMM_NULL;
-      detail::check_mpi(MPI_Comm_split(s->comm, 0, mine, &renumbered), "MPI_Comm_split");
+      detail::check_mpi(MPI_Comm_split(s->comm, 0, leader, &renumbered), "MPI_Comm_split");
       MPI_Comm_set_errhandler(renumbered, MPI_ERRORS_RETURN);
       MPI_Comm_free(&s->comm);
       s->comm = renumbered;
-      s->rank = mine;
+      MPI_Comm_rank(s->comm, &s->rank);
       s->renumbered = true;
       if (s->node != MPI_COMM_NULL) MPI_Comm_free(&s->node);  // re-split below, in the new order
     }

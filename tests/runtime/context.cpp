@@ -136,27 +136,6 @@ TEST_CASE("GARRAY_WINDOW=mixed and GARRAY_NODE_RANKS: node-local blocks mapped, 
   }
 }
 
-TEST_CASE("GARRAY_NODE_RANKS that is bad or differs on one rank: every rank throws InvalidArgument") {
-  garray::Context world;
-  const char* old = std::getenv("GARRAY_NODE_RANKS");
-  const std::string saved = old ? old : "";
-  for (const char* bad : {"0", "two", "-1", "3x", "2,cyc", "2,"}) {
-    CAPTURE(bad);
-    if (world.rank() == world.size() - 1) setenv("GARRAY_NODE_RANKS", bad, 1);
-    CHECK_THROWS_WITH_AS(garray::Context{}, doctest::Contains("GARRAY_NODE_RANKS"), garray::InvalidArgument);
-    if (old) setenv("GARRAY_NODE_RANKS", saved.c_str(), 1);
-    else unsetenv("GARRAY_NODE_RANKS");
-  }
-  if (world.size() > 1) {  // valid everywhere, but not the same value
-    if (world.rank() == 0) setenv("GARRAY_NODE_RANKS", old && saved == "1" ? "2" : "1", 1);
-    CHECK_THROWS_AS(garray::Context{}, garray::InvalidArgument);
-    if (old) setenv("GARRAY_NODE_RANKS", saved.c_str(), 1);
-    else unsetenv("GARRAY_NODE_RANKS");
-  }
-  garray::Context after;  // and contexts work again
-  CHECK(after.size() == world.size());
-}
-
 namespace {
 // Sets an environment variable for one scope (the same on every rank unless told).
 struct ScopedEnv {
@@ -177,6 +156,29 @@ struct ScopedEnv {
   std::optional<std::string> saved_;
 };
 
+}  // namespace
+
+TEST_CASE("GARRAY_NODE_RANKS that is bad or differs on one rank: every rank throws InvalidArgument") {
+  garray::Context world;
+  const char* env_now = std::getenv("GARRAY_NODE_RANKS");
+  const std::optional<std::string> saved = env_now ? std::optional<std::string>(env_now) : std::nullopt;
+  const char* old = saved ? saved->c_str() : nullptr;
+  const bool last = world.rank() == world.size() - 1;
+  for (const char* bad : {"0", "two", "-1", "3x", "2,cyc", "2,"}) {
+    CAPTURE(bad);
+    const ScopedEnv env("GARRAY_NODE_RANKS", last ? bad : old);
+    CHECK_THROWS_WITH_AS(garray::Context{}, doctest::Contains("GARRAY_NODE_RANKS"), garray::InvalidArgument);
+  }
+  if (world.size() > 1) {  // valid everywhere, but not the same value
+    const bool old_is_1 = old && std::string_view(old) == "1";
+    const ScopedEnv env("GARRAY_NODE_RANKS", world.rank() == 0 ? (old_is_1 ? "2" : "1") : old);
+    CHECK_THROWS_AS(garray::Context{}, garray::InvalidArgument);
+  }
+  garray::Context after;  // and contexts work again
+  CHECK(after.size() == world.size());
+}
+
+namespace {
 // The node of world rank r under GARRAY_NODE_RANKS=2,cyclic, named by its lowest rank.
 int cyclic_leader(int r, int p) { return r % ((p + 1) / 2); }
 }  // namespace
