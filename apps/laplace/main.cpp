@@ -66,7 +66,7 @@ struct Options {
   std::string checkpoint;
   int checkpoint_every = 0;
   std::string restart;
-  std::string rank_order = "node";
+  garray::RankOrder rank_order = garray::RankOrder::node;
 };
 
 // Returns false after --help.
@@ -120,7 +120,6 @@ bool parse(int argc, char** argv, Options& o, bool root) {
   if (o.iters < 0) throw po::error("--iters must be >= 0");
   if (o.init != "zero" && o.init != "hash") throw po::error("--init must be zero or hash");
   if (o.checkpoint_every < 0) throw po::error("--checkpoint-every must be >= 0");
-  if (o.rank_order != "node" && o.rank_order != "given") throw po::error("--rank-order must be node or given");
 #ifndef GARRAY_HAVE_IO
   if (!o.checkpoint.empty() || !o.restart.empty())
     throw po::error("--checkpoint and --restart need garray built with parallel HDF5");
@@ -230,7 +229,7 @@ int run(int argc, char** argv) {
       return 2;
     }
   }
-  garray::Context ctx(MPI_COMM_WORLD, o.rank_order == "node" ? garray::RankOrder::node : garray::RankOrder::given);
+  garray::Context ctx(MPI_COMM_WORLD, o.rank_order);
   const bool root = ctx.rank() == 0;
   const lp::Variant variant = lp::parse_variant(o.variant);
   const lp::Problem prob{o.nx, o.ny, o.init == "hash" ? lp::Init::hash : lp::Init::zero, o.reproducible};

@@ -48,7 +48,7 @@ struct Options {
   int repeat = 5;
   std::vector<std::string> contenders{"serial", "mpi", "kernel", "fused", "numpy"};
   std::string csv;
-  std::string rank_order = "node";
+  garray::RankOrder rank_order = garray::RankOrder::node;
 };
 
 // ---- the plain serial loop -------------------------------------------------------------
@@ -176,7 +176,6 @@ bool parse(int argc, char** argv, Options& o, bool root) {
       throw po::error("--contenders: unknown layout in '" + c + "' (the only suffix is :rows)");
   }
   if (o.iters < 2 || o.repeat < 1) throw po::error("--iters must be >= 2 and --repeat >= 1");
-  if (o.rank_order != "node" && o.rank_order != "given") throw po::error("--rank-order must be node or given");
   return true;
 }
 
@@ -192,7 +191,7 @@ int run(int argc, char** argv) {
   // initialised MPI, the last context to go finalises it
   const garray::Context world;
   if (!parse(argc, argv, o, world.rank() == 0)) return 0;
-  garray::Context ctx(MPI_COMM_WORLD, o.rank_order == "node" ? garray::RankOrder::node : garray::RankOrder::given);
+  garray::Context ctx(MPI_COMM_WORLD, o.rank_order);
   const int rank = ctx.rank(), np = ctx.size();
   const bool root = rank == 0;
   if (root) {

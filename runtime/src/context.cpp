@@ -4,9 +4,12 @@
 #include <garray/runtime/context.hpp>
 #include <garray/runtime/error.hpp>
 #include <garray/runtime/progress.hpp>
+#include <garray/runtime/window.hpp>
 #include <garray/runtime/window_cache.hpp>
 #include <mutex>
 #include <optional>
+#include <istream>
+#include <ostream>
 #include <sstream>
 #include <vector>
 
@@ -109,8 +112,8 @@ NodeOverride agree_placement(MPI_Comm comm, std::optional<RankOrder>& order) {
   if (order) {
     order_code = *order == RankOrder::node ? 1 : 0;
   } else if (order_env && *order_env) {
-    const std::string_view v(order_env);
-    order_code = v == "node" ? 1 : v == "given" ? 0 : -1;
+    const auto parsed = parse_rank_order(order_env);
+    order_code = !parsed ? -1 : *parsed == RankOrder::node ? 1 : 0;
   }
   int in[4] = {node_code, -node_code, order_code, -order_code}, out[4] = {};
   check_mpi(MPI_Allreduce(in, out, 4, MPI_INT, MPI_MAX, comm), "MPI_Allreduce");
@@ -154,13 +157,7 @@ bool mixed_windows_work(MPI_Comm comm, MPI_Comm node) {
   void* base = nullptr;
   const bool shm_ok = MPI_Win_allocate_shared(64, 1, MPI_INFO_NULL, node, &base, &shm) == MPI_SUCCESS;
   if (!all_ok(comm, shm_ok)) return false;
-  bool ok = MPI_Win_create(base, 64, 1, MPI_INFO_NULL, comm, &win) == MPI_SUCCESS;
-  if (ok) {
-    int* model = nullptr;
-    int flag = 0;
-    ok = MPI_Win_get_attr(win, MPI_WIN_MODEL, &model, &flag) == MPI_SUCCESS && flag && model &&
-         *model == MPI_WIN_UNIFIED;
-  }
+  const bool ok = MPI_Win_create(base, 64, 1, MPI_INFO_NULL, comm, &win) == MPI_SUCCESS && unified_model(win);
   const bool created = win != MPI_WIN_NULL;
   if (!all_ok(comm, created)) return false;  // some rank has no window: leak
   MPI_Win_free(&win);
@@ -482,6 +479,22 @@ std::string_view to_string(WindowKind k) noexcept {
 }
 
 std::string_view to_string(RankOrder o) noexcept { return o == RankOrder::node ? "node" : "given"; }
+
+std::optional<RankOrder> parse_rank_order(std::string_view text) noexcept {
+  for (const RankOrder o : {RankOrder::given, RankOrder::node})
+    if (text == to_string(o)) return o;
+  return std::nullopt;
+}
+
+std::istream& operator>>(std::istream& in, RankOrder& o) {
+  std::string word;
+  if (!(in >> word)) return in;
+  if (const auto parsed = parse_rank_order(word)) o = *parsed;
+  else in.setstate(std::ios::failbit);
+  return in;
+}
+
+std::ostream& operator<<(std::ostream& out, RankOrder o) { return out << to_string(o); }
 
 RankOrder Context::rank_order() const {
   check_valid("Context::rank_order");

@@ -38,6 +38,13 @@ GARRAY_DEFINE_ADD_INTO(std::int64_t)
 #undef GARRAY_DEFINE_ADD_INTO
 #undef GARRAY_ISA_CLONES
 
+bool unified_model(MPI_Win w) noexcept {
+  int* model = nullptr;
+  int flag = 0;
+  return MPI_Win_get_attr(w, MPI_WIN_MODEL, &model, &flag) == MPI_SUCCESS && flag && model &&
+         *model == MPI_WIN_UNIFIED;
+}
+
 namespace {
 MPI_Info make_info(WindowKind kind) {
   MPI_Info info = MPI_INFO_NULL;
@@ -146,16 +153,10 @@ Window::Window(const Context& ctx, std::size_t bytes)
       fault_point("window.create");
       base_ = static_cast<std::byte*>(base);
       check_mpi(MPI_Win_set_errhandler(win_, MPI_ERRORS_RETURN), "MPI_Win_set_errhandler");
-      int* model = nullptr;
-      int flag = 0;
-      check_mpi(MPI_Win_get_attr(win_, MPI_WIN_MODEL, &model, &flag), "MPI_Win_get_attr");
-      unified_ = flag && model && *model == MPI_WIN_UNIFIED;
+      unified_ = unified_model(win_);
       if (kind_ == WindowKind::mixed) {
         check_mpi(MPI_Win_set_errhandler(shm_win_, MPI_ERRORS_RETURN), "MPI_Win_set_errhandler");
-        model = nullptr;
-        flag = 0;
-        check_mpi(MPI_Win_get_attr(shm_win_, MPI_WIN_MODEL, &model, &flag), "MPI_Win_get_attr");
-        unified_ = unified_ && flag && model && *model == MPI_WIN_UNIFIED;
+        unified_ = unified_ && unified_model(shm_win_);
       }
       if (kind_ != WindowKind::rma && !unified_)
         throw MpiError(message(call, ": the window is not in the unified memory model (MPI_WIN_MODEL); "

@@ -4,6 +4,7 @@
 // destruction local at every depth, collective misuse (a rank destroying an array the
 // others keep, a rank unwinding) reported on every rank instead of a hang, and injected
 // failures in acquire() thrown on every rank.
+#include "support/test_support.hpp"
 #include <garray/array/distribution.hpp>
 #include <garray/array/global_array.hpp>
 #include <garray/runtime/context.hpp>
@@ -37,11 +38,7 @@ namespace {
 using A2 = garray::GlobalArray<double, 2>;
 using I1 = garray::GlobalArray<std::int32_t, 1>;
 
-bool all_ranks(bool ok) {
-  int in = ok ? 1 : 0, out = 0;
-  MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  return out != 0;
-}
+using test::all_ranks;
 
 std::mt19937_64 shared_rng() {
   std::uint64_t s = 0;
@@ -704,42 +701,39 @@ TEST_CASE("an injected failure in acquire on one rank throws on every rank, chan
 }
 
 TEST_CASE("settings from the environment: GARRAY_CACHE_DEPTH and GARRAY_CACHE_BYTES") {
+  using test::ScopedEnv;
+  const ScopedEnv depth0("GARRAY_CACHE_DEPTH", nullptr), bytes0("GARRAY_CACHE_BYTES", nullptr),
+      windows0("GARRAY_CACHE_WINDOWS", nullptr), idle0("GARRAY_CACHE_IDLE", nullptr);
   {
     garray::Context ctx;
     CHECK(ctx.cache().depth() == garray::WindowCache::default_depth);
     CHECK(ctx.cache().byte_cap() == garray::WindowCache::default_byte_cap);
   }
-  setenv("GARRAY_CACHE_DEPTH", "1", 1);
-  setenv("GARRAY_CACHE_BYTES", "3M", 1);
   {
+    const ScopedEnv depth("GARRAY_CACHE_DEPTH", "1"), bytes("GARRAY_CACHE_BYTES", "3M");
     garray::Context ctx;
     CHECK(ctx.cache().depth() == 1);
     CHECK(ctx.cache().byte_cap() == std::size_t{3} << 20);
   }
-  setenv("GARRAY_CACHE_BYTES", "12345", 1);
-  setenv("GARRAY_CACHE_WINDOWS", "7", 1);
-  setenv("GARRAY_CACHE_IDLE", "0", 1);
   {
+    const ScopedEnv bytes("GARRAY_CACHE_BYTES", "12345"), windows("GARRAY_CACHE_WINDOWS", "7"),
+        idle("GARRAY_CACHE_IDLE", "0");
     garray::Context ctx;
     CHECK(ctx.cache().byte_cap() == 12345);
     CHECK(ctx.cache().window_cap() == 7);
     CHECK(ctx.cache().idle_after() == 0);
   }
-  setenv("GARRAY_CACHE_WINDOWS", "7K", 1);
-  CHECK_THROWS_AS(garray::Context{}, garray::InvalidArgument);
-  unsetenv("GARRAY_CACHE_WINDOWS");
-  setenv("GARRAY_CACHE_IDLE", "x", 1);
-  CHECK_THROWS_AS(garray::Context{}, garray::InvalidArgument);
-  unsetenv("GARRAY_CACHE_IDLE");
-  setenv("GARRAY_CACHE_DEPTH", "three", 1);
-  CHECK_THROWS_AS(garray::Context{}, garray::InvalidArgument);
-  setenv("GARRAY_CACHE_DEPTH", "-1", 1);
-  CHECK_THROWS_AS(garray::Context{}, garray::InvalidArgument);
-  unsetenv("GARRAY_CACHE_DEPTH");
+  for (const auto& [name, bad] : {std::pair{"GARRAY_CACHE_WINDOWS", "7K"}, std::pair{"GARRAY_CACHE_IDLE", "x"},
+                                  std::pair{"GARRAY_CACHE_DEPTH", "three"}, std::pair{"GARRAY_CACHE_DEPTH", "-1"}}) {
+    CAPTURE(name);
+    CAPTURE(bad);
+    const ScopedEnv env(name, bad);
+    CHECK_THROWS_AS(garray::Context{}, garray::InvalidArgument);
+  }
   // Malformed on one rank only: every rank throws.
   int r = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  setenv("GARRAY_CACHE_BYTES", r == 0 ? "12Q" : "1G", 1);
+  const ScopedEnv bytes("GARRAY_CACHE_BYTES", r == 0 ? "12Q" : "1G");
   std::string msg;
   try {
     garray::Context ctx;
@@ -747,7 +741,6 @@ TEST_CASE("settings from the environment: GARRAY_CACHE_DEPTH and GARRAY_CACHE_BY
     msg = e.what();
   }
   CHECK(msg.find("GARRAY_CACHE") != std::string::npos);
-  unsetenv("GARRAY_CACHE_BYTES");
   CHECK(all_ranks(true));
 }
 

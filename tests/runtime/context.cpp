@@ -136,27 +136,7 @@ TEST_CASE("GARRAY_WINDOW=mixed and GARRAY_NODE_RANKS: node-local blocks mapped, 
   }
 }
 
-namespace {
-// Sets an environment variable for one scope (the same on every rank unless told).
-struct ScopedEnv {
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) saved_ = old;
-    if (value) setenv(name, value, 1);
-    else unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (saved_) setenv(name_, saved_->c_str(), 1);
-    else unsetenv(name_);
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> saved_;
-};
-
-}  // namespace
+using test::ScopedEnv;
 
 TEST_CASE("GARRAY_NODE_RANKS that is bad or differs on one rank: every rank throws InvalidArgument") {
   garray::Context world;
@@ -243,6 +223,26 @@ TEST_CASE("RankOrder::node numbers the ranks node by node; given keeps the commu
       CHECK_FALSE(ctx.renumbered());
     }
   }
+}
+
+TEST_CASE("rank orders by name: parse_rank_order and >> invert to_string; another word fails") {
+  for (const auto o : {garray::RankOrder::given, garray::RankOrder::node}) {
+    CHECK(garray::parse_rank_order(garray::to_string(o)) == o);
+    std::ostringstream out;
+    out << o;
+    std::istringstream in(out.str());
+    auto back = o == garray::RankOrder::node ? garray::RankOrder::given : garray::RankOrder::node;
+    CHECK(static_cast<bool>(in >> back));
+    CHECK(back == o);
+  }
+  for (const char* bad : {"", "Node", "nodes", "given ", "1"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(garray::parse_rank_order(bad).has_value());
+  }
+  std::istringstream in("nodes");
+  auto o = garray::RankOrder::given;
+  CHECK_FALSE(static_cast<bool>(in >> o));
+  CHECK(o == garray::RankOrder::given);  // unchanged on failure
 }
 
 TEST_CASE("a rank order that differs on one rank, or a bad GARRAY_RANK_ORDER: every rank throws InvalidArgument") {

@@ -17,25 +17,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-/// Sets (or unsets, for nullopt) an environment variable for the scope; restores it after.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    set(value);
-  }
-  ~ScopedEnv() { set(old_); }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  void set(const std::optional<std::string>& v) {
-    if (v) setenv(name_, v->c_str(), 1);
-    else unsetenv(name_);
-  }
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using test::ScopedEnv;
 
 int thread_level() {
   int provided = MPI_THREAD_SINGLE;

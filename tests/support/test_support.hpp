@@ -57,6 +57,29 @@ std::string message_of(F&& f) {
   }
   return "NO THROW";
 }
+/// Sets an environment variable (nullopt or nullptr: unsets it) for one scope and restores
+/// what it was after, also when a check throws. Each rank sets its own value.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    set(value);
+  }
+  ScopedEnv(const char* name, const char* value)
+      : ScopedEnv(name, value ? std::optional<std::string>(value) : std::nullopt) {}
+  ~ScopedEnv() { set(old_); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  void set(const std::optional<std::string>& v) {
+    if (v) setenv(name_, v->c_str(), 1);
+    else unsetenv(name_);
+  }
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
 /// True if `s` contains `part`.
 inline bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 

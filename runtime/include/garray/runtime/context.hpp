@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <iosfwd>
 #include <garray/runtime/progress.hpp>
 #include <garray/runtime/stats.hpp>
 #include <memory>
@@ -66,6 +67,13 @@ enum class RankOrder {
 };
 /// Local. "given" or "node".
 std::string_view to_string(RankOrder o) noexcept;
+/// Local. The RankOrder that to_string() names `text`; nullopt for any other text.
+std::optional<RankOrder> parse_rank_order(std::string_view text) noexcept;
+/// Local. Reads a rank order by name (what command-line parsers such as
+/// boost::program_options use: `po::value<garray::RankOrder>`); another word sets failbit.
+std::istream& operator>>(std::istream& in, RankOrder& o);
+/// Local. Writes to_string(o).
+std::ostream& operator<<(std::ostream& out, RankOrder o);
 
 class WindowCache;
 namespace detail {

@@ -62,6 +62,9 @@ void yield_cpu() noexcept;
 /// Local. A polling loop's pause after `spin` polls: a yield, then (after thousands of polls,
 /// milliseconds) a 20 us sleep.
 void backoff(unsigned spin) noexcept;
+/// Local. True if `w`'s memory model (MPI_WIN_MODEL) is MPI_WIN_UNIFIED; false if it is
+/// separate or the query fails.
+bool unified_model(MPI_Win w) noexcept;
 
 class Window {
  public:
