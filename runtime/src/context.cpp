@@ -167,26 +167,31 @@ bool mixed_windows_work(MPI_Comm comm, MPI_Comm node) {
 
 WindowKind choose_kind(MPI_Comm comm, MPI_Comm node, int size) {
   const char* env = std::getenv("GARRAY_WINDOW");
-  std::string_view want = env ? env : "auto";
-  // Every rank must choose the same kind: decide from the node split (collective) and let
-  // rank agreement handle a per-rank environment that differs.
+  const std::string_view want = env && *env ? env : "auto";
   int node_size = 0;
   MPI_Comm_size(node, &node_size);
   const bool one_node = node_size == size;
-  int biggest_node = 0;
-  check_mpi(MPI_Allreduce(&node_size, &biggest_node, 1, MPI_INT, MPI_MAX, comm), "MPI_Allreduce");
-  // 2 shared, 1 mixed, 0 rma; the lowest any rank asks for wins
-  int code = 0;
+  // 2 shared, 1 mixed, 0 rma; 3 auto across nodes (mixed if some node holds 2+ ranks); -1 no kind
+  int code = -1;
   if (want == "rma")
     code = 0;
   else if (want == "mixed")
     code = 1;  // also on one node (tests: atomics by MPI, node-local data by load/store)
   else if (want == "shared")
     code = one_node ? 2 : 0;  // impossible across nodes: fall back quietly (documented)
-  else
-    code = one_node ? 2 : biggest_node > 1 ? 1 : 0;  // auto: mixed only if some node has 2+ ranks
-  int agreed = 0;
-  check_mpi(MPI_Allreduce(&code, &agreed, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
+  else if (want == "auto")
+    code = one_node ? 2 : 3;
+  // Every rank must choose the same kind: one allreduce agrees on the request (a bad or
+  // differing GARRAY_WINDOW throws on every rank) and finds the biggest node.
+  int in[3] = {code, -code, node_size}, out[3] = {};
+  check_mpi(MPI_Allreduce(in, out, 3, MPI_INT, MPI_MAX, comm), "MPI_Allreduce");
+  if (-out[1] < 0)
+    raise<InvalidArgument>("Context: GARRAY_WINDOW must be auto, shared, mixed or rma on every rank (this rank: '",
+                           want, "')");
+  if (out[0] != -out[1])
+    raise<InvalidArgument>("Context: GARRAY_WINDOW must ask for the same window kind on every rank (this rank: '",
+                           want, "')");
+  const int agreed = code == 3 ? (out[2] > 1 ? 1 : 0) : code;
   if (agreed == 2) {
     // The one-sided component may not support shared windows (Open MPI with `--mca osc
     // pt2pt`, or osc/ucx, fails MPI_Win_allocate_shared): probe once, fall back to

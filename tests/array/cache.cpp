@@ -609,6 +609,30 @@ TEST_CASE("a rank that destroys an array the others keep: CollectiveMismatch on 
   CHECK_THROWS_AS(A2(ctx, {10, 10}), garray::CollectiveMismatch);
   ctx.cache().set_depth(3);
   { A2 c(ctx, {10, 10}); }
+  // So is every other setting, and the create that threw changed nothing on any rank.
+  ctx.cache().clear();
+  { A2 c(ctx, {10, 10}); }  // one reusable window held
+  auto& cache = ctx.cache();
+  const std::size_t bytes0 = cache.byte_cap(), windows0 = cache.window_cap();
+  const std::uint64_t idle0 = cache.idle_after();
+  const bool odd = ctx.rank() == ctx.size() - 1;
+  for (int setting = 0; setting < 3; ++setting) {
+    CAPTURE(setting);
+    if (setting == 0) cache.set_byte_cap(odd ? bytes0 + 8 : bytes0);
+    if (setting == 1) cache.set_window_cap(odd ? windows0 + 1 : windows0);
+    if (setting == 2) cache.set_idle_after(odd ? idle0 + 1 : idle0);
+    const auto before = counts(ctx);
+    const std::size_t held = cache.windows_held(), pending = cache.windows_pending();
+    CHECK_THROWS_AS(A2(ctx, {10, 10}), garray::CollectiveMismatch);
+    CHECK(counts(ctx) == before);
+    CHECK(cache.windows_held() == held);
+    CHECK(cache.windows_pending() == pending);
+    cache.set_byte_cap(bytes0);
+    cache.set_window_cap(windows0);
+    cache.set_idle_after(idle0);
+    { A2 c(ctx, {10, 10}); }  // agreed again: the held window is hit
+    CHECK(ctx.stats().cache_hits == before.hits + 1);
+  }
 }
 
 TEST_CASE("a rank unwinding out of a scope that holds an array: reported at the next create, never a hang") {

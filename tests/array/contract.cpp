@@ -248,6 +248,44 @@ TEST_CASE("a fault injected on one rank at any collective's failure point: every
   }
 }
 
+TEST_CASE("ranks in errors of a renumbered context: [rank r/p] and rank() are the world rank, failed_rank() the context's") {
+  int wr = 0, p = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &wr);
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
+  if (p < 3) return;  // round robin over 1 or 2 ranks is already node by node
+  const test::ScopedEnv nodes("GARRAY_NODE_RANKS", "2,cyclic");  // world 0,2 | 1,3: context 0,1 | 2,3
+  garray::Context ctx(MPI_COMM_WORLD, garray::RankOrder::node);
+  REQUIRE(ctx.renumbered());  // the same on every rank
+  const int victim = 1;       // world rank 2
+  std::vector<int> world_of(static_cast<std::size_t>(p));
+  MPI_Allgather(&wr, 1, MPI_INT, world_of.data(), 1, MPI_INT, ctx.comm());
+  REQUIRE(world_of[victim] == 2);
+  A1 a(ctx, {5 * static_cast<Index>(p)});
+  if (ctx.rank() == victim) garray::testing::arm_fault("collective.complete");
+  int rank_in_error = -2, failed = -2;
+  std::string msg;
+  try {
+    a.sync();
+  } catch (const garray::CollectiveFailure& e) {
+    failed = e.failed_rank();
+    rank_in_error = e.rank();
+    msg = e.what();
+  } catch (const garray::Error& e) {  // the victim: its own injected fault
+    rank_in_error = e.rank();
+    msg = e.what();
+  }
+  garray::testing::disarm_fault();
+  CAPTURE(msg);
+  CHECK(rank_in_error == wr);  // every rank stamps its own world rank
+  CHECK(msg.find("[rank " + std::to_string(wr) + "/" + std::to_string(p) + "]") != std::string::npos);
+  if (ctx.rank() != victim) {
+    CHECK(failed == victim);  // the context's number of the failing rank ...
+    CHECK(msg.find("failed on rank 1 of the context") != std::string::npos);
+    CHECK(msg.find("[rank 2/" + std::to_string(p) + "]") != std::string::npos);  // ... and its world rank
+  }
+  check_context_works(ctx);
+}
+
 TEST_CASE("a user functor that throws on one rank inside generate/assign_reduce reaches every rank") {
   garray::Context ctx;
   const int me = ctx.rank(), victim = ctx.size() - 1;

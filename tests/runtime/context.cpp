@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+using test::ScopedEnv;
+
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
 #define GARRAY_TEST_ASAN 1
@@ -111,6 +113,15 @@ TEST_CASE("the window kind follows GARRAY_WINDOW and is the same on every rank")
   garray::Context ctx;
   const char* env = std::getenv("GARRAY_WINDOW");
   if (env && std::string(env) == "rma") CHECK(ctx.window_kind() == garray::WindowKind::rma);
+#ifdef OPEN_MPI
+  // osc/pt2pt cannot make shared windows: the probe at creation falls back to rma windows
+  // (test_runtime.osc_pt2pt).
+  const char* osc = std::getenv("OMPI_MCA_osc");
+  if (osc && std::string_view(osc) == "pt2pt" && (!env || std::string_view(env) == "auto" || std::string_view(env) == "shared")) {
+    CHECK(ctx.window_kind() == garray::WindowKind::rma);
+    CHECK(ctx.describe().find("window_kind=rma") != std::string::npos);
+  }
+#endif
   int k = static_cast<int>(ctx.window_kind()), kmin = 0, kmax = 0;
   MPI_Allreduce(&k, &kmin, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   MPI_Allreduce(&k, &kmax, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
@@ -120,6 +131,50 @@ TEST_CASE("the window kind follows GARRAY_WINDOW and is the same on every rank")
   CHECK(d.find("mpi_library=") != std::string::npos);
   CHECK(d.find("window_kind=") != std::string::npos);
   CHECK(d.find('\0') == std::string::npos);  // no NUL from MPI_Get_library_version's length
+}
+
+TEST_CASE("GARRAY_WINDOW=auto: shared on one node, mixed if a node of several holds 2+ ranks, rma otherwise") {
+  int p = 0, host_size = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
+  MPI_Comm host = MPI_COMM_NULL;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host);
+  MPI_Comm_size(host, &host_size);
+  MPI_Comm_free(&host);
+  // Across hosts, or with Open MPI's one-sided component chosen by hand, the component
+  // decides what can be made (the fallbacks, tested below and across hosts).
+  if (!test::all_ranks(host_size == p && !std::getenv("OMPI_MCA_osc"))) return;
+  const ScopedEnv window("GARRAY_WINDOW", nullptr);
+  using K = garray::WindowKind;
+  for (const auto& [nodes, want] : {std::pair<const char*, K>{nullptr, K::shared},
+                                    std::pair<const char*, K>{"1", p == 1 ? K::shared : K::rma},
+                                    std::pair<const char*, K>{"2", p <= 2 ? K::shared : K::mixed},
+                                    std::pair<const char*, K>{"2,cyclic", p <= 2 ? K::shared : K::mixed}}) {
+    CAPTURE(nodes ? nodes : "unset");
+    const ScopedEnv env("GARRAY_NODE_RANKS", nodes);
+    garray::Context ctx;
+    CHECK(ctx.window_kind() == want);
+  }
+}
+
+TEST_CASE("GARRAY_WINDOW that is not a kind, or asks for different kinds: every rank throws InvalidArgument") {
+  int wr = 0, p = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &wr);
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
+  const char* old = std::getenv("GARRAY_WINDOW");
+  const std::string saved = old ? old : "";
+  for (const char* bad : {"shraed", "RMA", "auto "}) {
+    CAPTURE(bad);
+    const ScopedEnv env("GARRAY_WINDOW", wr == p - 1 ? bad : (old ? saved.c_str() : nullptr));
+    CHECK_THROWS_WITH_AS(garray::Context{}, doctest::Contains("GARRAY_WINDOW must be auto, shared, mixed or rma"),
+                         garray::InvalidArgument);
+  }
+  if (p > 1) {
+    const ScopedEnv env("GARRAY_WINDOW", wr == 0 ? "rma" : "mixed");
+    CHECK_THROWS_WITH_AS(garray::Context{}, doctest::Contains("the same window kind on every rank"),
+                         garray::InvalidArgument);
+  }
+  garray::Context after;  // and contexts work again
+  CHECK(after.size() == p);
 }
 
 TEST_CASE("GARRAY_WINDOW=mixed and GARRAY_NODE_RANKS: node-local blocks mapped, the same kind everywhere") {
@@ -136,7 +191,6 @@ TEST_CASE("GARRAY_WINDOW=mixed and GARRAY_NODE_RANKS: node-local blocks mapped, 
   }
 }
 
-using test::ScopedEnv;
 
 TEST_CASE("GARRAY_NODE_RANKS that is bad or differs on one rank: every rank throws InvalidArgument") {
   garray::Context world;
