@@ -207,3 +207,16 @@ TEST_CASE("a get, accumulate, read_inc and put complete while the target compute
   // every operation above is a memory copy or a locked add, thread or not.
   if (ctx.window_kind() == garray::WindowKind::shared) CHECK(seen == 1);
 }
+
+TEST_CASE("a context still alive at MPI_Finalize: its progress thread stops there, its end after it is harmless") {
+  // Destroyed after main() has called MPI_Finalize (static storage): with GARRAY_PROGRESS=
+  // thread on rma windows (test_runtime.rma_progress) the thread is running when MPI is
+  // finalised; it must stop in MPI_Finalize's callback, and the context's destructor (its
+  // pooled window included) must then make no MPI call. Broken, the binary crashes or hangs
+  // at exit and ctest fails it.
+  static std::optional<garray::Context> kept;
+  kept.emplace();
+  { garray::GlobalArray<double, 1> a(*kept, {16}); }  // its window stays in the pool
+  CHECK(kept->cache().windows_held() == 1);
+  CHECK(kept->agree(true));
+}
