@@ -430,6 +430,7 @@ void WindowCache::Impl::release(const Slot& slot, std::unique_ptr<detail::Window
     // with osc/rdma even when there is nothing to flush). A window that is only going to be
     // freed needs none of this: MPI_Win_unlock_all before MPI_Win_free completes everything.
     try {
+      detail::fault_point("cache.release");
       if (w->has_pending_writes()) w->complete_all();
       w->memory_sync();
     } catch (...) {

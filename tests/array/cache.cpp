@@ -4,6 +4,7 @@
 // destruction local at every depth, collective misuse (a rank destroying an array the
 // others keep, a rank unwinding) reported on every rank instead of a hang, and injected
 // failures in acquire() thrown on every rank.
+#include "support/outcome.hpp"
 #include "support/test_support.hpp"
 #include <garray/array/distribution.hpp>
 #include <garray/array/global_array.hpp>
@@ -39,6 +40,7 @@ using A2 = garray::GlobalArray<double, 2>;
 using I1 = garray::GlobalArray<std::int32_t, 1>;
 
 using test::all_ranks;
+using test::Got;
 
 std::mt19937_64 shared_rng() {
   std::uint64_t s = 0;
@@ -674,6 +676,43 @@ TEST_CASE("a rank unwinding out of a scope that holds an array: reported at the 
     CHECK(ctx.cache().windows_held() == 0);
     CHECK(ctx.stats().windows_allocated == ctx.stats().windows_freed);
     CHECK(ctx.stats().leaked_windows == 0);
+  }
+}
+
+TEST_CASE("a window whose completion failed at destroy is poisoned: never reused, freed at the next create") {
+  garray::Context ctx;
+  ctx.cache().clear();
+  const int victim = ctx.size() - 1;
+  for (const bool all : {true, false}) {
+    const bool everywhere = all || ctx.size() == 1;
+    CAPTURE(everywhere);
+    { A2 warm(ctx, {12, 5}); }  // a reusable window of this key, then one that will be poisoned
+    std::optional<A2> a(std::in_place, ctx, garray::Shape<2>{12, 5});  // hits the warm window
+    const auto before = counts(ctx);
+    if (everywhere || ctx.rank() == victim) garray::testing::arm_fault("cache.release");
+    a.reset();  // local; the injected failure stands for a flush that failed
+    CHECK(!garray::testing::fault_armed());
+    garray::testing::disarm_fault();
+    CHECK(ctx.cache().windows_pending() == (everywhere || ctx.rank() == victim ? 1u : 0u));
+    std::string msg;
+    const Got g = test::outcome([&] { A2 b(ctx, {12, 5}); }, &msg);
+    CAPTURE(msg);
+    if (everywhere) {
+      CHECK(g == Got::nothing);
+      const auto after = counts(ctx);
+      CHECK(after.hits == before.hits);          // the poisoned window was not reused ...
+      CHECK(after.misses == before.misses + 1);  // ... the create allocated a fresh one
+      CHECK(after.freed == before.freed + 1);    // and freed the poisoned one
+      CHECK(ctx.cache().windows_pending() == 0);
+    } else {
+      CHECK(g == Got::mismatch);  // pools differ: reported on every rank, nobody hangs
+    }
+    CHECK(all_ranks(true));
+    ctx.cache().clear();  // repairs a difference: every rank frees what it holds
+    CHECK(ctx.cache().windows_held() == 0);
+    { A2 b(ctx, {12, 5}); }
+    CHECK(ctx.stats().windows_allocated == ctx.stats().windows_freed + 1);
+    ctx.cache().clear();
   }
 }
 
