@@ -220,3 +220,55 @@ TEST_CASE("a context still alive at MPI_Finalize: its progress thread stops ther
   CHECK(kept->cache().windows_held() == 1);
   CHECK(kept->agree(true));
 }
+
+TEST_CASE("mixed windows: a get and a put to a rank of the same node complete while it computes without MPI calls") {
+  garray::Context ctx;
+  if (ctx.window_kind() != garray::WindowKind::mixed) return;
+  // origin: rank 0; target: the highest rank of rank 0's node (none: nothing to test)
+  int target = 0;
+  if (ctx.rank() == 0) {
+    int n = 0;
+    MPI_Comm_size(ctx.node_comm(), &n);
+    MPI_Group node_group, group;
+    MPI_Comm_group(ctx.node_comm(), &node_group);
+    MPI_Comm_group(ctx.comm(), &group);
+    const int last = n - 1;
+    MPI_Group_translate_ranks(node_group, 1, &last, group, &target);
+    MPI_Group_free(&node_group);
+    MPI_Group_free(&group);
+  }
+  MPI_Bcast(&target, 1, MPI_INT, 0, ctx.comm());
+  if (target == 0) return;
+  const int me = ctx.rank();
+  garray::GlobalArray<std::int64_t, 1> a(ctx, {2 * ctx.size()}, garray::Distribution<1>::slab(0));
+  a.fill(0);
+  garray::Index t0 = 0;
+  if (me == target) {
+    t0 = a.local_box().lo[0];
+    a.access().view()[t0] = 42;
+  }
+  MPI_Bcast(&t0, 1, MPI_INT64_T, target, ctx.comm());
+  a.sync();
+  const double wait_s = std::getenv("GARRAY_TEST_PROGRESS_WAIT") ? std::atof(std::getenv("GARRAY_TEST_PROGRESS_WAIT"))
+                                                                  : 20.0;
+  int seen = 1;
+  std::int64_t got = -1;
+  if (me == target) {  // computes, no MPI call, until the flag arrives or the deadline passes
+    auto blk = a.access();
+    std::int64_t* flag = &blk.view()[t0 + 1];
+    const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(wait_s));
+    volatile double sink = 0;
+    while (__atomic_load_n(flag, __ATOMIC_ACQUIRE) == 0 && Clock::now() < deadline)
+      for (int i = 0; i < 1000; ++i) sink = sink + i * 1e-9;
+    seen = __atomic_load_n(flag, __ATOMIC_ACQUIRE) != 0 ? 1 : 0;
+  } else if (me == 0) {
+    got = a.get(garray::idx[t0]);
+    const std::int64_t one = 1;
+    a.put(garray::idx[garray::range(t0 + 1, t0 + 2)], std::span<const std::int64_t>(&one, 1));
+    a.fence();
+  }
+  a.sync();
+  MPI_Bcast(&seen, 1, MPI_INT, target, ctx.comm());
+  if (me == 0) CHECK(got == 42);
+  CHECK(seen == 1);  // served by memory copies, not by the target's next MPI call
+}
