@@ -188,6 +188,36 @@ TEST_CASE("interleaved keys: type, shape, distribution and ghost width each make
   CHECK(ctx.cache().windows_held() == 6);
 }
 
+TEST_CASE("keys: the number of dimensions alone makes a key; specs that resolve alike share one; pools are per context") {
+  garray::Context ctx;
+  ctx.cache().clear();
+  using D1 = garray::GlobalArray<double, 1>;
+  using D3 = garray::GlobalArray<double, 3>;
+  const Index n = 6 * static_cast<Index>(ctx.size());
+  // 1, 2 and 3 dimensions, the same elements per rank along the distributed axis 0.
+  { D1 a(ctx, {n}); }
+  auto before = counts(ctx);
+  { A2 b(ctx, {n, 1}); }
+  { D3 c(ctx, {n, 1, 1}, garray::Distribution<3>::slab(0)); }
+  CHECK(counts(ctx).misses == before.misses + 2);
+  CHECK(counts(ctx).hits == before.hits);
+  // The key is the resolved distribution: slab(0), grid {p} and blocked() give a 1-D array
+  // the same blocks, so they share the window.
+  before = counts(ctx);
+  { D1 a(ctx, {n}, garray::Distribution<1>::slab(0)); }
+  { D1 a(ctx, {n}, garray::Distribution<1>::grid({ctx.size()})); }
+  CHECK(counts(ctx).hits == before.hits + 2);
+  CHECK(counts(ctx).misses == before.misses);
+  // Another context of the same ranks has its own pool: no hit on this context's windows.
+  garray::Context other;
+  const auto held = ctx.cache().windows_held();
+  { D1 a(other, {n}); }
+  CHECK(other.stats().cache_hits == 0);
+  CHECK(other.stats().cache_misses == 1);
+  CHECK(ctx.cache().windows_held() == held);
+  ctx.cache().clear();
+}
+
 TEST_CASE("a window from the cache behaves exactly like a fresh one, with no stale data") {
   auto rng = shared_rng();
   garray::Context ctx;    // cache on (default depth)

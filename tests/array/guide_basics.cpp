@@ -85,22 +85,31 @@ TEST_CASE("user guide basics: ctx.agree and throw_error (Errors)") {
 
 
 TEST_CASE("user guide: a context numbered node by node") {
-  // The guide's snippet ("Distributions").
-  garray::Context ctx(MPI_COMM_WORLD, garray::RankOrder::node);
-  garray::GlobalArray<double, 2> u(ctx, {64, 64});  // blocked: consecutive blocks share a node
-  int world_rank = 0, in_ctx = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);  // equal to ctx.rank() unless ctx.renumbered()
-  MPI_Comm_rank(ctx.comm(), &in_ctx);          // always ctx.rank(): use ctx.comm() with ctx's ranks
-  // Checked: this rank's block is its rank's, the numbering is the context's, and the ranks
-  // of this node hold consecutive numbers (so consecutive grid positions).
-  CHECK(in_ctx == ctx.rank());
-  CHECK(u.box_of(ctx.rank()) == u.local_box());
-  if (!ctx.renumbered()) CHECK(world_rank == ctx.rank());
-  if (world_rank == 0) CHECK(ctx.rank() == 0);
-  int node_size = 0, node_rank = 0, lowest = 0;
-  MPI_Comm_size(ctx.node_comm(), &node_size);
-  MPI_Comm_rank(ctx.node_comm(), &node_rank);
-  const int mine = ctx.rank();
-  MPI_Allreduce(&mine, &lowest, 1, MPI_INT, MPI_MIN, ctx.node_comm());
-  CHECK(ctx.rank() == lowest + node_rank);
+  // Run on the real nodes, and with round-robin "nodes" (GARRAY_NODE_RANKS=2,cyclic: world
+  // 0,2 | 1,3), where it renumbers from 3 ranks on.
+  const char* nodes = std::getenv("GARRAY_NODE_RANKS");
+  const std::string real = nodes ? nodes : "";
+  for (const char* setting : {nodes ? real.c_str() : nullptr, "2,cyclic"}) {
+    CAPTURE(setting ? setting : "unset");
+    const test::ScopedEnv env("GARRAY_NODE_RANKS", setting);
+    // The guide's snippet ("Distributions").
+    garray::Context ctx(MPI_COMM_WORLD, garray::RankOrder::node);
+    garray::GlobalArray<double, 2> u(ctx, {64, 64});  // blocked: consecutive blocks share a node
+    int world_rank = 0, in_ctx = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);  // equal to ctx.rank() unless ctx.renumbered()
+    MPI_Comm_rank(ctx.comm(), &in_ctx);          // always ctx.rank(): use ctx.comm() with ctx's ranks
+    // Checked: this rank's block is its rank's, the numbering is the context's, and the ranks
+    // of this node hold consecutive numbers (so consecutive grid positions).
+    CHECK(in_ctx == ctx.rank());
+    CHECK(u.box_of(ctx.rank()) == u.local_box());
+    if (!ctx.renumbered()) CHECK(world_rank == ctx.rank());
+    if (world_rank == 0) CHECK(ctx.rank() == 0);
+    int node_size = 0, node_rank = 0, lowest = 0;
+    MPI_Comm_size(ctx.node_comm(), &node_size);
+    MPI_Comm_rank(ctx.node_comm(), &node_rank);
+    const int mine = ctx.rank();
+    MPI_Allreduce(&mine, &lowest, 1, MPI_INT, MPI_MIN, ctx.node_comm());
+    CHECK(ctx.rank() == lowest + node_rank);
+    if (setting && std::string_view(setting) == "2,cyclic" && ctx.size() >= 3) CHECK(ctx.renumbered());
+  }
 }

@@ -550,6 +550,39 @@ TEST_CASE("negative steps cost no extra communication") {
   CHECK(fwd[0] == vals[vals.size() - 1] + vals[0] + vals[vals.size() - 1]);
 }
 
+TEST_CASE("rma windows: a put and an accumulate make one MPI call per owner piece, the own piece a copy for put only") {
+  garray::Context ctx;
+  using A2 = garray::GlobalArray<double, 2>;
+  A2 a(ctx, {9, 10});
+  a.fill(0.0);
+  if (a.window_kind() != garray::WindowKind::rma) return;  // test_array.rma
+  int remote = 0;  // owners other than this rank of a piece of the whole array
+  bool own = false;
+  a.distribution().for_each_block(garray::Box<2>{{0, 0}, {9, 10}}, [&](int r, const auto&) {
+    if (r == ctx.rank()) own = true;
+    else ++remote;
+  });
+  const std::vector<double> ones(90, 1.0);
+  garray::Stats& st = ctx.stats();
+  garray::Stats before = st;
+  if (ctx.rank() == 0) {
+    a.put(idx[range()][range()], std::span<const double>(ones));
+    CHECK(st[garray::Op::put].remote_pieces - before[garray::Op::put].remote_pieces == remote);
+    CHECK(st.mpi_rma_calls - before.mpi_rma_calls == remote);  // the own piece: a memory copy
+  }
+  a.sync();
+  before = st;
+  a.accumulate(idx[range()][range()], std::span<const double>(ones));
+  CHECK(st[garray::Op::acc].remote_pieces - before[garray::Op::acc].remote_pieces == remote);
+  CHECK(st.mpi_rma_calls - before.mpi_rma_calls == remote + (own ? 1 : 0));  // atomics: all by MPI
+  a.sync();
+  bool ok = true;
+  const auto got = a.view().get();
+  for (Index i = 0; i < 9; ++i)
+    for (Index j = 0; j < 10; ++j) ok = ok && got[i][j] == 1.0 + ctx.size();
+  CHECK(ok);
+}
+
 TEST_CASE("copy lands in destination memory, one get per destination piece") {
   garray::Context ctx;
   using A2 = garray::GlobalArray<double, 2>;

@@ -231,10 +231,12 @@ class Distribution {
     }
   }
 
-  /// Local. A hash of the resolved map (kind, shape, bounds), equal on ranks that agree on
-  /// it; used in collective signatures.
+  /// Local. A hash of the resolved map (replicated or not, shape, every block boundary),
+  /// equal on ranks that agree on it and for specs that resolve to the same blocks (slab(0),
+  /// grid({p}) and blocked() of a 1-D array): the array cache's key and collective
+  /// signatures use it.
   std::uint64_t signature() const noexcept {
-    std::uint64_t h = detail::hash_mix(0x51ed, static_cast<std::uint64_t>(kind_));
+    std::uint64_t h = detail::hash_mix(0x51ed, is_replicated() ? 1 : 0);
     for (std::size_t d = 0; d < N; ++d) {
       h = detail::hash_mix(h, static_cast<std::uint64_t>(shape_[d]));
       for (auto v : bounds_[d]) h = detail::hash_mix(h, static_cast<std::uint64_t>(v));
