@@ -8,6 +8,7 @@
 #include <garray/runtime/progress.hpp>
 
 #include <chrono>
+#include <utility>
 #include <filesystem>
 #include <cstdint>
 #include <cstdlib>
@@ -31,6 +32,36 @@ std::size_t thread_count() {
   std::size_t n = 0;
   for ([[maybe_unused]] const auto& t : std::filesystem::directory_iterator("/proc/self/task")) ++n;
   return n;
+}
+
+/// A slab-distributed array of `per_rank` zeros per rank whose first element on `target` is
+/// 42, synchronised; with the global index of that element (the same on every rank).
+std::pair<garray::GlobalArray<std::int64_t, 1>, garray::Index> busy_target_array(const garray::Context& ctx,
+                                                                                int target, int per_rank) {
+  garray::GlobalArray<std::int64_t, 1> a(ctx, {per_rank * ctx.size()}, garray::Distribution<1>::slab(0));
+  a.fill(0);
+  garray::Index t0 = 0;
+  if (ctx.rank() == target) {
+    t0 = a.local_box().lo[0];
+    a.access().view()[t0] = 42;
+  }
+  MPI_Bcast(&t0, 1, MPI_INT64_T, target, ctx.comm());
+  a.sync();
+  return {std::move(a), t0};
+}
+
+/// The busy target: computes without any MPI call until `*flag` (in its own block) becomes
+/// non-zero or GARRAY_TEST_PROGRESS_WAIT seconds (default 20) pass. Returns whether the flag
+/// arrived, and the seconds it computed.
+std::pair<bool, double> compute_until(const std::int64_t* flag) {
+  const char* w = std::getenv("GARRAY_TEST_PROGRESS_WAIT");
+  const double wait_s = w ? std::atof(w) : 20.0;
+  const auto start = Clock::now();
+  const auto deadline = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(wait_s));
+  volatile double sink = 0;
+  while (__atomic_load_n(flag, __ATOMIC_ACQUIRE) == 0 && Clock::now() < deadline)
+    for (int i = 0; i < 1000; ++i) sink = sink + i * 1e-9;
+  return {__atomic_load_n(flag, __ATOMIC_ACQUIRE) != 0, std::chrono::duration<double>(Clock::now() - start).count()};
 }
 
 int world_rank() {
@@ -145,17 +176,7 @@ TEST_CASE("a get, accumulate, read_inc and put complete while the target compute
   if (p < 2) return;  // needs an origin and a target
   const int origin = 0, target = p - 1;
   // Four elements per rank: [payload, accumulate target, counter, flag].
-  garray::GlobalArray<std::int64_t, 1> a(ctx, {4 * p}, garray::Distribution<1>::slab(0));
-  a.fill(0);
-  garray::Index t0 = 0;
-  if (me == target) {
-    t0 = a.local_box().lo[0];
-    a.access().view()[t0] = 42;
-  }
-  MPI_Bcast(&t0, 1, MPI_INT64_T, target, ctx.comm());
-  a.sync();
-  const double wait_s = std::getenv("GARRAY_TEST_PROGRESS_WAIT") ? std::atof(std::getenv("GARRAY_TEST_PROGRESS_WAIT"))
-                                                                  : 20.0;
+  auto [a, t0] = busy_target_array(ctx, target, 4);
   int seen = 1;
   double origin_s = 0, target_s = 0;
   std::int64_t got = -1, old = -1;
@@ -163,14 +184,9 @@ TEST_CASE("a get, accumulate, read_inc and put complete while the target compute
     // Busy in local computation: no MPI call until the origin's flag arrives or the
     // deadline passes (then MPI serves the operations and the test goes on).
     auto blk = a.access();
-    std::int64_t* flag = &blk.view()[t0 + 3];
-    const auto start = Clock::now();
-    const auto deadline = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(wait_s));
-    volatile double sink = 0;
-    while (__atomic_load_n(flag, __ATOMIC_ACQUIRE) == 0 && Clock::now() < deadline)
-      for (int i = 0; i < 1000; ++i) sink = sink + i * 1e-9;
-    seen = __atomic_load_n(flag, __ATOMIC_ACQUIRE) != 0 ? 1 : 0;
-    target_s = std::chrono::duration<double>(Clock::now() - start).count();
+    const auto [arrived, secs] = compute_until(&blk.view()[t0 + 3]);
+    seen = arrived ? 1 : 0;
+    target_s = secs;
   } else if (me == origin) {
     const auto start = Clock::now();
     got = a.get(garray::idx[t0]);
@@ -240,27 +256,12 @@ TEST_CASE("mixed windows: a get and a put to a rank of the same node complete wh
   MPI_Bcast(&target, 1, MPI_INT, 0, ctx.comm());
   if (target == 0) return;
   const int me = ctx.rank();
-  garray::GlobalArray<std::int64_t, 1> a(ctx, {2 * ctx.size()}, garray::Distribution<1>::slab(0));
-  a.fill(0);
-  garray::Index t0 = 0;
-  if (me == target) {
-    t0 = a.local_box().lo[0];
-    a.access().view()[t0] = 42;
-  }
-  MPI_Bcast(&t0, 1, MPI_INT64_T, target, ctx.comm());
-  a.sync();
-  const double wait_s = std::getenv("GARRAY_TEST_PROGRESS_WAIT") ? std::atof(std::getenv("GARRAY_TEST_PROGRESS_WAIT"))
-                                                                  : 20.0;
+  auto [a, t0] = busy_target_array(ctx, target, 2);  // [payload, flag] per rank
   int seen = 1;
   std::int64_t got = -1;
   if (me == target) {  // computes, no MPI call, until the flag arrives or the deadline passes
     auto blk = a.access();
-    std::int64_t* flag = &blk.view()[t0 + 1];
-    const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(wait_s));
-    volatile double sink = 0;
-    while (__atomic_load_n(flag, __ATOMIC_ACQUIRE) == 0 && Clock::now() < deadline)
-      for (int i = 0; i < 1000; ++i) sink = sink + i * 1e-9;
-    seen = __atomic_load_n(flag, __ATOMIC_ACQUIRE) != 0 ? 1 : 0;
+    seen = compute_until(&blk.view()[t0 + 1]).first ? 1 : 0;
   } else if (me == 0) {
     got = a.get(garray::idx[t0]);
     const std::int64_t one = 1;
