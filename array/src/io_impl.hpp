@@ -82,28 +82,32 @@ std::invoke_result_t<F&> concluded(MPI_Comm comm, std::string_view what, F&& wor
   return std::move(*r);
 }
 
-/// The front of every io collective in ONE allreduce: the call's signature (all arguments)
-/// and whether this rank's local checks passed (`err`). Every rank throws: its own error,
-/// CollectiveMismatch if the signatures differ, or InvalidArgument if only another rank's
-/// checks failed. `wins`: windows whose outstanding operations complete first (the
-/// allreduce then doubles as sync()'s barrier).
+/// The front of every io collective: the handshake every garray collective uses
+/// (detail::agree_with_errors: ONE allreduce of the call's signature, all arguments, and of
+/// this rank's local outcome `err`), so an io call on one rank meets any other collective,
+/// or a stale view's handshake (join_if_stale), on another and every rank throws. A rank
+/// whose checks failed rethrows its error and the others throw CollectiveMismatch carrying
+/// its message; signatures that differ: CollectiveMismatch everywhere; a rank that could
+/// not complete its operations on `wins`: its error, CollectiveFailure elsewhere. `wins`:
+/// windows whose outstanding operations complete first (the allreduce then doubles as
+/// sync()'s barrier).
 inline void handshake(const Context& ctx, std::uint64_t sig, std::string_view what, const std::string& args,
                       std::exception_ptr err, std::span<const gd::Window* const> wins = {}) {
-  for (const gd::Window* w : wins) {
-    w->complete_all();
-    w->memory_sync();
+  gd::LocalFault fault = err ? gd::LocalFault::invalid : gd::LocalFault::none;
+  try {
+    for (const gd::Window* w : wins) {
+      w->complete_all();
+      w->memory_sync();
+    }
+  } catch (const Error&) {
+    if (!err) {
+      err = std::current_exception();
+      fault = gd::LocalFault::failed;
+    }
   }
-  std::uint64_t v[3] = {sig, ~sig, err ? 1u : 0u};
-  gd::check_mpi(MPI_Allreduce(MPI_IN_PLACE, v, 3, MPI_UINT64_T, MPI_MAX, ctx.comm()), "MPI_Allreduce");
+  const gd::Agreement a = gd::agree_with_errors(ctx.comm(), sig, fault);
   for (const gd::Window* w : wins) w->memory_sync();
-  if (v[0] != sig || v[1] != ~sig) {
-    if (err) std::rethrow_exception(err);
-    gd::throw_signature_mismatch(what, args);
-  }
-  if (v[2] != 0) {
-    if (err) std::rethrow_exception(err);
-    gd::raise<InvalidArgument>(what, ": invalid argument on another rank (see that rank's message)");
-  }
+  gd::throw_if_disagreed(ctx.comm(), a, err, what, args);
 }
 
 /// An HDF5 identifier closed on destruction.

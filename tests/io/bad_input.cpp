@@ -141,6 +141,74 @@ TEST_CASE("io bad input: datasets, shapes, types; the array is unchanged") {
   CHECK(context_works(ctx));
 }
 
+TEST_CASE("io arguments bad on one rank only: that rank its own error, the others CollectiveMismatch with it") {
+  garray::Context ctx;
+  if (ctx.size() == 1) return;  // needs a rank that differs
+  const std::string name = make_file(ctx);
+  const bool odd = ctx.rank() == ctx.size() - 1;
+  // Classifies one call: the odd rank must throw `Own`, every other rank CollectiveMismatch
+  // naming the odd rank and carrying its message (`part`). Nobody hangs (ctest's timeout).
+  auto expect = [&]<class Own>(std::type_identity<Own>, const char* part, auto&& call) {
+    CAPTURE(part);
+    std::string m;
+    bool own = false, mismatch = false;
+    try {
+      call();
+    } catch (const Own& e) {
+      own = true;
+      m = e.what();
+    } catch (const garray::CollectiveMismatch& e) {
+      mismatch = true;
+      m = e.what();
+    } catch (const std::exception& e) {
+      m = std::string("WRONG TYPE: ") + e.what();
+    }
+    CAPTURE(m);
+    CHECK((odd ? own : mismatch));
+    CHECK(contains(m, part));
+    if (!odd) CHECK(contains(m, "invalid call on rank " + std::to_string(ctx.size() - 1)));
+  };
+  {
+    io::File f(ctx, name);
+    GlobalArray<double, 2> a(ctx, {6, 5});
+    fill_bits(a, 42);
+    const auto before = all_of(a);
+    using garray::idx;
+    using garray::range;
+    // a file selection out of range, or of another shape than the view, on one rank only
+    expect(std::type_identity<garray::BoundsError>{}, "out of range", [&] {
+      io::read(f, "u", odd ? idx[range(0, 3)][9] : idx[range(0, 3)][1], a[idx[range(0, 3)][2]]);
+    });
+    expect(std::type_identity<garray::SizeMismatch>{}, "has shape", [&] {
+      io::read(f, "u", odd ? idx[range(0, 2)][1] : idx[range(0, 3)][1], a[idx[range(0, 3)][2]]);
+    });
+    CHECK(bitwise_equal(all_of(a), before));
+    // a view of an array that is gone, on one rank only
+    std::optional<GlobalArray<double, 2>> gone(std::in_place, ctx, garray::Shape<2>{6, 5});
+    const auto v = (*gone)[idx[range(0, 6)][range(0, 5)]];
+    gone.reset();  // on every rank (a collective destroy); only the odd rank uses the stale view
+    GlobalArray<double, 2> b(ctx, {6, 5});
+    auto v_or_live = [&] { return odd ? v : b[idx[range(0, 6)][range(0, 5)]]; };
+    expect(std::type_identity<garray::InvalidArgument>{}, "destroyed", [&] { io::read(f, "u", v_or_live()); });
+    expect(std::type_identity<garray::InvalidArgument>{}, "destroyed",
+           [&] { io::read(f, "u", idx[range(0, 6)][range(0, 5)], v_or_live()); });
+  }
+  {
+    io::File f(ctx, name, io::Mode::read_write);
+    GlobalArray<double, 2> a(ctx, {6, 5});
+    io::WriteOptions bad;
+    if (odd) bad.chunk = {2};  // a chunk shape of the wrong rank, on one rank only
+    expect(std::type_identity<garray::InvalidArgument>{}, "chunk", [&] { io::write(f, "c", a, bad); });
+    std::optional<GlobalArray<double, 2>> gone(std::in_place, ctx, garray::Shape<2>{6, 5});
+    const auto v = (*gone)[garray::idx[garray::range(0, 6)]];
+    gone.reset();  // on every rank; only the odd rank writes through the stale view
+    expect(std::type_identity<garray::InvalidArgument>{}, "destroyed",
+           [&] { io::write(f, "d", odd ? v : a[garray::idx[garray::range(0, 6)]]); });
+  }
+  remove_file(ctx, name);
+  CHECK(context_works(ctx));
+}
+
 TEST_CASE("io failure rule: a rank failing inside every collective") {
   garray::Context ctx;
   const std::string name = make_file(ctx);

@@ -321,6 +321,34 @@ TEST_CASE("a rank order that differs on one rank, or a bad GARRAY_RANK_ORDER: ev
   CHECK(after.rank_order() == garray::RankOrder::given);
 }
 
+TEST_CASE("agree(what, f) is handshaked: another step or another collective on one rank throws everywhere, f not run") {
+  garray::Context ctx;
+  if (ctx.size() == 1) return;
+  const bool odd = ctx.rank() == ctx.size() - 1;
+  int runs = 0;
+  auto step = [&] { ++runs; return 7; };
+  CHECK_THROWS_AS(ctx.agree(odd ? "read the input" : "check the input", step), garray::CollectiveMismatch);
+  CHECK_THROWS_AS(odd ? ctx.barrier() : (void)ctx.agree("check the input", step), garray::CollectiveMismatch);
+  CHECK(runs == 0);  // the handshake comes first
+  CHECK(ctx.agree("check the input", step) == 7);
+  CHECK(runs == 1);
+  // f throwing on one rank: that rank its own error, the others CollectiveFailure naming the step
+  std::string msg;
+  try {
+    ctx.agree("check the input", [&] {
+      if (odd) throw garray::InvalidArgument("bad input on this rank");
+      return 1;
+    });
+  } catch (const garray::CollectiveFailure& e) {
+    msg = e.what();
+    CHECK(e.failed_rank() == ctx.size() - 1);
+  } catch (const garray::InvalidArgument& e) {
+    msg = e.what();
+  }
+  CHECK(msg.find(odd ? "bad input on this rank" : "check the input") != std::string::npos);
+  CHECK(msg.find("bad input on this rank") != std::string::npos);
+}
+
 TEST_CASE("statistics reduce over ranks into one table on rank 0") {
   garray::Context ctx;
   ctx.stats() = garray::Stats{};

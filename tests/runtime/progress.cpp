@@ -227,13 +227,13 @@ TEST_CASE("a get, accumulate, read_inc and put complete while the target compute
 TEST_CASE("a context still alive at MPI_Finalize: its progress thread stops there, its end after it is harmless") {
   // Destroyed after main() has called MPI_Finalize (static storage): with GARRAY_PROGRESS=
   // thread on rma windows (test_runtime.rma_progress) the thread is running when MPI is
-  // finalised; it must stop in MPI_Finalize's callback, and the context's destructor (its
-  // pooled window included) must then make no MPI call. Broken, the binary crashes or hangs
-  // at exit and ctest fails it.
+  // finalised; it must stop in MPI_Finalize's callback, and the context's destructor must
+  // then make no MPI call. Broken, the binary crashes or hangs at exit and ctest fails it.
+  // No window may outlive MPI_Finalize (the user guide: arrays go first; MPICH 4.0 over UCX
+  // aborts in MPI_Finalize with a window still allocated), so the context's pool is empty.
   static std::optional<garray::Context> kept;
   kept.emplace();
-  { garray::GlobalArray<double, 1> a(*kept, {16}); }  // its window stays in the pool
-  CHECK(kept->cache().windows_held() == 1);
+  CHECK(kept->cache().windows_held() == 0);
   CHECK(kept->agree(true));
 }
 

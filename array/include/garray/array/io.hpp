@@ -449,25 +449,33 @@ void read(const Group& loc, const std::string& name, const Slice<K, MS>& file_sl
                 "garray::io::read: the file selection keeps a different number of dimensions than the view");
   static_assert(N <= detail::max_rank, "garray::io: arrays of 1-4 dimensions (compiled into garray_io)");
   const std::string what = detail::call_name("read", type_name<T>(), N);
+  garray::detail::join_if_stale(what, v);  // before the first collective below
   // The dataset's shape, to normalise the slice: a small collective query of its own.
   const std::vector<Index> fshape = detail::dataset_shape<T>(loc, name, K, what);
-  Shape<K> fs{};
-  for (std::size_t d = 0; d < K; ++d) fs[d] = fshape[d];
-  const Section<K> fsec = normalize(fs, file_slice, what);
   detail::FileSel sel;
-  std::vector<Index> kept;
-  for (std::size_t d = 0; d < K; ++d) {
-    sel.start.push_back(fsec.start[d]);
-    sel.step.push_back(fsec.step[d]);
-    sel.count.push_back(fsec.count[d]);
-    sel.dropped.push_back(fsec.dropped[d]);
-    if (!fsec.dropped[d]) kept.push_back(fsec.count[d]);
+  try {
+    Shape<K> fs{};
+    for (std::size_t d = 0; d < K; ++d) fs[d] = fshape[d];
+    const Section<K> fsec = normalize(fs, file_slice, what);
+    std::vector<Index> kept;
+    for (std::size_t d = 0; d < K; ++d) {
+      sel.start.push_back(fsec.start[d]);
+      sel.step.push_back(fsec.step[d]);
+      sel.count.push_back(fsec.count[d]);
+      sel.dropped.push_back(fsec.dropped[d]);
+      if (!fsec.dropped[d]) kept.push_back(fsec.count[d]);
+    }
+    const auto vs = v.shape();
+    if (!std::equal(kept.begin(), kept.end(), vs.begin()))
+      gd::raise<SizeMismatch>(what, ": the selection ", fsec, " of ", loc.dataset_where(name), " has shape ",
+                              gd::seq(kept), ", the view has shape ", gd::seq(vs));
+  } catch (const Error&) {
+    // A selection bad on this rank only: the others are in read_section's handshake; meet
+    // them there with the error, so that every rank throws and nobody waits.
+    loc.begin(what, gd::hash_string("garray::io::read: a bad selection"), "a bad selection",
+              [e = std::current_exception()] { std::rethrow_exception(e); });
+    throw;  // not reached: the handshake throws on every rank
   }
-  const auto vs = v.shape();
-  if (!std::equal(kept.begin(), kept.end(), vs.begin()))
-    gd::raise<SizeMismatch>(what, ": the selection ", fsec, " of ", loc.dataset_where(name), " has shape ",
-                            gd::seq(kept), ", the view has shape ", gd::seq(vs));
-  garray::detail::join_if_stale(what, v);
   detail::read_section(loc, name, v.array(), v.section(), sel, fshape, o, what);
 }
 

@@ -167,12 +167,14 @@ class Context {
   /// collective: a rank calling another collective meanwhile makes every rank throw
   /// CollectiveMismatch.
   bool agree(bool ok) const;
-  /// **Collective**. Runs `f()` on every rank, then agrees on the outcome (the failure rule
-  /// of docs/semantics.md, one allreduce): if f threw on some rank, that rank rethrows its
+  /// **Collective** (handshaked: `what` is part of the signature, so ranks running different
+  /// steps, or another collective, throw CollectiveMismatch on every rank before f runs).
+  /// Runs `f()` on every rank, then agrees on the outcome (the failure rule of
+  /// docs/semantics.md, one allreduce): if f threw on some rank, that rank rethrows its
   /// exception and every other rank throws CollectiveFailure carrying its message (`what`
   /// names the step); otherwise f's result is returned on every rank. For a step that may
   /// fail on some ranks only (reading a file, checking local input) and must not leave the
-  /// others waiting in the next collective.
+  /// others waiting in the next collective. Two allreduces.
   template <class F>
   auto agree(std::string_view what, F&& f) const;
 
@@ -318,6 +320,8 @@ noexcept {
 template <class F>
 auto Context::agree(std::string_view what, F&& f) const {
   check_valid(what);
+  const std::uint64_t sig = detail::hash_mix(detail::hash_string("Context::agree(what, f)"), detail::hash_string(what));
+  detail::agree_signature(comm_, sig, what, "agree(\"" + std::string(what) + "\", f)");
   return detail::run_concluded(comm_, what, std::forward<F>(f));
 }
 
