@@ -155,17 +155,9 @@ auto reduce_axis_with(const X& x, Axis axis, Red red, Map map, Fin fin, std::str
     }
   }
   p.sig = hash_mix(p.sig, ax);
-  if (bad) p.sig = hash_string("bad-axis");
-  {
-    std::exception_ptr err;
-    try {
-      prepare(p, e, std::string("expression ") + typeid(E).name() + ", axis " + std::to_string(ax));
-    } catch (const Error&) {
-      err = std::current_exception();
-    }
-    if (bad) std::rethrow_exception(bad);
-    if (err) std::rethrow_exception(err);
-  }
+  // A bad axis is this rank's invalid argument at the handshake: it throws it, the others
+  // CollectiveMismatch carrying its message.
+  prepare(p, e, std::string("expression ") + typeid(E).name() + ", axis " + std::to_string(ax), bad);
   const Context ctx = *p.ctx;
   Shape<R> rshape{};
   for (std::size_t d = 0, j = 0; d < M; ++d)
@@ -253,6 +245,7 @@ auto reduce_axis_with(const X& x, Axis axis, Red red, Map map, Fin fin, std::str
   GlobalArray<Out, R> out(ctx, rshape);
   const Box<R> mine = out.local_box();
   run_concluded(ctx.comm(), p.what, [&] {
+  fault_point("reduce_axis.combine");
   if (!mine.empty()) {
     Section<M> s;
     s.start[0] = 0;

@@ -73,6 +73,7 @@ void scan_in_place(GlobalArray<Acc, M>& out, std::size_t ax, std::string_view wh
   std::vector<Acc> tot;
   // 1. Each rank scans its own block along the axis, line by line (inner index fastest).
   run_concluded(comm, what, [&] {
+    fault_point("scan.local");
     if (!have || len == 0) return;
     auto blk = out.access();
     Acc* a = blk.data();
@@ -161,15 +162,8 @@ void scan_prepare(Plan<M>& p, const E& e, Axis given, std::string_view what) {
     }
   }
   p.sig = hash_mix(p.sig, axis);
-  if (bad) p.sig = hash_string("bad-axis");
-  std::exception_ptr err;
-  try {
-    prepare(p, e, std::string("expression ") + typeid(E).name() + ", axis " + std::to_string(axis));
-  } catch (const Error&) {
-    err = std::current_exception();
-  }
-  if (bad) std::rethrow_exception(bad);
-  if (err) std::rethrow_exception(err);
+  // A bad axis is this rank's invalid argument at the handshake (see prepare).
+  prepare(p, e, std::string("expression ") + typeid(E).name() + ", axis " + std::to_string(axis), bad);
 }
 
 template <bool Prod, ArrayOperand X, std::size_t M>

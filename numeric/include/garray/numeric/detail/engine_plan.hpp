@@ -269,13 +269,16 @@ void validate(Plan<M>& p, const E& e) {
 }
 
 /// Steps 1-2: validation, fences, the collective handshake. Throws on every rank: a rank
-/// whose arguments are invalid its error (the others CollectiveMismatch), a rank whose
-/// fence failed its error (the others CollectiveFailure).
+/// whose arguments are invalid its error (the others CollectiveMismatch carrying its
+/// message), a rank whose fence failed its error (the others CollectiveFailure). `invalid`:
+/// an error the caller's own argument checks found on this rank (a bad axis), treated as
+/// validate's.
 template <std::size_t M, class E>
-void prepare(Plan<M>& p, const E& e, std::string_view describe) {
+void prepare(Plan<M>& p, const E& e, std::string_view describe, std::exception_ptr invalid = nullptr) {
   std::exception_ptr err;
   LocalFault fault = LocalFault::invalid;
   try {
+    if (invalid) std::rethrow_exception(invalid);
     validate(p, e);
     fault = LocalFault::failed;
     fault_point("numeric.prepare");
