@@ -11,6 +11,7 @@
 #include <complex>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <sstream>
 
 using garray::Index;
@@ -43,17 +44,34 @@ void check_context_works(const garray::Context& ctx) {
   GARRAY_TEST_REQUIRE_ALL(ok);
 }
 
+/// Every element of each array, as every rank reads it (after a sync: every earlier operation
+/// of every rank is complete).
+std::vector<std::vector<double>> elements(std::initializer_list<A2*> arrays) {
+  std::vector<std::vector<double>> all;
+  for (A2* x : arrays) {
+    x->sync();
+    std::vector<double> v(static_cast<std::size_t>(x->size()));
+    x->get(idx[range()][range()], std::span<double>(v));
+    all.push_back(std::move(v));
+  }
+  return all;
+}
+
 /// Arms `point` on rank `victim`, runs the collective `op` on every rank and checks the
 /// failure rule: the victim throws the injected fault, every other rank CollectiveFailure
-/// (or CollectiveMismatch when the fault struck inside a handshake), nobody hangs, and the
-/// context works afterwards.
+/// (or CollectiveMismatch when the fault struck inside a handshake), nobody hangs, the
+/// arrays in `unchanged` (the call's inputs; its output too when the fault strikes at or
+/// before the handshake) hold what they held before, and the context works afterwards.
 template <class Op>
-void expect_fault(const garray::Context& ctx, const char* point, int victim, Op&& op) {
+void expect_fault(const garray::Context& ctx, const char* point, int victim, Op&& op,
+                  std::initializer_list<A2*> unchanged = {}) {
   CAPTURE(point);
+  const auto before = elements(unchanged);
   if (ctx.rank() == victim) garray::testing::arm_fault(point);
   std::string msg;
   const Got g = outcome(op, &msg);
   CAPTURE(msg);
+  GARRAY_TEST_REQUIRE_ALL(elements(unchanged) == before);  // semantics.md "Failure rule"
   const bool fired = ctx.rank() != victim || !garray::testing::fault_armed();
   garray::testing::disarm_fault();
   CHECK(fired);  // the point is really on this collective's path
@@ -66,13 +84,17 @@ void expect_fault(const garray::Context& ctx, const char* point, int victim, Op&
   check_context_works(ctx);
 }
 
-/// Every rank throws CollectiveMismatch (or, on `odd` when given, its own garray error).
+/// Every rank throws CollectiveMismatch (or, on `odd` when given, its own garray error), and
+/// nothing changed: the arrays in `unchanged` hold what they held before.
 template <class Op>
-void expect_mismatch(const garray::Context& ctx, const char* what, Op&& op, bool odd_may_differ = false) {
+void expect_mismatch(const garray::Context& ctx, const char* what, Op&& op, bool odd_may_differ = false,
+                     std::initializer_list<A2*> unchanged = {}) {
   CAPTURE(what);
+  const auto before = elements(unchanged);
   std::string msg;
   const Got g = outcome(op, &msg);
   CAPTURE(msg);
+  GARRAY_TEST_REQUIRE_ALL(elements(unchanged) == before);  // semantics.md "Failure rule"
   if (odd_may_differ && ctx.rank() == ctx.size() - 1) CHECK((g == Got::mismatch || g == Got::invalid || g == Got::other_garray));
   else CHECK(g == Got::mismatch);
   check_context_works(ctx);
@@ -197,10 +219,16 @@ TEST_CASE("a fault injected on one rank at any collective's failure point: every
   for (int victim : {0, p - 1}) {
     CAPTURE(victim);
     static Index fresh = 1000;  // a shape never created before: a cache miss
+    check_context_works(ctx);   // its window is in the cache from here on
+    const garray::Stats st = ctx.stats();
     ++fresh;
     expect_fault(ctx, "window.create", victim, [&] { garray::GlobalArray<double, 1> a(ctx, {fresh}); });
     ++fresh;
     expect_fault(ctx, "window.setup", victim, [&] { garray::GlobalArray<float, 1> a(ctx, {fresh}); });
+    // every rank had its window: freed together, none leaked, none counted as made
+    CHECK(ctx.stats().leaked_windows == st.leaked_windows);
+    CHECK(ctx.stats().window_bytes == st.window_bytes);
+    CHECK(ctx.stats().windows_allocated - ctx.stats().windows_freed == st.windows_allocated - st.windows_freed);
     if (ctx.window_kind() == garray::WindowKind::mixed) {  // between the shared allocation and MPI_Win_create
       ++fresh;
       expect_fault(ctx, "window.shared", victim, [&] { garray::GlobalArray<double, 1> a(ctx, {fresh}); });
@@ -212,39 +240,58 @@ TEST_CASE("a fault injected on one rank at any collective's failure point: every
     garray::GlobalArray<double, 2> b(ctx, {9, 7}, garray::Distribution<2>::slab(1));
     garray::GlobalArray<double, 2> g(ctx, {9, 7}, garray::Distribution<2>::blocked(), {1, 1});
     garray::iota(a, 0.0, 1.0);
-    expect_fault(ctx, "collective.complete", victim, [&] { a.sync(); });
-    expect_fault(ctx, "collective.complete", victim, [&] { a.fill(3.0); });
-    expect_fault(ctx, "fill.local", victim, [&] { a.fill(3.0); });
-    expect_fault(ctx, "fill.local", victim, [&] { a[idx[range(1, 4)]].fill(2.0); });
-    expect_fault(ctx, "copy.fetch", victim, [&] { garray::copy(b, a); });
-    expect_fault(ctx, "copy.write", victim, [&] { garray::copy(a[idx[range(1, 9)]], a[idx[range(0, 8)]]); });
-    expect_fault(ctx, "numeric.prepare", victim, [&] { garray::assign(b, a * 2.0); });
-    expect_fault(ctx, "numeric.plan", victim, [&] { garray::assign(b, a * 2.0); });
-    expect_fault(ctx, "numeric.execute", victim, [&] { garray::assign(b, a + b); });
-    expect_fault(ctx, "numeric.plan", victim, [&] { garray::assign(a[idx[range(1, 9)]], a[idx[range(0, 8)]] + 1.0); });
-    expect_fault(ctx, "numeric.execute", victim, [&] { (void)garray::assign_norm2_diff(b, a * 0.5, a); });
-    expect_fault(ctx, "numeric.execute", victim, [&] { (void)garray::sum(a); });
+    garray::iota(b, 100.0, 0.5);
+    garray::iota(g, -50.0, 1.0);
+    // The last argument: the arrays that must be unchanged (inputs; the output as well where
+    // the fault strikes at or before the handshake: collective.complete, numeric.prepare).
+    expect_fault(ctx, "collective.complete", victim, [&] { a.sync(); }, {&a});
+    expect_fault(ctx, "collective.complete", victim, [&] { a.fill(3.0); }, {&a});
+    expect_fault(ctx, "collective.complete", victim, [&] { a[idx[range(1, 4)]].fill(2.0); }, {&a});
+    expect_fault(ctx, "fill.local", victim, [&] { a.fill(3.0); }, {&b, &g});
+    expect_fault(ctx, "fill.local", victim, [&] { a[idx[range(1, 4)]].fill(2.0); }, {&b, &g});
+    garray::iota(a, 0.0, 1.0);
+    expect_fault(ctx, "copy.fetch", victim, [&] { garray::copy(b, a); }, {&a, &g});
+    expect_fault(ctx, "copy.write", victim, [&] { garray::copy(a[idx[range(1, 9)]], a[idx[range(0, 8)]]); }, {&b, &g});
+    garray::iota(a, 0.0, 1.0);
+    garray::iota(b, 100.0, 0.5);
+    expect_fault(ctx, "numeric.prepare", victim, [&] { garray::assign(b, a * 2.0); }, {&a, &b});
+    expect_fault(ctx, "numeric.plan", victim, [&] { garray::assign(b, a * 2.0); }, {&a});
+    expect_fault(ctx, "numeric.execute", victim, [&] { garray::assign(b, a + b); }, {&a});
+    expect_fault(ctx, "numeric.plan", victim, [&] { garray::assign(a[idx[range(1, 9)]], a[idx[range(0, 8)]] + 1.0); },
+                 {&b});
+    expect_fault(ctx, "numeric.execute", victim, [&] { (void)garray::assign_norm2_diff(b, a * 0.5, a); }, {&a});
+    expect_fault(ctx, "numeric.execute", victim, [&] { (void)garray::sum(a); }, {&a, &b});
+    // axis reductions and scans: the local pass, the combination of partials
+    expect_fault(ctx, "numeric.execute", victim, [&] { (void)garray::sum(a, garray::Axis{0}); }, {&a});
+    expect_fault(ctx, "reduce_axis.combine", victim, [&] { (void)garray::argmax(a, garray::Axis{1}); }, {&a});
+    expect_fault(ctx, "reduce_axis.combine", victim, [&] { (void)garray::var(a * 2.0, garray::Axis{0}); }, {&a});
+    expect_fault(ctx, "scan.local", victim, [&] { (void)garray::cumsum(a, garray::Axis{0}); }, {&a});
+    expect_fault(ctx, "scan.local", victim, [&] { (void)garray::cumprod(a[idx[range()][range(1, 3)]], garray::Axis{1}); },
+                 {&a});
     // broadcast operands (a row and a column of b) on the same paths
+    garray::iota(b, 100.0, 0.5);
     const garray::View<double, 2, 2> col = b[idx[range(0, 9)][range(2, 3)]];
-    expect_fault(ctx, "numeric.plan", victim, [&] { garray::assign(b, a * col); });
-    expect_fault(ctx, "numeric.execute", victim, [&] { garray::assign(a, a + b[idx[4]]); });
-    expect_fault(ctx, "numeric.execute", victim, [&] { (void)garray::sum(a * col); });
-    expect_fault(ctx, "copy.fetch", victim, [&] { garray::copy(a, col); });
+    expect_fault(ctx, "numeric.plan", victim, [&] { garray::assign(b, a * col); }, {&a});
+    expect_fault(ctx, "numeric.execute", victim, [&] { garray::assign(a, a + b[idx[4]]); }, {&b});
+    expect_fault(ctx, "numeric.execute", victim, [&] { (void)garray::sum(a * col); }, {&a, &b});
+    expect_fault(ctx, "copy.fetch", victim, [&] { garray::copy(a, col); }, {&b});
+    garray::iota(a, 0.0, 1.0);
     expect_fault(ctx, "redistribute.fetch", victim,
-                 [&] { (void)garray::redistribute(a, garray::Distribution<2>::slab(0)); });
-    expect_fault(ctx, "transpose.fetch", victim, [&] { (void)garray::transpose(a, {1, 0}); });
-    expect_fault(ctx, "update_ghosts.fetch", victim, [&] { garray::update_ghosts(g); });
-    expect_fault(ctx, "gather.read", victim, [&] { (void)garray::gather(a, 0); });
-    expect_fault(ctx, "allgather.read", victim, [&] { (void)garray::allgather(a); });
-    expect_fault(ctx, "collective.complete", victim, [&] { (void)garray::array_str(a); });
+                 [&] { (void)garray::redistribute(a, garray::Distribution<2>::slab(0)); }, {&a});
+    expect_fault(ctx, "transpose.fetch", victim, [&] { (void)garray::transpose(a, {1, 0}); }, {&a});
+    expect_fault(ctx, "update_ghosts.fetch", victim, [&] { garray::update_ghosts(g); }, {&g});  // elements
+    expect_fault(ctx, "gather.read", victim, [&] { (void)garray::gather(a, 0); }, {&a});
+    expect_fault(ctx, "allgather.read", victim, [&] { (void)garray::allgather(a); }, {&a});
+    expect_fault(ctx, "collective.complete", victim, [&] { (void)garray::array_str(a); }, {&a});
     expect_fault(ctx, "print.fetch", victim, [&] {
       std::ostringstream os;
       os << a[idx[range(1, 4)]];
-    });
+    }, {&a});
     boost::multi_array<double, 2> full(boost::extents[9][7]);
-    expect_fault(ctx, "scatter_from.put", victim, [&] { (void)garray::scatter_from(ctx, 0, full, {9, 7}); });
+    expect_fault(ctx, "scatter_from.put", victim, [&] { (void)garray::scatter_from(ctx, 0, full, {9, 7}); },
+                 {&a, &b, &g});
     boost::multi_array<double, 1> mine(boost::extents[3]);
-    expect_fault(ctx, "from_local.copy", victim, [&] { (void)garray::from_local(ctx, mine, 0); });
+    expect_fault(ctx, "from_local.copy", victim, [&] { (void)garray::from_local(ctx, mine, 0); }, {&a, &b, &g});
   }
 }
 
@@ -252,14 +299,24 @@ TEST_CASE("ranks in errors of a renumbered context: [rank r/p] and rank() are th
   int wr = 0, p = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &wr);
   MPI_Comm_size(MPI_COMM_WORLD, &p);
-  if (p < 3) return;  // round robin over 1 or 2 ranks is already node by node
-  const test::ScopedEnv nodes("GARRAY_NODE_RANKS", "2,cyclic");  // world 0,2 | 1,3: context 0,1 | 2,3
-  garray::Context ctx(MPI_COMM_WORLD, garray::RankOrder::node);
-  REQUIRE(ctx.renumbered());  // the same on every rank
-  const int victim = 1;       // world rank 2
+  if (p < 2) return;
+  // np >= 3: node order over round-robin "nodes" (world 0,2 | 1,3: context 0,1 | 2,3);
+  // np 2 (round robin over 2 ranks is already node by node): a split with the order reversed.
+  std::optional<test::ScopedEnv> nodes;
+  std::optional<garray::Context> made;
+  if (p >= 3) {
+    nodes.emplace("GARRAY_NODE_RANKS", "2,cyclic");
+    made.emplace(MPI_COMM_WORLD, garray::RankOrder::node);
+    REQUIRE(made->renumbered());  // the same on every rank
+  } else {
+    made.emplace(garray::Context().split(0, p - 1 - wr));
+  }
+  const garray::Context& ctx = *made;
+  const int victim = 1;  // world rank 2 (np >= 3) or 0 (np 2)
   std::vector<int> world_of(static_cast<std::size_t>(p));
   MPI_Allgather(&wr, 1, MPI_INT, world_of.data(), 1, MPI_INT, ctx.comm());
-  REQUIRE(world_of[victim] == 2);
+  const int victim_world = p >= 3 ? 2 : 0;
+  REQUIRE(world_of[victim] == victim_world);
   A1 a(ctx, {5 * static_cast<Index>(p)});
   if (ctx.rank() == victim) garray::testing::arm_fault("collective.complete");
   int rank_in_error = -2, failed = -2;
@@ -281,7 +338,8 @@ TEST_CASE("ranks in errors of a renumbered context: [rank r/p] and rank() are th
   if (ctx.rank() != victim) {
     CHECK(failed == victim);  // the context's number of the failing rank ...
     CHECK(msg.find("failed on rank 1 of the context") != std::string::npos);
-    CHECK(msg.find("[rank 2/" + std::to_string(p) + "]") != std::string::npos);  // ... and its world rank
+    CHECK(msg.find("[rank " + std::to_string(victim_world) + "/" + std::to_string(p) + "]") !=
+          std::string::npos);  // ... and its world rank
   }
   check_context_works(ctx);
 }
@@ -341,70 +399,81 @@ TEST_CASE("collectives called with an argument that differs on one rank throw on
   garray::GlobalArray<double, 2> b(ctx, {8, 6});
   garray::GlobalArray<double, 2> g(ctx, {8, 6}, garray::Distribution<2>::blocked(), {1, 1});
   garray::iota(a, 0.0, 1.0);
-  expect_mismatch(ctx, "fill value", [&] { a.fill(odd ? 2.0 : 1.0); });
-  expect_mismatch(ctx, "view fill value", [&] { a[idx[range(1, 3)]].fill(odd ? 2.0 : 1.0); });
-  expect_mismatch(ctx, "fill vs sync", [&] {
+  garray::iota(b, 100.0, 0.5);
+  garray::iota(g, -50.0, 1.0);
+  // Nothing changed on any rank: not the arrays the call reads, not the one it writes.
+  const auto mismatch = [&](const char* what, auto&& op, bool odd_may_differ = false) {
+    expect_mismatch(ctx, what, op, odd_may_differ, {&a, &b, &g});
+  };
+  mismatch("fill value", [&] { a.fill(odd ? 2.0 : 1.0); });
+  mismatch("view fill value", [&] { a[idx[range(1, 3)]].fill(odd ? 2.0 : 1.0); });
+  mismatch("fill vs sync", [&] {
     if (odd) a.sync();
     else a.fill(1.0);
   });
-  expect_mismatch(ctx, "sync of different arrays", [&] { (odd ? b : a).sync(); });
-  expect_mismatch(ctx, "allgather vs sync", [&] {
+  mismatch("sync of different arrays", [&] { (odd ? b : a).sync(); });
+  mismatch("allgather vs sync", [&] {
     if (odd) a.sync();
     else (void)garray::allgather(a);
   });
-  expect_mismatch(ctx, "gather root", [&] { (void)garray::gather(a, odd ? 1 : 0); });
-  expect_mismatch(ctx, "print of different arrays", [&] { (void)garray::array_str(odd ? b : a); });
-  expect_mismatch(ctx, "print of different views", [&] { (void)garray::array_str(a[idx[range(0, odd ? 2 : 3)]]); });
-  expect_mismatch(ctx, "print options", [&] {
+  mismatch("gather root", [&] { (void)garray::gather(a, odd ? 1 : 0); });
+  mismatch("print of different arrays", [&] { (void)garray::array_str(odd ? b : a); });
+  mismatch("print of different views", [&] { (void)garray::array_str(a[idx[range(0, odd ? 2 : 3)]]); });
+  mismatch("print options", [&] {
     garray::PrintOptions o;
     o.linewidth = odd ? 60 : 75;
     (void)garray::array_str(a, o);
   });
-  expect_mismatch(ctx, "print vs sync", [&] {
+  mismatch("print vs sync", [&] {
     if (odd) a.sync();
     else (void)garray::array_str(a);
   });
-  expect_mismatch(ctx, "assign scalar", [&] { garray::assign(b, a + (odd ? 2.0 : 1.0)); });
-  expect_mismatch(ctx, "assign view", [&] { garray::assign(b, odd ? a[idx[range()]] : b[idx[range()]]); });
-  expect_mismatch(ctx, "iota start", [&] { garray::iota(b, odd ? 1.0 : 0.0, 1.0); });
-  expect_mismatch(ctx, "iota step", [&] { garray::iota(b, 0.0, odd ? 2.0 : 1.0); });
-  expect_mismatch(ctx, "fill_random seed", [&] { garray::fill_random(b, odd ? 7u : 8u); });
-  expect_mismatch(ctx, "scale", [&] { garray::scale(b, odd ? 3.0 : 2.0); });
-  expect_mismatch(ctx, "axpy", [&] { garray::axpy(odd ? 3.0 : 2.0, a, b); });
-  expect_mismatch(ctx, "reduction kind", [&] { (void)(odd ? garray::sum(a) : garray::max(a)); });
-  expect_mismatch(ctx, "copy source", [&] { garray::copy(b[idx[range(0, 4)]], a[idx[range(odd ? 4 : 0, odd ? 8 : 4)]]); });
-  expect_mismatch(ctx, "update_ghosts periodic", [&] { garray::update_ghosts(g, {odd, false}); });
-  expect_mismatch(ctx, "redistribute ghost", [&] {
+  mismatch("assign scalar", [&] { garray::assign(b, a + (odd ? 2.0 : 1.0)); });
+  mismatch("assign view", [&] { garray::assign(b, odd ? a[idx[range()]] : b[idx[range()]]); });
+  mismatch("iota start", [&] { garray::iota(b, odd ? 1.0 : 0.0, 1.0); });
+  mismatch("iota step", [&] { garray::iota(b, 0.0, odd ? 2.0 : 1.0); });
+  mismatch("fill_random seed", [&] { garray::fill_random(b, odd ? 7u : 8u); });
+  mismatch("fill_random bounds", [&] { garray::fill_random(b, 8u, 0.0, odd ? 2.0 : 1.0); });
+  mismatch("generate functor", [&] {  // two lambdas: two types, so two signatures
+    if (odd) garray::generate(b, [](const Shape<2>& i) { return static_cast<double>(i[0]); });
+    else garray::generate(b, [](const Shape<2>& i) { return static_cast<double>(i[1]); });
+  });
+  mismatch("scale", [&] { garray::scale(b, odd ? 3.0 : 2.0); });
+  mismatch("axpy", [&] { garray::axpy(odd ? 3.0 : 2.0, a, b); });
+  mismatch("reduction kind", [&] { (void)(odd ? garray::sum(a) : garray::max(a)); });
+  mismatch("copy source", [&] { garray::copy(b[idx[range(0, 4)]], a[idx[range(odd ? 4 : 0, odd ? 8 : 4)]]); });
+  mismatch("update_ghosts periodic", [&] { garray::update_ghosts(g, {odd, false}); });
+  mismatch("redistribute ghost", [&] {
     (void)garray::redistribute(a, garray::Distribution<2>::slab(0), Shape<2>{odd ? 1 : 0, 0});
   });
-  expect_mismatch(ctx, "transpose vs redistribute", [&] {
+  mismatch("transpose vs redistribute", [&] {
     if (odd) (void)garray::transpose(a, {1, 0});
     else (void)garray::redistribute(a, garray::Distribution<2>::slab(0));
   });
-  expect_mismatch(ctx, "create shape", [&] { garray::GlobalArray<double, 2> c(ctx, {8, odd ? 7 : 6}); });
-  expect_mismatch(ctx, "barrier vs split", [&] {
+  mismatch("create shape", [&] { garray::GlobalArray<double, 2> c(ctx, {8, odd ? 7 : 6}); });
+  mismatch("barrier vs split", [&] {
     if (odd) ctx.barrier();
     else (void)ctx.split(0);
   });
-  expect_mismatch(ctx, "agree vs barrier", [&] {
+  mismatch("agree vs barrier", [&] {
     if (odd) ctx.barrier();
     else (void)ctx.agree(true);
   });
-  expect_mismatch(ctx, "barrier vs sync", [&] {
+  mismatch("barrier vs sync", [&] {
     if (odd) a.sync();
     else ctx.barrier();
   });
-  expect_mismatch(ctx, "agree vs sync", [&] {
+  mismatch("agree vs sync", [&] {
     if (odd) a.sync();
     else (void)ctx.agree(false);
   });
-  expect_mismatch(ctx, "print_stats vs barrier", [&] {
+  mismatch("print_stats vs barrier", [&] {
     std::ostringstream os;
     if (odd) ctx.barrier();
     else garray::print_stats(ctx, os);
   });
   // A rank whose own arguments are invalid throws its error; the others CollectiveMismatch.
-  expect_mismatch(ctx, "invalid transpose on one rank",
+  mismatch("invalid transpose on one rank",
                   [&] { (void)garray::transpose(a, odd ? std::array<std::size_t, 2>{0, 0} : std::array<std::size_t, 2>{1, 0}); },
                   true);
 }
