@@ -1,13 +1,15 @@
-# garray_add_mpi_test(<target> [RANKS 1 2 3 4] [VARIANT name ENV "A=B;C=D"] [TIMEOUT s] [ARGS a b])
+# garray_add_mpi_test(<target> [RANKS 1 2 3 4] [VARIANT name ENV "A=B;C=D"] [TIMEOUT s] [ARGS a b]
+#                     [FAIL_REGEX re])
 #
 # Registers <target> under ctest once per rank count (default: GARRAY_TEST_RANK_LIST, from
 # the cache string GARRAY_TEST_RANKS, "1,2,3,4"), launched with mpiexec. The environment
 # lets Open MPI run as root and oversubscribe the 2-core CI machine; MPICH ignores these
 # variables. With VARIANT, the tests are named <target>.<variant>.np<n> and get
 # the extra environment (e.g. GARRAY_WINDOW=rma to exercise the MPI RMA path). ARGS go to
-# the test binary (e.g. a doctest filter).
+# the test binary (e.g. a doctest filter). FAIL_REGEX: output matching it fails the test even
+# when every check passed (e.g. "HDF5-DIAG": an HDF5 error stack garray should have kept quiet).
 function(garray_add_mpi_test target)
-  cmake_parse_arguments(ARG "" "VARIANT;TIMEOUT" "RANKS;ENV;ARGS" ${ARGN})
+  cmake_parse_arguments(ARG "" "VARIANT;TIMEOUT;FAIL_REGEX" "RANKS;ENV;ARGS" ${ARGN})
   if(NOT ARG_RANKS)
     set(ARG_RANKS ${GARRAY_TEST_RANK_LIST})
   endif()
@@ -25,5 +27,8 @@ function(garray_add_mpi_test target)
     set_tests_properties(${name}.np${np} PROPERTIES
       PROCESSORS ${np} TIMEOUT ${ARG_TIMEOUT} LABELS mpi
       ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;${ARG_ENV}")
+    if(ARG_FAIL_REGEX)
+      set_tests_properties(${name}.np${np} PROPERTIES FAIL_REGULAR_EXPRESSION "${ARG_FAIL_REGEX}")
+    endif()
   endforeach()
 endfunction()
