@@ -4,6 +4,7 @@
 #include <garray/garray.hpp>
 
 #include <optional>
+#include <sstream>
 
 using garray::idx;
 using garray::range;
@@ -109,8 +110,29 @@ TEST_CASE("a stale view on one rank only: every rank throws, nobody waits, nothi
   expect([&] { v.fill(1.0); });                     // fill (array layer)
   expect([&] { garray::fill(v, 1.0); });
   expect([&] { v = 1.0; });                         // a scalar assignment is a fill
+  expect([&] { garray::copy(b[idx[range(0, 3)]], v); });  // a stale copy source
+  expect([&] { (void)garray::array_str(v); });      // printing
+  expect([&] {
+    std::ostringstream os;
+    os << v;
+  });
+  expect([&] { (void)garray::sum(v, garray::Axis{1}); });  // axis reduction, scan
+  expect([&] { (void)garray::cumsum(v, garray::Axis{0}); });
+  garray::GlobalArray<double, 2> sq(ctx, {6, 6}), c3(ctx, {3, 6});
+  garray::fill(sq, 1.0);
+  expect([&] { garray::gemm(1.0, v, sq, 0.0, c3); });  // matrix products: a stale A, a stale C
+  expect([&] { garray::gemm(1.0, b[idx[range(0, 3)]], sq[idx[range(0, 6)][range(0, 6)]], 0.0, v); });
+  expect([&] { (void)garray::matmul(v, sq); });
+  garray::GlobalArray<std::int64_t, 1> ix(ctx, {4});
+  garray::iota(ix, std::int64_t{0}, std::int64_t{2});
+  expect([&] { (void)garray::take(v, ix); });       // indexing: take, put, masked_select, place
+  expect([&] { garray::put(v, ix, 5.0); });
+  expect([&] { (void)garray::masked_select(v, b[idx[range(0, 3)]] > 1.0); });
+  expect([&] { garray::place(v, b[idx[range(0, 3)]] > 1.0, b[idx[range(0, 3)]]); });
+  expect([&] { garray::place(b[idx[range(0, 3)]], b[idx[range(0, 3)]] > 1.0, v); });
   // Nothing was written, and the context still works.
   A2& live = ctx.rank() == 0 ? *moved : a;
   CHECK(garray::sum(live) == 0.0);
   CHECK(garray::sum(b) == 60.0);
+  CHECK(garray::sum(c3) == 0.0);
 }

@@ -152,3 +152,39 @@ TEST_CASE("reductions combine in the context's rank order: a renumbered context 
     CHECK(ntest::same_bits(node[k], given[k]));
   }
 }
+
+TEST_CASE("a replicated first operand is counted once (rank 0's copy), alone, in expressions and views") {
+  garray::Context ctx;
+  const gidx n = 5 * ctx.size() + 3;
+  garray::GlobalArray<std::int64_t, 1> r(ctx, {n}, garray::Distribution<1>::replicated());
+  garray::GlobalArray<std::int64_t, 1> b(ctx, {n});  // blocked: p pieces
+  garray::GlobalArray<double, 1> rd(ctx, {n}, garray::Distribution<1>::replicated());
+  garray::iota(r, std::int64_t{1}, std::int64_t{1});  // 1 .. n
+  garray::iota(b, std::int64_t{2}, std::int64_t{0});  // all 2
+  garray::iota(rd, 0.5, 1.0);
+  std::int64_t s = 0, s2 = 0, dot = 0;
+  double ds = 0;
+  for (gidx i = 0; i < n; ++i) {
+    s += i + 1;
+    dot += (i + 1) * 2;
+    ds += 0.5 + static_cast<double>(i);
+    if (i >= 2 && i < n - 1 && (i - 2) % 3 == 0) s2 += i + 1;
+  }
+  CHECK(garray::sum(r) == s);  // p copies counted once, not p times
+  CHECK(garray::count_nonzero(r) == n);
+  CHECK(garray::dot(r, b) == dot);
+  CHECK(garray::sum(r * b) == dot);
+  CHECK(garray::sum(r[garray::idx[garray::range(2, n - 1, 3)]]) == s2);
+  CHECK(garray::mean(rd) == ds / static_cast<double>(n));
+  CHECK(garray::sum(rd, garray::reproducible) == ds);  // exact: small integers and halves
+  CHECK(garray::max(r) == n);
+  // rank 0's copy is the one counted: another copy made to differ does not count
+  if (ctx.size() > 1) {
+    {
+      auto blk = r.access();  // a local store to rank 1's copy only (keeping copies equal is the program's job)
+      if (ctx.rank() == 1) blk.data()[0] = 1000;
+    }
+    r.sync();
+    CHECK(garray::sum(r) == s);
+  }
+}
