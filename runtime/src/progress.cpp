@@ -6,6 +6,7 @@
 #include <garray/runtime/progress.hpp>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #if defined(__linux__)
 #include <sys/prctl.h>
@@ -50,11 +51,25 @@ std::chrono::microseconds progress_interval() {
 
 namespace {
 // MPI_Finalize deletes MPI_COMM_SELF's attributes first: the callback stops the thread
-// there, so a program that finalises MPI while contexts still exist (allowed: garray's
-// destructors check MPI_Finalized) never has the thread calling MPI after MPI_Finalize.
+// there, so a program that finalises MPI while contexts still exist (garray's destructors
+// check MPI_Finalized) never has the thread calling MPI after MPI_Finalize. That is enough
+// with Open MPI. MPICH 4.0 turns its own locking off (MPIR_ThreadInfo.isThreaded = 0, in
+// MPI_Finalize before the callbacks run; src/mpi/init/mpir_init.c): a poll that entered
+// MPI before that leaves MPICH's global mutex held, and MPI_Finalize aborts destroying it
+// ("pthread_mutex_destroy: Device or resource busy"). No callback can prevent that, only
+// destroying the contexts before MPI_Finalize (the documented rule); under MPICH the callback
+// says so on stderr before the abort can happen.
 int finalize_keyval = MPI_KEYVAL_INVALID;
 int stop_at_finalize(MPI_Comm, int, void* attr, void*) {
-  static_cast<ProgressThread*>(attr)->stop();
+  auto* t = static_cast<ProgressThread*>(attr);
+#ifdef MPICH_VERSION
+  if (t->running())
+    std::fputs("garray: MPI_Finalize was called while a Context with GARRAY_PROGRESS=thread still existed: MPICH "
+               "turns its locking off in MPI_Finalize while the progress thread may be inside MPI (an abort in "
+               "MPI_Finalize). Destroy every Context and array before MPI_Finalize.\n",
+               stderr);
+#endif
+  t->stop();
   return MPI_SUCCESS;
 }
 }  // namespace
@@ -98,6 +113,11 @@ void ProgressThread::run() {
     else
       std::this_thread::yield();
   }
+}
+
+bool ProgressThread::running() noexcept {
+  std::lock_guard lock(stop_mutex_);
+  return thread_.joinable();
 }
 
 void ProgressThread::stop() noexcept {

@@ -21,6 +21,8 @@ class ProgressThread {
   ProgressThread& operator=(const ProgressThread&) = delete;
   /// Stops and joins the thread (idempotent; also called from MPI_Finalize).
   void stop() noexcept;
+  /// True until stop() has run.
+  bool running() noexcept;
   std::uint64_t polls() const noexcept { return polls_.load(std::memory_order_relaxed); }
 
  private:
