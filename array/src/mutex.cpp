@@ -16,14 +16,9 @@ Mutexes::Mutexes(const Context& ctx, int n) : ctx_(ctx), n_(n) {
       err = std::current_exception();
     }
   }
-  try {
-    detail::agree_signature(ctx.comm(), detail::hash_mix(detail::hash_string("mutexes"), err ? ~0ull : std::uint64_t(n)),
-                            "garray::Mutexes", "n = " + std::to_string(n));
-  } catch (const CollectiveMismatch&) {
-    if (err) std::rethrow_exception(err);
-    throw;
-  }
-  if (err) std::rethrow_exception(err);
+  // A rank with a bad n throws its error, the others CollectiveMismatch with its message.
+  detail::agree_signature(ctx.comm(), detail::hash_mix(detail::hash_string("mutexes"), static_cast<std::uint64_t>(n)),
+                          "garray::Mutexes", "n = " + std::to_string(n), err);
   slots_ = 2 * ctx.size() + 1;
   words_.emplace(ctx, Shape<2>{n, 2 + slots_}, Distribution<2>::slab(0));
   {

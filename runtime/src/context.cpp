@@ -350,7 +350,9 @@ void throw_signature_mismatch(std::string_view what, std::string_view describe_l
 
 void agree_signature(MPI_Comm comm, std::uint64_t signature, std::string_view what,
                      std::string_view describe_local) {
-  if (!signatures_agree(comm, signature)) throw_signature_mismatch(what, describe_local);
+  // A rank that met this handshake from a call it found invalid (a stale view, a bad
+  // argument) broadcasts its message: take part, and throw with it.
+  throw_if_disagreed(comm, agree_with_errors(comm, signature, LocalFault::none), nullptr, what, describe_local);
 }
 
 void conclude(MPI_Comm comm, std::exception_ptr err, std::string_view what) {

@@ -480,6 +480,45 @@ TEST_CASE("collectives called with an argument that differs on one rank throw on
 
 // ---- bad input from the outside: errors, never signals -----------------------------------
 
+TEST_CASE("an invalid call on one rank meeting a plain collective elsewhere: every rank gets its message") {
+  // The failing rank broadcasts its message from the handshake. The others, in barrier,
+  // agree, split, array creation, print_stats or the cache's clear, must take part in that
+  // broadcast (else it stays unmatched and pairs with a later one) and throw with it.
+  garray::Context ctx;
+  const int p = ctx.size();
+  if (p < 2) return;
+  const bool odd = ctx.rank() == p - 1;
+  A2 a(ctx, {4, 3});
+  const auto v = a[idx[range(0, 2)]];
+  std::optional<A2> moved;
+  if (odd) moved.emplace(std::move(a));  // odd's view is stale (a local operation)
+  const std::vector<std::pair<const char*, std::function<void()>>> others = {
+      {"barrier", [&] { ctx.barrier(); }},
+      {"agree", [&] { (void)ctx.agree(true); }},
+      {"split", [&] { (void)ctx.split(0); }},
+      {"create", [&] { A2 c(ctx, {5, 5}); }},
+      {"print_stats", [&] {
+         std::ostringstream os;
+         garray::print_stats(ctx, os);
+       }},
+      {"cache clear", [&] { ctx.cache().clear(); }},
+  };
+  for (const auto& [name, call] : others) {
+    CAPTURE(name);
+    std::string m;
+    const Got g = outcome(
+        [&] {
+          if (odd) v.fill(1.0);
+          else call();
+        },
+        &m);
+    CAPTURE(m);
+    CHECK(g == (odd ? Got::invalid : Got::mismatch));
+    CHECK(m.find("destroyed, moved from or assigned to") != std::string::npos);
+  }
+  check_context_works(ctx);
+}
+
 TEST_CASE("moved-from arrays, stale views and expressions throw instead of crashing") {
   garray::Context ctx;
   garray::GlobalArray<double, 2> a(ctx, {6, 4});

@@ -143,6 +143,15 @@ TEST_CASE("mutex misuse: clear errors") {
   if (ctx.size() > 1) {
     msg = message_of<garray::CollectiveMismatch>([&] { garray::Mutexes bad(ctx, ctx.rank() == 0 ? 3 : 2); });
     CHECK(contains(msg, "garray::Mutexes"));
+    // negative on one rank only: that rank its error, the others a mismatch carrying it
+    const int odd = ctx.size() - 1;
+    if (ctx.rank() == odd) {
+      msg = message_of<garray::InvalidArgument>([&] { garray::Mutexes bad(ctx, -1); });
+    } else {
+      msg = message_of<garray::CollectiveMismatch>([&] { garray::Mutexes bad(ctx, 2); });
+      CHECK(contains(msg, "invalid call on rank " + std::to_string(odd)));
+    }
+    CHECK(contains(msg, "negative number of mutexes"));
   }
 }
 

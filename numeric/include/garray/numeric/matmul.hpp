@@ -440,18 +440,14 @@ requires BlasElement<detail::mat_value_t<XA>> GlobalArray < detail::mat_value_t<
   } catch (const Error&) {
     err = std::current_exception();
   }
-  std::uint64_t sig = detail::hash_string(err ? "matmul-invalid" : "matmul");
+  std::uint64_t sig = detail::hash_string("matmul");
   if (!err) {
     sig = detail::section_hash(detail::hash_mix(sig, va.array().id()), va.section());
     sig = detail::section_hash(detail::hash_mix(sig, vb.array().id()), vb.section());
   }
-  try {
-    detail::agree_signature(va.array().context().comm(), sig, what, va.describe() + " @ " + vb.describe());
-  } catch (const CollectiveMismatch&) {
-    if (err) std::rethrow_exception(err);
-    throw;
-  }
-  if (err) std::rethrow_exception(err);
+  // A rank whose check failed throws its error, the others CollectiveMismatch with its message.
+  detail::agree_signature(
+      va.array().context().comm(), sig, what, [&] { return va.describe() + " @ " + vb.describe(); }, err);
   GlobalArray<T, 2> c(va.array().context(), Shape<2>{sa[0], sb[1]}, dist, Shape<2>{}, uninitialized);
   detail::gemm_views<T>(MatOp::none, MatOp::none, T{1}, va, vb, T{0}, c.view(), opt);
   return c;
@@ -477,16 +473,11 @@ GlobalArray<T, 3> matmul(GlobalArray<T, 3>& a, GlobalArray<T, 3>& b,
   } catch (const Error&) {
     err = std::current_exception();
   }
-  std::uint64_t sig = detail::hash_string(err ? "matmul3-invalid" : "matmul3");
+  std::uint64_t sig = detail::hash_string("matmul3");
   if (!err) sig = detail::hash_mix(detail::hash_mix(sig, a.id()), b.id());
-  try {
-    detail::agree_signature(a.context().comm(), sig, what,
-                            "arrays #" + std::to_string(a.id()) + " @ #" + std::to_string(b.id()));
-  } catch (const CollectiveMismatch&) {
-    if (err) std::rethrow_exception(err);
-    throw;
-  }
-  if (err) std::rethrow_exception(err);
+  detail::agree_signature(
+      a.context().comm(), sig, what,
+      [&] { return "arrays #" + std::to_string(a.id()) + " @ #" + std::to_string(b.id()); }, err);
   GlobalArray<T, 3> c(a.context(), Shape<3>{sa[0], sa[1], sb[2]}, dist, Shape<3>{}, uninitialized);
   for (Index i = 0; i < sa[0]; ++i)
     detail::gemm_views<T>(MatOp::none, MatOp::none, T{1}, a[idx[i]], b[idx[i]], T{0}, c[idx[i]], opt);

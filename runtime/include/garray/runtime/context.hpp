@@ -202,7 +202,10 @@ bool all_ok(MPI_Comm comm, bool ok);
 /// The collective handshake every garray collective starts with: one allreduce comparing a
 /// signature of the call and its arguments. If any rank passed a different signature, every
 /// rank throws CollectiveMismatch naming `what` and `describe_local` (this rank's view of the
-/// arguments). Doubles as a barrier. **Collective.**
+/// arguments). A rank that reached it from a call it found invalid (agree_with_errors with
+/// its fault: a stale view joining, a bad argument) makes every other rank throw with its
+/// message (throw_if_disagreed), so the broadcast of that message always has every rank.
+/// Doubles as a barrier. **Collective.**
 void agree_signature(MPI_Comm comm, std::uint64_t signature, std::string_view what,
                      std::string_view describe_local);
 /// The allreduce of agree_signature: true on every rank iff every rank passed `signature`.
@@ -249,7 +252,9 @@ template <class Describe>
 requires std::is_invocable_r_v<std::string, Describe&>
 void agree_signature(MPI_Comm comm, std::uint64_t signature, std::string_view what,
                      Describe&& describe_local) {
-  if (!signatures_agree(comm, signature)) throw_signature_mismatch(what, describe_local());
+  const Agreement a = agree_with_errors(comm, signature, LocalFault::none);
+  if (a.failed_rank >= 0) throw_if_disagreed(comm, a, nullptr, what, {});  // the failing rank's message
+  if (!a.signatures_equal) throw_signature_mismatch(what, describe_local());
 }
 /// The handshake of a collective whose local validation may have failed (`err`, caught
 /// before any data moved): one allreduce. If any rank's check failed, that rank rethrows its
@@ -321,7 +326,7 @@ template <class F>
 auto Context::agree(std::string_view what, F&& f) const {
   check_valid(what);
   const std::uint64_t sig = detail::hash_mix(detail::hash_string("Context::agree(what, f)"), detail::hash_string(what));
-  detail::agree_signature(comm_, sig, what, "agree(\"" + std::string(what) + "\", f)");
+  detail::agree_signature(comm_, sig, what, [&] { return "agree(\"" + std::string(what) + "\", f)"; });
   return detail::run_concluded(comm_, what, std::forward<F>(f));
 }
 
