@@ -131,9 +131,43 @@ TEST_CASE("a stale view on one rank only: every rank throws, nobody waits, nothi
   expect([&] { (void)garray::masked_select(v, b[idx[range(0, 3)]] > 1.0); });
   expect([&] { garray::place(v, b[idx[range(0, 3)]] > 1.0, b[idx[range(0, 3)]]); });
   expect([&] { garray::place(b[idx[range(0, 3)]], b[idx[range(0, 3)]] > 1.0, v); });
+  expect([&] { garray::put(b[idx[range(0, 3)]], ix, v); });  // stale values
   // Nothing was written, and the context still works.
   A2& live = ctx.rank() == 0 ? *moved : a;
   CHECK(garray::sum(live) == 0.0);
   CHECK(garray::sum(b) == 60.0);
   CHECK(garray::sum(c3) == 0.0);
+}
+
+TEST_CASE("an argument bad on one rank only (gemm, arange, linspace, eye): that rank its error, the others its message") {
+  garray::Context ctx;
+  if (ctx.size() < 2) return;
+  const bool odd = ctx.rank() == ctx.size() - 1;
+  const auto check = [&](const char* what, const char* part, auto&& f) {
+    CAPTURE(what);
+    std::string m;
+    bool own = false, mismatch = false;
+    try {
+      f();
+    } catch (const garray::CollectiveMismatch& e) {
+      mismatch = true;
+      m = e.what();
+    } catch (const garray::Error& e) {
+      own = true;
+      m = e.what();
+    }
+    CAPTURE(m);
+    CHECK((odd ? own : mismatch));
+    CHECK(contains(m, part));
+    if (!odd) CHECK(contains(m, "invalid call on rank " + std::to_string(ctx.size() - 1)));
+  };
+  A2 a(ctx, {4, 3}), b(ctx, {3, 5}), c(ctx, {4, 5}), wrong(ctx, {5, 4});
+  garray::fill(a, 1.0);
+  garray::fill(b, 2.0);
+  check("gemm", "C has shape", [&] { garray::gemm(1.0, a, b, 0.0, odd ? wrong : c); });
+  CHECK(garray::sum(c) == 0.0);  // nothing written
+  check("arange", "step 0", [&] { (void)garray::arange<int>(ctx, 0, 10, odd ? 0 : 1); });
+  check("linspace", "negative number of samples", [&] { (void)garray::linspace<double>(ctx, 0.0, 1.0, odd ? -1 : 5); });
+  check("eye", "negative extent", [&] { (void)garray::eye<double>(ctx, odd ? -2 : 2, 2); });
+  CHECK(garray::sum(garray::eye<double>(ctx, 3, 3)) == 3.0);  // the context still works
 }

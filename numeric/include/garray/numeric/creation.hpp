@@ -32,9 +32,10 @@
 namespace garray {
 
 namespace detail {
-/// Throws InvalidArgument on every rank of ctx when `bad` holds on any (arguments of a
-/// creation that are checked before the create handshake; the values themselves are then
-/// compared by that handshake and the fill).
+/// The handshake of a creation whose arguments are checked before the array's own (the
+/// values themselves are then compared by that handshake and the fill): where `bad` holds,
+/// InvalidArgument; on the other ranks CollectiveMismatch with its message. A handshake like
+/// every collective's first step, so another collective on some rank meets it as a mismatch.
 template <class... Args>
 void check_creation(const Context& ctx, bool bad, std::string_view what, const Args&... msg) {
   std::exception_ptr err;
@@ -45,7 +46,7 @@ void check_creation(const Context& ctx, bool bad, std::string_view what, const A
       err = std::current_exception();
     }
   }
-  conclude(ctx.comm(), err, what);
+  agree_signature(ctx.comm(), hash_string(what), what, what, err);
 }
 }  // namespace detail
 

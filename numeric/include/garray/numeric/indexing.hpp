@@ -408,11 +408,12 @@ requires(detail::StoredOperand<Values> || ScalarOperand<Values>) void put(A&& a,
   using IT = typename decltype(iv)::value_type;
   constexpr std::size_t M = decltype(av)::dims;
   constexpr std::string_view what = "garray::put";
-  detail::join_if_stale(what, av, iv);
+  constexpr bool scalar = ScalarOperand<Values>;
+  if constexpr (scalar) detail::join_if_stale(what, av, iv);
+  else detail::join_if_stale(what, av, iv, detail::index_view(values));  // a stale values view joins too
   const Context& ctx = av.array().context();
   std::uint64_t sig = detail::hash_string(what);
   sig = detail::view_hash(detail::view_hash(sig, av), iv);
-  constexpr bool scalar = ScalarOperand<Values>;
   Index nv = 1;
   if constexpr (scalar) {
     sig = detail::value_hash(sig, static_cast<T>(values));

@@ -241,15 +241,13 @@ void gemm_views(MatOp oa, MatOp ob, T alpha, const View<T, NA, 2>& a, const View
   for (const Window* w : {&detail::ArrayAccess::window(a.array()), &detail::ArrayAccess::window(b.array()),
                           &detail::ArrayAccess::window(ca)})
     if (std::find(wins.begin(), wins.end(), w) == wins.end()) wins.push_back(w);
-  try {
-    begin_collective(wins, ca.context().comm(), sig, what,
-                     "op" + std::string(opname[static_cast<int>(oa)]) + "(" + a.describe() + ") op" +
-                         opname[static_cast<int>(ob)] + "(" + b.describe() + ") -> " + c.describe());
-  } catch (const CollectiveMismatch&) {
-    if (err) std::rethrow_exception(err);
-    throw;
-  }
-  if (err) std::rethrow_exception(err);
+  // A rank whose check failed throws its error, the others CollectiveMismatch with its message.
+  begin_collective(wins, ca.context().comm(), sig, what,
+                   "op" + std::string(opname[static_cast<int>(oa)]) + "(" + a.describe() + ") op" +
+                       opname[static_cast<int>(ob)] + "(" + b.describe() + ") -> " + c.describe(),
+                   [&] {
+                     if (err) std::rethrow_exception(err);
+                   });
 
   // 2. compute my block of C: in place when C's array is neither A's nor B's and my part of
   //    it is row-major with unit column stride, else into a private buffer stored in step 3
