@@ -264,14 +264,9 @@ bool all_ok(MPI_Comm comm, bool ok) {
   return all != 0;
 }
 
-bool signatures_agree(MPI_Comm comm, std::uint64_t signature) {
-  // The same three-word allreduce as agree_with_errors: every handshake has one shape, so
-  // two different collectives meeting (a mismatch) still call MPI_Allreduce with equal
-  // counts, which MPI requires.
-  return agree_with_errors(comm, signature, LocalFault::none).signatures_equal;
-}
-
 Agreement agree_with_errors(MPI_Comm comm, std::uint64_t signature, LocalFault fault) {
+  // Every handshake is this three-word allreduce: two different collectives meeting (a
+  // mismatch) still call MPI_Allreduce with equal counts, which MPI requires.
   int me = 0;
   MPI_Comm_rank(comm, &me);
   // max(s), max(~s) = ~min(s) and max(~f) = ~min(f) in one allreduce, f = 4 * rank + kind

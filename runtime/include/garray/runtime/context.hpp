@@ -208,8 +208,6 @@ bool all_ok(MPI_Comm comm, bool ok);
 /// Doubles as a barrier. **Collective.**
 void agree_signature(MPI_Comm comm, std::uint64_t signature, std::string_view what,
                      std::string_view describe_local);
-/// The allreduce of agree_signature: true on every rank iff every rank passed `signature`.
-bool signatures_agree(MPI_Comm comm, std::uint64_t signature);
 /// What went wrong on a rank before a handshake: its arguments were invalid (the others
 /// throw CollectiveMismatch), or completing its earlier work failed (CollectiveFailure).
 enum class LocalFault { none = 0, invalid = 1, failed = 2 };
