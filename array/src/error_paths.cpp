@@ -4,9 +4,6 @@
 
 namespace garray::detail {
 
-void view_of_empty_array(std::string_view what) {
-  raise<InvalidArgument>(what, ": a view of an empty (moved-from) array");
-}
 void view_of_dead_array(std::string_view what) {
   raise<InvalidArgument>(what, ": a view of an array that was destroyed, moved from or assigned to");
 }

@@ -129,6 +129,7 @@ Group Group::open_group(const std::string& name, bool create) const {
 
 File::File(const Context& ctx, const std::string& path, Mode mode) {
   const std::string what = "garray::io::File";
+  ctx.check_valid(what);
   const char* mode_names[] = {"create", "read_write", "read_only"};
   detail::Sig sig(what);
   sig.add(path).add(static_cast<std::uint64_t>(mode));

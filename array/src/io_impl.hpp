@@ -106,8 +106,8 @@ inline void handshake(const Context& ctx, std::uint64_t sig, std::string_view wh
     }
   }
   const gd::Agreement a = gd::agree_with_errors(ctx.comm(), sig, fault);
+  gd::throw_if_disagreed(ctx.comm(), a, err, what, args);  // (first: every rank takes part in its broadcast)
   for (const gd::Window* w : wins) w->memory_sync();
-  gd::throw_if_disagreed(ctx.comm(), a, err, what, args);
 }
 
 /// An HDF5 identifier closed on destruction.

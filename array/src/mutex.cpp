@@ -8,6 +8,7 @@
 namespace garray {
 
 Mutexes::Mutexes(const Context& ctx, int n) : ctx_(ctx), n_(n) {
+  ctx.check_valid("garray::Mutexes");
   std::exception_ptr err;
   if (n < 0) {
     try {
@@ -18,7 +19,7 @@ Mutexes::Mutexes(const Context& ctx, int n) : ctx_(ctx), n_(n) {
   }
   // A rank with a bad n throws its error, the others CollectiveMismatch with its message.
   detail::agree_signature(ctx.comm(), detail::hash_mix(detail::hash_string("mutexes"), static_cast<std::uint64_t>(n)),
-                          "garray::Mutexes", "n = " + std::to_string(n), err);
+                          "garray::Mutexes", [&] { return "n = " + std::to_string(n); }, err);
   slots_ = 2 * ctx.size() + 1;
   words_.emplace(ctx, Shape<2>{n, 2 + slots_}, Distribution<2>::slab(0));
   {
@@ -113,21 +114,34 @@ void Mutexes::unlock(int i) {
 }
 
 void Mutexes::destroy() {
-  if (!words_) detail::raise<InvalidArgument>("garray::Mutexes::destroy: already destroyed");
-  detail::agree_signature(ctx_.comm(), detail::hash_mix(detail::hash_string("mutexes-destroy"), words_->id()),
-                          "garray::Mutexes::destroy", "mutexes on array #" + std::to_string(words_->id()));
-  int mine = n_;
+  // Destroyed already on this rank: an invalid call carried into the handshake (this rank
+  // throws it, the others CollectiveMismatch with its message), not a throw before it.
+  std::exception_ptr err;
+  if (!words_) {
+    try {
+      detail::raise<InvalidArgument>("garray::Mutexes::destroy: already destroyed");
+    } catch (const Error&) {
+      err = std::current_exception();
+    }
+  }
+  const std::uint64_t id = words_ ? words_->id() : 0;
+  detail::agree_signature(
+      ctx_.comm(), detail::hash_mix(detail::hash_string("mutexes-destroy"), id), "garray::Mutexes::destroy",
+      [&] { return "mutexes on array #" + std::to_string(id); }, err);
+  // The lowest (rank, mutex) still held, as one int64 key: rank * (n + 1) + mutex (n + 1
+  // for none). int64: P * (n + 1) exceeds an int at a few thousand ranks with many mutexes.
+  std::int64_t mine = n_;
   for (int i = 0; i < n_; ++i)
     if (held_[static_cast<std::size_t>(i)] >= 0) {
       mine = i;
       break;
     }
-  const int p = ctx_.size();
-  int key = mine < n_ ? ctx_.rank() * (n_ + 1) + mine : p * (n_ + 1), low = 0;
-  detail::check_mpi(MPI_Allreduce(&key, &low, 1, MPI_INT, MPI_MIN, ctx_.comm()), "MPI_Allreduce");
-  if (low < p * (n_ + 1))
-    detail::raise<InvalidArgument>("garray::Mutexes::destroy: rank ", low / (n_ + 1), " still holds mutex ",
-                                   low % (n_ + 1), " (unlock it first)");
+  const std::int64_t p = ctx_.size(), stride = std::int64_t{n_} + 1;
+  std::int64_t key = mine < n_ ? ctx_.rank() * stride + mine : p * stride, low = 0;
+  detail::check_mpi(MPI_Allreduce(&key, &low, 1, MPI_INT64_T, MPI_MIN, ctx_.comm()), "MPI_Allreduce");
+  if (low < p * stride)
+    detail::raise<InvalidArgument>("garray::Mutexes::destroy: rank ", low / stride, " still holds mutex ",
+                                   low % stride, " (unlock it first)");
   words_.reset();
 }
 

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <garray/runtime/context.hpp>
 #include <garray/runtime/error.hpp>
+#include <garray/runtime/fault.hpp>
 #include <garray/runtime/progress.hpp>
 #include <garray/runtime/window.hpp>
 #include <garray/runtime/window_cache.hpp>
@@ -407,8 +408,23 @@ Context::Context(MPI_Comm comm, std::optional<RankOrder> order) {
   s->kind = detail::choose_kind(s->comm, s->node, s->size);
   // Shared windows (one node) need nobody's progress: every operation is a memory copy or
   // a locked add. The thread would only take CPU from the ranks (laplace np=2: 1.42x).
-  if (s->progress == ProgressMode::thread && s->kind != WindowKind::shared)
-    s->progress_thread = detail::acquire_progress_thread();
+  if (s->progress == ProgressMode::thread && s->kind != WindowKind::shared) {
+    // Starting the thread can fail on some ranks only (a process' thread limit): every rank
+    // must learn it before the cache's collective below, else the others would wait there.
+    std::exception_ptr err;
+    try {
+      detail::fault_point("context.progress");
+      s->progress_thread = detail::acquire_progress_thread();
+    } catch (...) {
+      err = std::current_exception();
+    }
+    if (!detail::all_ok(s->comm, !err)) {
+      if (err) std::rethrow_exception(err);
+      throw MpiError(detail::message("garray::Context: the progress thread (GARRAY_PROGRESS=thread) could not "
+                                     "start on another rank"),
+                     MPI_ERR_OTHER);
+    }
+  }
   s->cache = std::make_unique<WindowCache>(s->comm, s->stats);
   *this = Context(std::move(s));
 }

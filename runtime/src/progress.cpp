@@ -81,9 +81,25 @@ ProgressThread::ProgressThread(std::chrono::microseconds interval) : interval_(i
   // A receive nobody sends to, on a private communicator: testing it enters the progress
   // engine on every call (below).
   check_mpi(MPI_Comm_dup(MPI_COMM_SELF, &self_), "MPI_Comm_dup");
-  check_mpi(MPI_Irecv(&sink_, 1, MPI_INT, 0, 0, self_, &pending_), "MPI_Irecv");
-  check_mpi(MPI_Comm_set_attr(MPI_COMM_SELF, finalize_keyval, this), "MPI_Comm_set_attr");
-  thread_ = std::thread([this] { run(); });
+  try {
+    check_mpi(MPI_Irecv(&sink_, 1, MPI_INT, 0, 0, self_, &pending_), "MPI_Irecv");
+    thread_ = std::thread([this] { run(); });  // std::system_error at the process' thread limit
+    // Only once the thread exists: the finalize callback must never see a destroyed object.
+    check_mpi(MPI_Comm_set_attr(MPI_COMM_SELF, finalize_keyval, this), "MPI_Comm_set_attr");
+  } catch (...) {
+    // Nothing of a failed start stays behind: the thread (if it started), the receive and the
+    // communicator (the same steps as stop(), which needs a joinable thread).
+    if (thread_.joinable()) {
+      stopping_.store(true, std::memory_order_release);
+      thread_.join();
+    }
+    if (pending_ != MPI_REQUEST_NULL) {
+      MPI_Cancel(&pending_);
+      MPI_Wait(&pending_, MPI_STATUS_IGNORE);
+    }
+    MPI_Comm_free(&self_);
+    throw;
+  }
 }
 
 void ProgressThread::run() {

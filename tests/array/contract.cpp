@@ -234,6 +234,13 @@ TEST_CASE("a fault injected on one rank at any collective's failure point: every
       expect_fault(ctx, "window.shared", victim, [&] { garray::GlobalArray<double, 1> a(ctx, {fresh}); });
     }
     expect_fault(ctx, "create.init", victim, [&] { garray::GlobalArray<double, 2> a(ctx, {5, 6}); });
+    // An uninitialised create (every temporary) agrees at its end too: the others throw in
+    // this call instead of meeting the victim's agreement in their next collective.
+    const garray::Stats su = ctx.stats();
+    expect_fault(ctx, "create.init", victim,
+                 [&] { garray::GlobalArray<double, 2> a(ctx, {5, 6}, garray::uninitialized); });
+    CHECK(ctx.stats().arrays_created == su.arrays_created + 1);  // check_context_works' array only
+    CHECK(ctx.stats().leaked_windows == su.leaked_windows);
     expect_fault(ctx, "create.validate", victim, [&] { garray::GlobalArray<double, 2> a(ctx, {5, 6}); });
 
     garray::GlobalArray<double, 2> a(ctx, {9, 7});
@@ -529,10 +536,14 @@ TEST_CASE("moved-from arrays, stale views and expressions throw instead of crash
   CHECK_THROWS_AS(a.get(idx[range()], std::span<double>(buf)), garray::InvalidArgument);
   CHECK_THROWS_AS(a.put(idx[range()], std::span<const double>(buf)), garray::InvalidArgument);
   CHECK_THROWS_AS((void)a.get(idx[0][0]), garray::InvalidArgument);
-  CHECK_THROWS_AS(a.sync(), garray::InvalidArgument);  // the same on every rank: no collective started
+  CHECK_THROWS_AS(a.sync(), garray::InvalidArgument);  // moved from on every rank: each throws its own error
   CHECK_THROWS_AS(a.fence(), garray::InvalidArgument);
   CHECK_THROWS_AS((void)a.access(), garray::InvalidArgument);
-  CHECK_THROWS_AS((void)a.view(), garray::InvalidArgument);
+  // a view of a moved-from array is stale from the start: using it throws
+  const auto av = a.view();
+  CHECK_FALSE(av.live());
+  CHECK_THROWS_AS(av.get(std::span<double>(buf)), garray::InvalidArgument);
+  CHECK_THROWS_AS((void)av.array(), garray::InvalidArgument);
   CHECK_FALSE(a.valid());
   // a view and an expression made before the move
   std::vector<double> vb(8);
@@ -566,6 +577,10 @@ TEST_CASE("an invalid Context throws on use") {
   CHECK_THROWS_AS((void)none.cache(), garray::InvalidArgument);
   CHECK_THROWS_AS((void)none.stats(), garray::InvalidArgument);
   CHECK_THROWS_AS((void)none.describe(), garray::InvalidArgument);
+  CHECK_THROWS_AS(garray::Mutexes(none, 2), garray::InvalidArgument);
+  CHECK_THROWS_AS((void)garray::arange<int>(none, 0, 4, 1), garray::InvalidArgument);
+  CHECK_THROWS_AS((void)garray::linspace<double>(none, 0.0, 1.0, 3), garray::InvalidArgument);
+  CHECK_THROWS_AS((void)garray::eye<double>(none, 2, 2), garray::InvalidArgument);
   check_context_works(world);
 }
 

@@ -2,6 +2,7 @@
 // transpose between every pair of distributions (blocked, slab on each axis, explicit grid,
 // irregular, replicated), replicated arrays staying identical under one-sided writes,
 // enumerate/for_each_owned/owners, memory statistics and bad input.
+#include "support/outcome.hpp"
 #include "array/movement_support.hpp"
 
 #include <complex>
@@ -380,5 +381,13 @@ TEST_CASE("bad input to movement collectives throws on every rank and changes no
   }
   m = message_of<garray::InvalidArgument>([&] { (void)garray::from_local(ctx, loc, 2); });
   CHECK(contains(m, "axis 2"));
+  if (p > 1) {  // bad on one rank only: that rank its error, the others CollectiveMismatch with it
+    boost::multi_array<double, 2> sq(boost::extents[2][3]);
+    test::expect_one_rank_error<garray::InvalidArgument>(
+        me, p - 1, "axis 2", [&] { (void)garray::from_local(ctx, sq, me == p - 1 ? 2 : 0); });
+    boost::multi_array<double, 2> colmajor(boost::extents[2][3], boost::fortran_storage_order());
+    test::expect_one_rank_error<garray::SizeMismatch>(
+        me, p - 1, "row-major", [&] { (void)garray::from_local(ctx, me == p - 1 ? colmajor : sq, 0); });
+  }
   CHECK(ctx.stats().arrays_created == created + 1);
 }

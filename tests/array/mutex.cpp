@@ -1,10 +1,12 @@
 // Mutexes: exact counts under contention (get then put, not accumulate), FIFO fairness,
 // try_lock (including abandoned tickets), RAII guard, misuse errors.
+#include "support/outcome.hpp"
 #include "support/test_support.hpp"
 
 #include <garray/garray.hpp>
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -152,7 +154,38 @@ TEST_CASE("mutex misuse: clear errors") {
       CHECK(contains(msg, "invalid call on rank " + std::to_string(odd)));
     }
     CHECK(contains(msg, "negative number of mutexes"));
+    // destroyed already on one rank only, while the others destroy other mutexes: that rank
+    // throws its error in the handshake, the others a mismatch carrying it (nobody waits)
+    garray::Mutexes m2(ctx, 1);
+    test::expect_one_rank_error<garray::InvalidArgument>(ctx.rank(), odd, "already destroyed", [&] {
+      if (ctx.rank() == odd) m.destroy();
+      else m2.destroy();
+    });
   }
+  garray::Mutexes none(ctx, 0);  // zero mutexes: valid, nothing to lock
+  CHECK(none.size() == 0);
+  CHECK_THROWS_AS(none.lock(0), garray::BoundsError);
+  none.destroy();
+}
+
+TEST_CASE("~Mutexes on the holding rank releases its mutexes: another rank gets the lock") {
+  garray::Context ctx;
+  if (ctx.size() < 2) return;
+  const int holder = ctx.size() - 1;
+  std::optional<garray::Mutexes> m(std::in_place, ctx, 2);
+  if (ctx.rank() == holder) m->lock(1);
+  ctx.barrier();
+  if (ctx.rank() == holder) m.reset();  // local: releases mutex 1 (with a warning on stderr)
+  ctx.barrier();
+  if (ctx.rank() == 0) {  // would wait forever if the destructor had not released it
+    CHECK(m->try_lock(1));
+    m->unlock(1);
+    m->lock(1);
+    m->unlock(1);
+  }
+  ctx.barrier();
+  m.reset();  // the other handles go too (local)
+  ctx.barrier();
 }
 
 TEST_CASE("user guide: mutexes") {

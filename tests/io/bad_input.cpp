@@ -69,6 +69,10 @@ TEST_CASE("io bad input: files") {
   else CHECK(m == "NO THROW");
   ctx.barrier();
   if (ctx.rank() == 0) std::remove("x0.h5");
+  // an invalid context (split(MPI_UNDEFINED)): InvalidArgument, no MPI call on a null communicator
+  const garray::Context none = ctx.split(MPI_UNDEFINED);
+  m = message_of<garray::InvalidArgument>([&] { io::File f(none, "never.h5", io::Mode::create); });
+  CHECK(contains(m, "garray::io::File"));
   CHECK(context_works(ctx));
 }
 
@@ -147,27 +151,10 @@ TEST_CASE("io arguments bad on one rank only: that rank its own error, the other
   if (ctx.size() == 1) return;  // needs a rank that differs
   const std::string name = make_file(ctx);
   const bool odd = ctx.rank() == ctx.size() - 1;
-  // Classifies one call: the odd rank must throw `Own`, every other rank CollectiveMismatch
-  // naming the odd rank and carrying its message (`part`). Nobody hangs (ctest's timeout).
+  // The odd rank must throw `Own`, every other rank CollectiveMismatch naming the odd rank
+  // and carrying its message (`part`). Nobody hangs (ctest's timeout).
   auto expect = [&]<class Own>(std::type_identity<Own>, const char* part, auto&& call) {
-    CAPTURE(part);
-    std::string m;
-    bool own = false, mismatch = false;
-    try {
-      call();
-    } catch (const Own& e) {
-      own = true;
-      m = e.what();
-    } catch (const garray::CollectiveMismatch& e) {
-      mismatch = true;
-      m = e.what();
-    } catch (const std::exception& e) {
-      m = std::string("WRONG TYPE: ") + e.what();
-    }
-    CAPTURE(m);
-    CHECK((odd ? own : mismatch));
-    CHECK(contains(m, part));
-    if (!odd) CHECK(contains(m, "invalid call on rank " + std::to_string(ctx.size() - 1)));
+    test::expect_one_rank_error<Own>(ctx.rank(), ctx.size() - 1, part, call);
   };
   {
     io::File f(ctx, name);
@@ -205,6 +192,16 @@ TEST_CASE("io arguments bad on one rank only: that rank its own error, the other
     gone.reset();  // on every rank; only the odd rank writes through the stale view
     expect(std::type_identity<garray::InvalidArgument>{}, "destroyed",
            [&] { io::write(f, "d", odd ? v : a[garray::idx[garray::range(0, 6)]]); });
+    // an array moved from on one rank only (a local operation): it joins the handshake too
+    GlobalArray<double, 2> m(ctx, {6, 5});
+    fill_bits(m, 7);
+    const auto m_before = all_of(m);
+    std::optional<GlobalArray<double, 2>> keep;
+    if (odd) keep.emplace(std::move(m));
+    expect(std::type_identity<garray::InvalidArgument>{}, "moved from", [&] { io::write(f, "m", m); });
+    expect(std::type_identity<garray::InvalidArgument>{}, "moved from", [&] { io::read(f, "u", m); });
+    CHECK_FALSE(f.contains("m"));
+    CHECK(bitwise_equal(all_of(odd ? *keep : m), m_before));
   }
   remove_file(ctx, name);
   CHECK(context_works(ctx));

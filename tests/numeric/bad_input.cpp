@@ -1,5 +1,6 @@
 // Bad input: the documented exception on every rank, nothing written.
 #include "numeric/support.hpp"
+#include "support/outcome.hpp"
 
 #include <garray/garray.hpp>
 
@@ -145,21 +146,7 @@ TEST_CASE("an argument bad on one rank only (gemm, arange, linspace, eye): that 
   const bool odd = ctx.rank() == ctx.size() - 1;
   const auto check = [&](const char* what, const char* part, auto&& f) {
     CAPTURE(what);
-    std::string m;
-    bool own = false, mismatch = false;
-    try {
-      f();
-    } catch (const garray::CollectiveMismatch& e) {
-      mismatch = true;
-      m = e.what();
-    } catch (const garray::Error& e) {
-      own = true;
-      m = e.what();
-    }
-    CAPTURE(m);
-    CHECK((odd ? own : mismatch));
-    CHECK(contains(m, part));
-    if (!odd) CHECK(contains(m, "invalid call on rank " + std::to_string(ctx.size() - 1)));
+    test::expect_one_rank_error<garray::Error>(ctx.rank(), ctx.size() - 1, part, f);
   };
   A2 a(ctx, {4, 3}), b(ctx, {3, 5}), c(ctx, {4, 5}), wrong(ctx, {5, 4});
   garray::fill(a, 1.0);
@@ -170,4 +157,74 @@ TEST_CASE("an argument bad on one rank only (gemm, arange, linspace, eye): that 
   check("linspace", "negative number of samples", [&] { (void)garray::linspace<double>(ctx, 0.0, 1.0, odd ? -1 : 5); });
   check("eye", "negative extent", [&] { (void)garray::eye<double>(ctx, odd ? -2 : 2, 2); });
   CHECK(garray::sum(garray::eye<double>(ctx, 3, 3)) == 3.0);  // the context still works
+}
+
+TEST_CASE("an array moved from on one rank only: every collective taking it throws everywhere, nobody waits") {
+  // The moved-from shell keeps its context: array collectives join their handshake with the
+  // reason (the moved-from rank throws InvalidArgument, the others CollectiveMismatch with
+  // its message), and an array passed where a view is taken becomes a stale view.
+  garray::Context ctx;
+  if (ctx.size() < 2) return;
+  const int bad = ctx.size() - 1;
+  A2 a(ctx, {6, 6}, garray::Distribution<2>::blocked(), garray::Shape<2>{1, 1}), b(ctx, {6, 6});
+  garray::fill(a, 1.0);
+  garray::fill(b, 2.0);
+  std::optional<A2> moved;
+  if (ctx.rank() == bad) moved.emplace(std::move(a));
+  const auto expect = [&](const char* what, auto&& f) {
+    CAPTURE(what);
+    test::expect_one_rank_error<garray::InvalidArgument>(ctx.rank(), bad, "moved from", f);
+  };
+  expect("sync", [&] { a.sync(); });
+  expect("fill", [&] { a.fill(3.0); });
+  expect("garray::fill", [&] { garray::fill(a, 3.0); });
+  expect("sum", [&] { (void)garray::sum(a); });
+  expect("sum of an expression", [&] { (void)garray::sum(b * a); });
+  expect("max along an axis", [&] { (void)garray::max(a, garray::Axis{0}); });
+  expect("cumsum", [&] { (void)garray::cumsum(a, garray::Axis{1}); });
+  expect("eval", [&] { (void)garray::eval(a + 1.0); });
+  expect("assign into", [&] { a = b * 2.0; });
+  expect("assign from", [&] { b = a * 2.0; });
+  expect("copy into", [&] { garray::copy(a, b); });
+  expect("copy from", [&] { garray::copy(b, a); });
+  expect("zeros_like", [&] { (void)garray::zeros_like(a); });
+  expect("array_str", [&] { (void)garray::array_str(a); });
+  expect("gather", [&] { (void)garray::gather(a, 0); });
+  expect("allgather", [&] { (void)garray::allgather(a); });
+  expect("update_ghosts", [&] { garray::update_ghosts(a); });
+  expect("redistribute", [&] { (void)garray::redistribute(a, garray::Distribution<2>::slab(1)); });
+  expect("transpose", [&] { (void)garray::transpose(a, {1, 0}); });
+  expect("matmul", [&] { (void)garray::matmul(a, b); });
+  expect("gemm", [&] { garray::gemm(1.0, b, b, 0.0, a); });
+  // nothing written, and the context still works
+  const A2& live = ctx.rank() == bad ? *moved : a;
+  CHECK(garray::sum(const_cast<A2&>(live)) == 36.0);
+  CHECK(garray::sum(b) == 72.0);
+}
+
+TEST_CASE("a local operand whose shape differs across ranks: CollectiveMismatch everywhere") {
+  // local() asks for the same array on every rank. Shapes that each broadcast but differ
+  // would plan differently per rank under one handshake: the shape is in the signature.
+  garray::Context ctx;
+  if (ctx.size() < 2) return;
+  A2 a(ctx, {4, 5});
+  garray::fill(a, 1.0);
+  const bool odd = ctx.rank() == ctx.size() - 1;
+  boost::multi_array<double, 2> row(boost::extents[1][5]), full(boost::extents[4][5]);
+  std::fill_n(row.data(), row.num_elements(), 2.0);
+  std::fill_n(full.data(), full.num_elements(), 2.0);
+  CHECK_THROWS_AS((void)garray::sum(a * garray::local(odd ? row : full)), garray::CollectiveMismatch);
+  CHECK_THROWS_AS(a = a + garray::local(odd ? row : full), garray::CollectiveMismatch);
+  CHECK(garray::sum(a) == 20.0);  // nothing written
+  CHECK(garray::sum(a * garray::local(full)) == 40.0);  // the same shape everywhere: fine
+}
+
+TEST_CASE("an expression without an array or view operand throws InvalidArgument (no context to run on)") {
+  boost::multi_array<double, 1> m(boost::extents[4]);
+  std::fill_n(m.data(), 4, 1.0);
+  const auto msg = message_of<garray::InvalidArgument>([&] { (void)garray::sum(garray::local(m)); });
+  CHECK(contains(msg, "garray::sum"));
+  CHECK(contains(msg, "no array or view operand"));
+  CHECK(contains(message_of<garray::InvalidArgument>([&] { (void)garray::cumsum(garray::local(m), garray::Axis{0}); }),
+                 "no array or view operand"));
 }

@@ -3,6 +3,7 @@
 // without calling MPI. The second test is the one the cluster suite runs across two hosts
 // (tests/cluster/cluster_test.sh, suite `progress`): there, without the thread, the
 // target's loop runs into its deadline first.
+#include "support/outcome.hpp"
 #include "support/test_support.hpp"
 
 #include <garray/runtime/progress.hpp>
@@ -155,6 +156,29 @@ TEST_CASE("contexts started and stopped many times share one progress thread") {
     CHECK(x.get(garray::idx[7]) == 1.0);
     CHECK(a.progress_mode() == b.progress_mode());
   }
+}
+
+TEST_CASE("the progress thread failing to start on one rank: every rank throws, nobody waits") {
+  {
+    garray::Context probe;
+    if (probe.progress_mode() != garray::ProgressMode::thread || probe.window_kind() == garray::WindowKind::shared)
+      return;  // no thread is started
+  }
+  const int victim = world_size() - 1;
+  if (world_rank() == victim) garray::testing::arm_fault("context.progress");
+  std::string m;
+  const test::Got g = test::outcome([] { garray::Context c; }, &m);
+  garray::testing::disarm_fault();
+  CAPTURE(m);
+  if (world_rank() == victim) {
+    CHECK(g == test::Got::injected);
+  } else {
+    CHECK(g == test::Got::other_garray);
+    CHECK(m.find("could not start on another rank") != std::string::npos);
+  }
+  garray::Context ok;  // nothing half made: the next context works, with its thread
+  CHECK(ok.agree(true));
+  CHECK(ok.describe().find("progress_thread=running") != std::string::npos);
 }
 
 TEST_CASE("GARRAY_PROGRESS=thread starts the thread only where a window kind needs progress") {

@@ -1,11 +1,13 @@
 #pragma once
 // What a collective call ended with, for tests of the failure rule and of collective misuse
 // (every rank throws, and which exception each rank sees).
+#include <doctest/doctest.h>
 #include <garray/runtime/error.hpp>
 #include <garray/runtime/fault.hpp>
 
 #include <exception>
 #include <string>
+#include <string_view>
 
 namespace test {
 
@@ -39,6 +41,32 @@ Got outcome(F&& f, std::string* msg = nullptr) {
     return Got::other;
   }
   return Got::nothing;
+}
+
+/// A collective call that is invalid on rank `bad` only (a bad argument, a stale view, a
+/// moved-from array there): rank `bad` throws its own error of type Own, every other rank
+/// CollectiveMismatch carrying its message ("invalid call on rank <bad>"), and both texts
+/// contain `part`. Nobody waits: the invalid rank joined the handshake.
+template <class Own, class F>
+void expect_one_rank_error(int me, int bad, std::string_view part, F&& call) {
+  std::string m;
+  bool own = false, mismatch = false;
+  try {
+    call();
+  } catch (const garray::CollectiveMismatch& e) {
+    mismatch = true;
+    m = e.what();
+  } catch (const Own& e) {
+    own = true;
+    m = e.what();
+  } catch (const std::exception& e) {
+    m = std::string("WRONG TYPE: ") + e.what();
+  }
+  CAPTURE(part);
+  CAPTURE(m);
+  CHECK((me == bad ? own : mismatch));
+  CHECK(m.find(part) != std::string::npos);
+  if (me != bad) CHECK(m.find("invalid call on rank " + std::to_string(bad)) != std::string::npos);
 }
 
 }  // namespace test

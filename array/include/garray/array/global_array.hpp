@@ -61,7 +61,6 @@ class View;
 namespace detail {
 // Error paths of views and buffers, compiled once into libgarray_array
 // (array/src/error_paths.cpp) so that user translation units do not build the messages.
-[[noreturn]] void view_of_empty_array(std::string_view what);
 [[noreturn]] void view_of_dead_array(std::string_view what);
 [[noreturn]] void view_rank_mismatch(std::string_view what, std::size_t rank, std::size_t m);
 [[noreturn]] void view_buffer_mismatch(std::string_view what, std::span<const Index> got,
@@ -434,7 +433,11 @@ class GlobalArray {
   /// local argument checks `validate()` first (see detail::begin_collective).
   template <class Validate>
   void begin_collective(std::uint64_t sig, std::string_view what, Validate&& validate) const {
-    check_live(detail::Call::sync);
+    if (!win_) [[unlikely]] {  // moved from on this rank: join the handshake with the reason
+      detail::begin_collective(std::span<const detail::Window* const>(), ctx_.comm(), sig, what,
+                               "an empty (moved-from) array", [&] { moved_from(what); });
+      return;  // not reached: this rank's call is invalid
+    }
     const detail::Window* w = win_.get();
     detail::begin_collective(std::span<const detail::Window* const>(&w, 1), ctx_.comm(), sig, what,
                              "array #" + std::to_string(id_), std::forward<Validate>(validate));
@@ -461,7 +464,10 @@ class GlobalArray {
   }
   void check_live(detail::Call c) const {
     if (!win_) [[unlikely]]
-      detail::raise<InvalidArgument>(name(c), ": the array is empty (moved from)");
+      moved_from(name(c));
+  }
+  [[noreturn]] static void moved_from(std::string_view what) {
+    detail::raise<InvalidArgument>(what, ": the array is empty (moved from)");
   }
   /// Runs f(transport) with the transport of this array's window kind.
   template <class F>

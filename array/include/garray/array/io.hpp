@@ -397,6 +397,7 @@ GlobalArray<T, N> read_array_recorded(const Group& loc, const std::string& name)
 template <Element T, std::size_t N>
 void write(const Group& loc, const std::string& name, GlobalArray<T, N>& a, const WriteOptions& o = {}) {
   static_assert(N <= detail::max_rank, "garray::io: arrays of 1-4 dimensions (compiled into garray_io)");
+  garray::detail::join_if_stale("garray::io::write", a.view());  // moved from on this rank only
   detail::write_section(loc, name, a, Section<N>::full(a.shape()), true, o,
                         detail::call_name("write", type_name<T>(), N));
 }
@@ -422,6 +423,7 @@ void write(const Group& loc, const std::string& name, const View<T, N, M>& v, co
 template <Element T, std::size_t N>
 void read(const Group& loc, const std::string& name, GlobalArray<T, N>& a, const ReadOptions& o = {}) {
   static_assert(N <= detail::max_rank, "garray::io: arrays of 1-4 dimensions (compiled into garray_io)");
+  garray::detail::join_if_stale("garray::io::read", a.view());  // moved from on this rank only
   detail::read_section(loc, name, a, Section<N>::full(a.shape()), std::nullopt, {}, o,
                        detail::call_name("read", type_name<T>(), N));
 }

@@ -61,7 +61,9 @@ namespace detail {
 /// The common front of movement collectives that do not start from an array: runs the
 /// local checks `check` (which throw garray errors), then one handshake. Every rank throws:
 /// its own error if its check failed, `E` (with that rank's message) if only another rank's
-/// check failed, CollectiveMismatch if ranks passed different arguments (`sig`).
+/// check failed, CollectiveMismatch if ranks passed different arguments (`sig`). E is
+/// CollectiveMismatch (the contract's rule) except where one rank holds the collective's
+/// data (scatter_from's root: SizeMismatch everywhere, semantics.md "Handshake").
 /// **Collective.**
 template <class E, class Check>
 void collective_check(const Context& ctx, std::uint64_t sig, std::string_view what, const std::string& args,
@@ -74,6 +76,10 @@ void collective_check(const Context& ctx, std::uint64_t sig, std::string_view wh
     err = std::current_exception();
   }
   const Agreement a = agree_with_errors(ctx.comm(), sig, err != nullptr);
+  if constexpr (std::is_same_v<E, CollectiveMismatch>) {
+    throw_if_disagreed(ctx.comm(), a, err, what, args);  // the standard: "invalid call on rank r (...)"
+    return;
+  }
   if (a.failed_rank >= 0) {
     const std::string text = peer_message(ctx.comm(), a.failed_rank, err);
     if (err) std::rethrow_exception(err);
@@ -238,7 +244,7 @@ requires Element<T> GlobalArray<T, N> from_local(const Context& ctx,
   Shape<N> mine{};
   for (std::size_t d = 0; d < N; ++d) mine[d] = static_cast<Index>(local.shape()[d]);
   const auto sig = detail::hash_mix(detail::movement_sig<T, N>(what, Shape<N>{}), axis);
-  detail::collective_check<SizeMismatch>(ctx, sig, what, "axis " + std::to_string(axis), [&] {
+  detail::collective_check<CollectiveMismatch>(ctx, sig, what, "axis " + std::to_string(axis), [&] {
     if (axis >= N) detail::raise<InvalidArgument>(what, ": axis ", axis, " for a ", N, "-d array");
     if (local.storage_order() != boost::c_storage_order())
       detail::raise<SizeMismatch>(what, ": local array must be row-major (C storage order)");

@@ -119,10 +119,12 @@ class View {
   static constexpr std::size_t dims = M;  ///< number of view dimensions
 
   /// Local. A view of `a` selecting section `s`. Throws InvalidSlice if `s` keeps a number
-  /// of dimensions other than M (a hand-built Slice whose items disagree with its type).
+  /// of dimensions other than M (a hand-built Slice whose items disagree with its type). A
+  /// view of a moved-from array is stale from the start (live() is false): every operation
+  /// through it throws InvalidArgument, and a collective through it still joins its
+  /// handshake, so passing a moved-from array to a collective on one rank only makes that
+  /// rank throw InvalidArgument and the others CollectiveMismatch instead of waiting.
   View(array_type& a, const Section<N>& s) : a_(&a), sec_(s), alive_(a.liveness()) {
-    if (!a.valid()) [[unlikely]]
-      detail::view_of_empty_array(detail::ArrayAccess::name<array_type>(detail::Call::get));
     if (s.rank() != M) [[unlikely]]
       detail::view_rank_mismatch(detail::ArrayAccess::name<array_type>(detail::Call::get), s.rank(), M);
   }

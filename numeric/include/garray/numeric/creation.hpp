@@ -38,6 +38,7 @@ namespace detail {
 /// every collective's first step, so another collective on some rank meets it as a mismatch.
 template <class... Args>
 void check_creation(const Context& ctx, bool bad, std::string_view what, const Args&... msg) {
+  ctx.check_valid(what);
   std::exception_ptr err;
   if (bad) {
     try {
@@ -80,7 +81,9 @@ GlobalArray<T, N> ones(const Context& ctx, const Shape<N>& shape, const Distribu
 namespace detail {
 template <class T, std::size_t N>
 Distribution<N> like_distribution(GlobalArray<T, N>& a) {
-  return derived_distribution(a.view());
+  const auto v = a.view();
+  join_if_stale("garray::*_like", v);  // a moved from on this rank only: every rank throws
+  return derived_distribution(v);
 }
 }  // namespace detail
 

@@ -445,12 +445,13 @@ requires(detail::StoredOperand<Values> || ScalarOperand<Values>) void put(A&& a,
   // them) and, with more than one rank, mark this rank's distinct targets with 2^rank in a
   // temporary array (scatter_acc: the marks of all ranks add up).
   const std::size_t cnt = target.size();
-  std::vector<T> vals(cnt);
+  std::vector<T> vals;  // sized inside the failure rule (this rank's count)
   // (the marks need P <= 62 bits and slices below 2^32 positions; else rank order; the same
   // decision on every rank)
   detail::RepeatMarks marks(ctx, av.size(), total);
-  if (marks.active()) marks.group(target);
   detail::run_concluded(ctx.comm(), what, [&] {
+    if (marks.active()) marks.group(target);
+    vals.resize(cnt);
     if constexpr (scalar) {
       std::fill(vals.begin(), vals.end(), static_cast<T>(values));
     } else {
@@ -488,11 +489,11 @@ requires(detail::StoredOperand<Values> || ScalarOperand<Values>) void put(A&& a,
       av.array().fence();
     });
   } else {
-    std::vector<Shape<M>> k(cnt);
-    for (std::size_t j = 0; j < cnt; ++j) k[j] = detail::unflatten<M>(target[j], sh);
     for (int q = 0; q < p; ++q)  // one rank, or more than 62 ranks: in rank order
       detail::run_concluded(ctx.comm(), what, [&] {
-        if (q == me) {
+        if (q == me) {  // (the positions are built here: their count is this rank's)
+          std::vector<Shape<M>> k(cnt);
+          for (std::size_t j = 0; j < cnt; ++j) k[j] = detail::unflatten<M>(target[j], sh);
           if (!k.empty()) av.scatter(k, vals);
           av.array().fence();
         }
@@ -599,8 +600,9 @@ void place(A&& a, const Mask& mask, const Values& values) {
   if (c.total > 0 && nv == 0)  // the same decision on every rank: no communication needed
     detail::raise<InvalidArgument>(what, ": cannot place from an empty values array into ", c.total,
                                    " selected elements");
-  std::vector<T> v(static_cast<std::size_t>(c.mine));
+  std::vector<T> v;
   detail::run_concluded(ctx.comm(), what, [&] {  // read everything before anyone writes
+    v.resize(static_cast<std::size_t>(c.mine));  // (this rank's count: inside the failure rule)
     std::vector<Shape<MV>> vk(v.size());
     const auto vs = vv.shape();
     for (std::size_t j = 0; j < v.size(); ++j)

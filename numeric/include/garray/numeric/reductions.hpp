@@ -173,13 +173,19 @@ auto reduce_axis_with(const X& x, Axis axis, Red red, Map map, Fin fin, std::str
       pk0[j] = p.k0[d];
       pext[j++] = p.empty ? 0 : p.k1[d] - p.k0[d];
     }
-  std::vector<Acc> part(static_cast<std::size_t>(volume(pext)), Red::template identity<Acc>());
+  // (allocated inside the failure rule: its size is this rank's)
+  std::vector<Acc> part;
+  const auto alloc_part = [&] { part.assign(static_cast<std::size_t>(volume(pext)), Red::template identity<Acc>()); };
   const Shape<R> pstr = row_major_strides(pext);
   if constexpr (!std::is_same_v<Local, std::nullptr_t>) {
     // A specialised local pass (argmax: values and indices in separate arrays).
-    run_plan(p, e, [&] { local(p, e, part, pstr, ax); });
+    run_plan(p, e, [&] {
+      alloc_part();
+      local(p, e, part, pstr, ax);
+    });
   } else {
   run_plan(p, e, [&] {
+  alloc_part();
   execute(p, e, true, true, [&](auto& bt, const RowPos& pos, Index n) {
     // The run's first partial: every dimension but the axis, the last one included (a
     // run starts at its sub-box's column, not the piece's, when other operands' owner

@@ -99,7 +99,7 @@ GlobalArray<T, N>::GlobalArray(const Context& ctx, const shape_type& shape, cons
     charge = max_block_bytes(*resolved, ghost);
     bytes = checked_block_bytes(resolved->block(ctx.rank()), ghost);
     detail::fault_point("create.validate");
-  } catch (const Error&) {
+  } catch (...) {  // a garray error, or std::bad_alloc from the distribution: carried alike
     err = std::current_exception();
   }
   std::uint64_t sig = detail::hash_string("create-invalid");
@@ -134,27 +134,29 @@ GlobalArray<T, N>::GlobalArray(const Context& ctx, const shape_type& shape, cons
   // From here on a failure on one rank must not leave the others waiting: the closing
   // agreement below carries it (failure rule), and the window goes back to the cache.
   std::exception_ptr late;
+  std::shared_ptr<ArrayLiveness> token;
   try {
     detail::fault_point("create.init");
     if (zero) std::fill_n(local_data(), my_layout_.elements, T{});
     win_->memory_sync();
+    token = std::make_shared<ArrayLiveness>(ArrayLiveness{true, ctx_});
   } catch (...) {
     late = std::current_exception();
   }
-  if (zero || late) {
-    // The zeroing must be complete everywhere before any rank's first put can land: the
-    // agreement doubles as that barrier. An uninitialised create needs no barrier.
-    try {
-      detail::conclude(ctx_.comm(), late, name(detail::Call::create));
-    } catch (...) {
-      ctx_.cache().release(slot_, std::move(win_));
-      throw;
-    }
+  // Every create ends with this agreement, also an uninitialised one: a failure above on one
+  // rank must reach the others in this call, not pair its allreduce with whatever collective
+  // they call next. For a zeroing create it doubles as the barrier that completes the
+  // zeroing everywhere before any rank's first put can land.
+  try {
+    detail::conclude(ctx_.comm(), late, name(detail::Call::create));
+  } catch (...) {
+    ctx_.cache().release(slot_, std::move(win_));
+    throw;
   }
   id_ = ctx_.next_array_id();
   ++ctx_.stats().arrays_created;
-  alive_ = std::make_shared<ArrayLiveness>(ArrayLiveness{true, ctx_});
-  win_->memory_sync();
+  alive_ = std::move(token);
+  win_->memory_sync();  // store, sync, barrier (the agreement), sync: the others' zeroing is visible to loads
 }
 
 namespace detail {
@@ -301,14 +303,12 @@ T GlobalArray<T, N>::fetch_add(const shape_type& i, T inc) {
 
 template <Element T, std::size_t N>
 void GlobalArray<T, N>::sync() {
-  check_live(detail::Call::sync);
   begin_collective(detail::hash_mix(detail::hash_string("GlobalArray::sync"), id_), detail::Call::sync);
   ++ctx_.stats().syncs;
 }
 
 template <Element T, std::size_t N>
 void GlobalArray<T, N>::fill(const T& value) {
-  check_live(detail::Call::fill);
   std::uint64_t sig = detail::hash_mix(detail::hash_string("GlobalArray::fill"), id_);
   sig = detail::value_hash(sig, value);
   begin_collective(sig, detail::Call::fill);

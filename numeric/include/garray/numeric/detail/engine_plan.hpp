@@ -33,6 +33,7 @@ struct Plan {
   Shape<M> shape{};
   bool have_driver = false;
   bool stale_driver = false;  // the driver view's array is gone: validate() throws
+  std::exception_ptr driver_error;  // finding the driver failed on this rank: validate() rethrows
   bool empty = true;
   Shape<M> k0{}, k1{};
   // the output (assignments)
@@ -219,19 +220,24 @@ void set_free_driver(Plan<M>& p, const E& e) {
   with_driver_view(e, [&](const auto& v) { set_driver(p, v, false); });
   if (p.have_driver) return;
   with_first_view(e, [&](const auto& v) { p.ctx = v.context(); });
-  if (!p.ctx) return;  // no view operand: validate() reports it
+  if (!p.ctx) return;  // no view operand: prepare() reports it
   p.have_driver = true;
   broadcast_shape(e, p.shape);
-  const Box<M> box =
-      Distribution<M>::blocked().resolve(p.shape, p.ctx->size(), p.what).block(p.ctx->rank());
-  p.empty = box.empty();
-  p.k0 = box.lo;
-  p.k1 = box.hi;
+  try {  // (an overflowing shape) carried into the handshake: a throw here would leave the others waiting
+    const Box<M> box =
+        Distribution<M>::blocked().resolve(p.shape, p.ctx->size(), p.what).block(p.ctx->rank());
+    p.empty = box.empty();
+    p.k0 = box.lo;
+    p.k1 = box.hi;
+  } catch (...) {
+    p.driver_error = std::current_exception();
+  }
 }
 
 /// Step 1: local validation of every leaf against the driver; accumulates the signature.
 template <std::size_t M, class E>
 void validate(Plan<M>& p, const E& e) {
+  if (p.driver_error) std::rethrow_exception(p.driver_error);
   if (p.stale_driver)
     raise<InvalidArgument>(p.what, ": the output (or first operand) is a view of an array that was destroyed, "
                                    "moved from or assigned to");
@@ -258,6 +264,10 @@ void validate(Plan<M>& p, const E& e) {
       if (!broadcasts_to(leaf.shape, p.shape))
         raise<SizeMismatch>(p.what, ": local operand ", k, " has shape ", shape_str(leaf.shape),
                             ", which does not broadcast to the expression's shape ", shape_str(p.shape));
+      // Its shape is an argument (local() asks for the same array on every rank; only its
+      // values are not checked): ranks passing different shapes would plan differently.
+      p.sig = hash_mix(p.sig, k);
+      for (auto x : leaf.shape) p.sig = hash_mix(p.sig, static_cast<std::uint64_t>(x));
     } else if constexpr (requires { leaf.s; }) {
       // Scalars are arguments too: every rank must pass the same value.
       using S = std::remove_cvref_t<decltype(leaf.s)>;
@@ -275,6 +285,11 @@ void validate(Plan<M>& p, const E& e) {
 /// validate's.
 template <std::size_t M, class E>
 void prepare(Plan<M>& p, const E& e, std::string_view describe, std::exception_ptr invalid = nullptr) {
+  // Without an array or view operand there is no context to run the collective on (the
+  // same on every rank: it is the expression's type), so the throw is local.
+  if (!p.ctx)
+    raise<InvalidArgument>(p.what, ": the expression has no array or view operand (its context runs the "
+                                   "collective; wrap local data in an array, or add one)");
   std::exception_ptr err;
   LocalFault fault = LocalFault::invalid;
   try {
