@@ -65,25 +65,26 @@ std::string Group::string_attribute(const std::string& key, const std::string& o
 }
 
 std::string Group::where(const std::string& name) const {
-  return name == "." ? detail::cat("file '", file_->path, "', group '", path_, "'")
-                     : detail::cat("file '", file_->path, "', object '", child_path(name), "'");
+  return name == "." ? detail::cat("file '", file_name(), "', group '", path_, "'")
+                     : detail::cat("file '", file_name(), "', object '", child_path(name), "'");
 }
 
 std::string Group::dataset_where(const std::string& name) const {
-  return detail::cat("file '", file_->path, "', dataset '", child_path(name), "'");
+  return detail::cat("file '", file_name(), "', dataset '", child_path(name), "'");
 }
 
 void Group::check_open(const std::string& what) const {
+  if (!file_) gd::raise<InvalidArgument>(what, ": the File or Group object is empty (moved from)");
   if (file_->fid < 0) gd::raise<FileError>(what, ": file '", file_->path, "' is closed");
 }
 
 void Group::agree(const std::string& what, std::uint64_t sig, const std::string& args, std::exception_ptr err,
                   const gd::Window* win) const {
   detail::Sig s(what);
-  s.h = gd::hash_mix(sig, gd::hash_string(file_->path));
+  s.h = gd::hash_mix(sig, gd::hash_string(file_name()));
   s.add(path_);
   const gd::Window* wins[1] = {win};
-  detail::handshake(file_->ctx, s.h, what, where(".") + ", " + args, err,
+  detail::handshake(*ctx_, s.h, what, where(".") + ", " + args, err,
                     std::span<const gd::Window* const>(wins, win ? 1 : 0));
 }
 
@@ -130,6 +131,7 @@ Group Group::open_group(const std::string& name, bool create) const {
 File::File(const Context& ctx, const std::string& path, Mode mode) {
   const std::string what = "garray::io::File";
   ctx.check_valid(what);
+  ctx_ = ctx;
   const char* mode_names[] = {"create", "read_write", "read_only"};
   detail::Sig sig(what);
   sig.add(path).add(static_cast<std::uint64_t>(mode));

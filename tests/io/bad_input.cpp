@@ -207,6 +207,47 @@ TEST_CASE("io arguments bad on one rank only: that rank its own error, the other
   CHECK(context_works(ctx));
 }
 
+TEST_CASE("a moved-from File or Group throws InvalidArgument instead of crashing; empty on one rank: every rank throws") {
+  garray::Context ctx;
+  const std::string name = make_file(ctx);
+  GlobalArray<double, 2> a(ctx, {6, 5});
+  {
+    io::File f(ctx, name, io::Mode::read_write);
+    const io::File g(std::move(f));  // f is empty on every rank
+    io::Group grp = g;
+    const io::Group grp2(std::move(grp));  // and a moved-from Group
+    CHECK_FALSE(f.is_open());
+    CHECK(f.file_name().empty());
+    CHECK(f.id() == -1);
+    CHECK(f.context() == ctx);
+    for (const io::Group* e : std::initializer_list<const io::Group*>{&f, &grp}) {
+      CHECK(contains(message_of<garray::InvalidArgument>([&] { (void)e->contains("u"); }), "moved from"));
+      CHECK(contains(message_of<garray::InvalidArgument>([&] { io::read(*e, "u", a); }), "moved from"));
+      CHECK(contains(message_of<garray::InvalidArgument>([&] { io::write(*e, "w", a); }), "moved from"));
+      CHECK(contains(message_of<garray::InvalidArgument>([&] { (void)e->group("g"); }), "moved from"));
+      CHECK(contains(message_of<garray::InvalidArgument>([&] { (void)e->attribute<double>("k"); }), "moved from"));
+    }
+    CHECK(contains(message_of<garray::InvalidArgument>([&] { f.flush(); }), "moved from"));
+    CHECK(g.contains("u"));  // the new owners work
+    CHECK(grp2.contains("u"));
+    CHECK_FALSE(g.contains("w"));
+  }
+  if (ctx.size() > 1) {
+    const int odd = ctx.size() - 1;
+    io::File h(ctx, name, io::Mode::read_write);
+    std::optional<io::File> keep;
+    if (ctx.rank() == odd) keep.emplace(std::move(h));
+    test::expect_one_rank_error<garray::InvalidArgument>(ctx.rank(), odd, "moved from",
+                                                         [&] { (void)h.contains("u"); });
+    test::expect_one_rank_error<garray::InvalidArgument>(ctx.rank(), odd, "moved from",
+                                                         [&] { io::write(h, "w2", a); });
+    const io::File& live = ctx.rank() == odd ? *keep : h;
+    CHECK_FALSE(live.contains("w2"));  // nothing written
+  }
+  remove_file(ctx, name);
+  CHECK(context_works(ctx));
+}
+
 TEST_CASE("io arguments that differ across ranks, each valid: CollectiveMismatch everywhere, nothing written") {
   garray::Context ctx;
   if (ctx.size() == 1) return;  // needs a rank that differs

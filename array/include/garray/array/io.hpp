@@ -203,16 +203,37 @@ class File;
 /// file open. All operations are **collective** over the file's context.
 class Group {
  public:
+  /// Local. Copies share the file. A moved-from File or Group is empty: it keeps only its
+  /// context, every call through it throws InvalidArgument, and a collective through it
+  /// still joins the handshake (so when it is empty on some ranks only, those throw
+  /// InvalidArgument and the others CollectiveMismatch, nobody waits).
+  Group(const Group&) = default;
+  /// Local. As the copy.
+  Group& operator=(const Group&) = default;
+  /// Local. Takes over o's handles; o keeps only its context (empty: see above).
+  Group(Group&& o) noexcept
+      : file_(std::move(o.file_)), gid_(std::move(o.gid_)), path_(std::move(o.path_)), ctx_(o.ctx_) {}
+  /// Local. As the move constructor (dropping this one's handles first).
+  Group& operator=(Group&& o) noexcept {
+    file_ = std::move(o.file_);
+    gid_ = std::move(o.gid_);
+    path_ = std::move(o.path_);
+    ctx_ = o.ctx_;
+    return *this;
+  }
+  ~Group() = default;
+
   /// Local. The context the file was opened on.
-  const Context& context() const noexcept { return file_->ctx; }
-  /// Local. The file's name as given to File.
-  const std::string& file_name() const noexcept { return file_->path; }
+  const Context& context() const noexcept { return *ctx_; }
+  /// Local. The file's name as given to File ("" when empty).
+  const std::string& file_name() const noexcept { return file_ ? file_->path : no_name(); }
   /// Local. This group's path inside the file ("/" for the file).
   const std::string& path() const noexcept { return path_; }
-  /// Local. The HDF5 identifier (hid_t, for calls garray does not wrap: include <hdf5.h>).
-  std::int64_t id() const noexcept { return gid_->get(); }
+  /// Local. The HDF5 identifier (hid_t, for calls garray does not wrap: include <hdf5.h>);
+  /// -1 when empty.
+  std::int64_t id() const noexcept { return gid_ ? gid_->get() : -1; }
   /// Local. The mode the file was opened with.
-  Mode mode() const noexcept { return file_->mode; }
+  Mode mode() const noexcept { return file_ ? file_->mode : Mode::read_only; }
 
   /// **Collective** (handshaked). Returns the existing group `name` (a path relative to
   /// this group), open on every rank. Throws FileError on every rank if there is none.
@@ -255,7 +276,7 @@ class Group {
 
   // ---- for the free functions below (not part of the user interface) -------------------
   /// Local; for garray's own calls. The communicator of the file's context.
-  MPI_Comm comm() const noexcept { return file_->ctx.comm(); }
+  MPI_Comm comm() const noexcept { return ctx_->comm(); }
   /// Local; for garray's own calls. "file 'x.h5', object '/g/u'" (or the group itself for
   /// ".") for messages.
   std::string where(const std::string& name) const;
@@ -291,7 +312,7 @@ class Group {
   Group() = default;
   /// Local. The group `path` with HDF5 handle `g` of the open file `f`.
   Group(std::shared_ptr<detail::FileState> f, std::shared_ptr<detail::Hid> g, std::string path)
-      : file_(std::move(f)), gid_(std::move(g)), path_(std::move(path)) {}
+      : file_(std::move(f)), gid_(std::move(g)), path_(std::move(path)), ctx_(file_->ctx) {}
 
   /// **Collective** (handshaked). group() (`create` false) or create_group() (`create` true).
   Group open_group(const std::string& name, bool create) const;
@@ -299,7 +320,13 @@ class Group {
   std::shared_ptr<detail::FileState> file_;  ///< the open file; the last handle closes it (collective)
   std::shared_ptr<detail::Hid> gid_;         ///< this group's HDF5 handle
   std::string path_ = "/";                   ///< this group's path inside the file
+  std::optional<Context> ctx_;  ///< the file's context, kept by an empty (moved-from) handle
   friend class File;
+  /// Local. "": the file name of an empty (moved-from) handle.
+  static const std::string& no_name() noexcept {
+    static const std::string none;
+    return none;
+  }
 
  private:
   // Compiled (garray_io): begin()'s parts and the attribute accessors, the element types'
