@@ -494,6 +494,17 @@ bool put_layout(hid_t dset, const Distribution<N>& dist, const Shape<N>& ghost) 
   return ok;
 }
 
+/// Test builds: fault point `point` standing for an HDF5 call that failed on this rank only
+/// (HDF5 reports failures by return value, so the point is turned into `true`, not a throw).
+inline bool hdf5_fails_here(std::string_view point) {
+  try {
+    gd::fault_point(point);
+    return false;
+  } catch (...) {
+    return true;
+  }
+}
+
 /// The collective write of `sec` of `a` (kept dims = dataset dims) as dataset `name`.
 template <Element T, std::size_t N>
 void write_section(const Group& loc, const std::string& name, GlobalArray<T, N>& a, const Section<N>& sec,
@@ -561,26 +572,33 @@ void write_section(const Group& loc, const std::string& name, GlobalArray<T, N>&
     gd::fault_point("io.write.prepare");
   });
 
-  // The HDF5 calls every rank makes (metadata operations are collective in parallel HDF5).
+  // The HDF5 calls every rank makes (metadata operations are collective in parallel HDF5,
+  // H5Dwrite is a collective transfer): each step is made by every rank or by none. HDF5
+  // reports a failure by return value, possibly on some ranks only, so the ranks agree after
+  // each step before the next (one small allreduce per step; a write does file I/O).
   std::string err;
   Index total = 1;
   for (auto e : dims) total *= e;
+  const auto everyone_ok = [&] { return gd::all_ok(loc.comm(), err.empty()); };
   if (exists && H5Ldelete(loc.id(), name.c_str(), H5P_DEFAULT) < 0)
     err = "cannot remove the old dataset: " + hdf5_message();
   Hid dset;
-  if (err.empty()) {
+  bool go = everyone_ok();
+  if (go) {
     dset =
         Hid(H5Dcreate2(loc.id(), name.c_str(), ftype.get(), space.get(), lcpl.get(), dcpl.get(), H5P_DEFAULT),
             H5Dclose);
-    if (!dset.valid()) err = "cannot create it: " + hdf5_message();
+    if (!dset.valid() || hdf5_fails_here("io.write.create")) err = "cannot create it: " + hdf5_message();
+    go = everyone_ok();
   }
-  if (err.empty()) {
+  if (go) {
     bool ok = put_string_attr(dset.get(), "garray_type", std::string(numpy_name<T>()));
     ok = ok && put_index_attr(dset.get(), "garray_shape", dims);
     if (whole) ok = ok && put_layout(dset.get(), a.distribution(), a.ghost());
-    if (!ok) err = "cannot write its layout attributes: " + hdf5_message();
+    if (!ok || hdf5_fails_here("io.write.attributes")) err = "cannot write its layout attributes: " + hdf5_message();
+    go = everyone_ok();
   }
-  if (err.empty()) {
+  if (go) {
     auto blk = a.access();
     const T* base = blk.data();
     const void* buf = base;

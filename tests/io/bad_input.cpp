@@ -359,6 +359,44 @@ TEST_CASE("io::write completes every rank's outstanding puts first; Mode::create
   remove_file(ctx, name);
 }
 
+TEST_CASE("io write: an HDF5 step failing on one rank only stops every rank before the next collective step") {
+  // HDF5 reports failures by return value. A rank whose dataset creation or attribute write
+  // failed must not skip the collective steps the others make (the attribute writes, the
+  // collective H5Dwrite): before the per-step agreement it did, and the others waited in
+  // H5Dwrite. Now every rank stops: that rank throws FileError, the others CollectiveFailure.
+  garray::Context ctx;
+  const std::string name = make_file(ctx);
+  const int victim = ctx.size() - 1;
+  GlobalArray<double, 2> a(ctx, {6, 5});
+  fill_bits(a, 9);
+  const auto before = all_of(a);
+  for (const char* point : {"io.write.create", "io.write.attributes"}) {
+    INFO("simulated HDF5 failure at " << std::string(point));
+    io::File f(ctx, name, io::Mode::read_write);
+    io::WriteOptions over;
+    over.overwrite = true;
+    if (ctx.rank() == victim) garray::testing::arm_fault(point);
+    std::string m;
+    const test::Got g = test::outcome([&] { io::write(f, std::string("s_") + point, a, over); }, &m);
+    const bool fired = ctx.rank() != victim || !garray::testing::fault_armed();
+    garray::testing::disarm_fault();
+    CAPTURE(m);
+    CHECK(fired);
+    if (ctx.rank() == victim) {
+      CHECK((g == test::Got::invalid || g == test::Got::other_garray));  // FileError (its own, not a peer's)
+      CHECK(contains(m, "cannot"));
+    } else {
+      CHECK(g == test::Got::failure);
+      CHECK(contains(m, "failed on rank " + std::to_string(victim)));
+    }
+    CHECK(bitwise_equal(all_of(a), before));
+    io::write(f, "after", a, over);  // the file and the context work afterwards
+    CHECK(f.contains("after"));
+  }
+  remove_file(ctx, name);
+  CHECK(context_works(ctx));
+}
+
 TEST_CASE("io failure rule: a rank failing inside every collective") {
   garray::Context ctx;
   const std::string name = make_file(ctx);
