@@ -583,7 +583,7 @@ void write_section(const Group& loc, const std::string& name, GlobalArray<T, N>&
   if (exists && H5Ldelete(loc.id(), name.c_str(), H5P_DEFAULT) < 0)
     err = "cannot remove the old dataset: " + hdf5_message();
   Hid dset;
-  bool go = everyone_ok();
+  bool go = !exists || everyone_ok();  // (`exists` is the same everywhere: nothing to agree on without a delete)
   if (go) {
     dset =
         Hid(H5Dcreate2(loc.id(), name.c_str(), ftype.get(), space.get(), lcpl.get(), dcpl.get(), H5P_DEFAULT),

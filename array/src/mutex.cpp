@@ -116,14 +116,9 @@ void Mutexes::unlock(int i) {
 void Mutexes::destroy() {
   // Destroyed already on this rank: an invalid call carried into the handshake (this rank
   // throws it, the others CollectiveMismatch with its message), not a throw before it.
-  std::exception_ptr err;
-  if (!words_) {
-    try {
-      detail::raise<InvalidArgument>("garray::Mutexes::destroy: already destroyed");
-    } catch (const Error&) {
-      err = std::current_exception();
-    }
-  }
+  const std::exception_ptr err =
+      words_ ? nullptr
+             : std::make_exception_ptr(InvalidArgument(detail::message("garray::Mutexes::destroy: already destroyed")));
   const std::uint64_t id = words_ ? words_->id() : 0;
   detail::agree_signature(
       ctx_.comm(), detail::hash_mix(detail::hash_string("mutexes-destroy"), id), "garray::Mutexes::destroy",

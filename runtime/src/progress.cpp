@@ -87,17 +87,7 @@ ProgressThread::ProgressThread(std::chrono::microseconds interval) : interval_(i
     // Only once the thread exists: the finalize callback must never see a destroyed object.
     check_mpi(MPI_Comm_set_attr(MPI_COMM_SELF, finalize_keyval, this), "MPI_Comm_set_attr");
   } catch (...) {
-    // Nothing of a failed start stays behind: the thread (if it started), the receive and the
-    // communicator (the same steps as stop(), which needs a joinable thread).
-    if (thread_.joinable()) {
-      stopping_.store(true, std::memory_order_release);
-      thread_.join();
-    }
-    if (pending_ != MPI_REQUEST_NULL) {
-      MPI_Cancel(&pending_);
-      MPI_Wait(&pending_, MPI_STATUS_IGNORE);
-    }
-    MPI_Comm_free(&self_);
+    shut_down();  // nothing of a failed start stays behind
     throw;
   }
 }
@@ -139,8 +129,14 @@ bool ProgressThread::running() noexcept {
 void ProgressThread::stop() noexcept {
   std::lock_guard lock(stop_mutex_);
   if (!thread_.joinable()) return;
-  stopping_.store(true, std::memory_order_release);
-  thread_.join();
+  shut_down();
+}
+
+void ProgressThread::shut_down() noexcept {
+  if (thread_.joinable()) {
+    stopping_.store(true, std::memory_order_release);
+    thread_.join();
+  }
   if (pending_ != MPI_REQUEST_NULL) {  // still MPI-safe here (also from MPI_Finalize's callback)
     MPI_Cancel(&pending_);
     MPI_Wait(&pending_, MPI_STATUS_IGNORE);

@@ -26,6 +26,9 @@ class ProgressThread {
   std::uint64_t polls() const noexcept { return polls_.load(std::memory_order_relaxed); }
 
  private:
+  /// stop()'s work without the lock: joins the thread if it runs, cancels the receive and
+  /// frees the communicator if they exist (also the cleanup of a failed start).
+  void shut_down() noexcept;
   void run();
   std::chrono::microseconds interval_;
   std::atomic<bool> stopping_{false};
