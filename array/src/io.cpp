@@ -3,6 +3,13 @@
 // element types at 1-4 dimensions by the units generated from io_instantiate.cpp.in.
 #include "io_impl.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <random>
+
 namespace garray::io {
 
 namespace detail {
@@ -14,6 +21,86 @@ FileState::~FileState() {
 std::string call_name(std::string_view fn, std::string_view type, std::size_t n) {
   return cat("garray::io::", fn, "<", type, ",", n, ">");
 }
+
+namespace {
+
+std::string this_host() {
+  char h[256] = {};
+  if (::gethostname(h, sizeof h - 1) != 0) return "?";
+  return h;
+}
+
+/// Local, part of File's validation (before the handshake). On a cluster a path can exist on
+/// some nodes only (a node-local /tmp, /dev/shm or scratch disk). HDF5's collective open would
+/// then succeed on some ranks only, and that cannot be unwound: closing the file again is
+/// collective too (H5Fclose, MPI_File_close), and the ranks that failed never opened it. So
+/// every rank checks first what it sees: the file (read modes), or its directory (create).
+void check_path(std::string_view what, const std::string& path, Mode mode, const char* mode_name) {
+  if (mode != Mode::create) {
+    if (::access(path.c_str(), mode == Mode::read_only ? R_OK : R_OK | W_OK) != 0) {
+      const int e = errno;
+      gd::raise<FileError>(what, ": cannot open file '", path, "' (", mode_name, "): ",
+                           e == ENOENT ? "not found" : std::strerror(e), " on host ", this_host(),
+                           " (every rank must see the file: on a cluster, a file system all nodes share)");
+    }
+    return;
+  }
+  const auto slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  struct stat st {};
+  const char* why = nullptr;
+  if (::stat(dir.c_str(), &st) != 0)
+    why = errno == ENOENT ? "not found" : std::strerror(errno);
+  else if (!S_ISDIR(st.st_mode))
+    why = "not a directory";
+  else if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    why = std::strerror(errno);
+  if (why)
+    gd::raise<FileError>(what, ": cannot create file '", path, "' (create): directory '", dir, "': ", why,
+                         " on host ", this_host());
+}
+
+/// Collective over ctx, after the handshake, Mode::create: is the file's directory one that
+/// every rank shares? Each node can have its own directory of that name (a node-local /tmp):
+/// the checks of check_path pass everywhere, but the file HDF5 creates on rank 0 is not the one
+/// the other nodes' ranks would then open. Rank 0 creates an empty probe file next to it (a
+/// name new to every rank: a cached "no such file" cannot answer for it), every rank looks for
+/// it, rank 0 removes it. Nothing else is touched: an existing file of that name keeps its
+/// contents when this throws. Two agreements and a broadcast, once per created file.
+void check_shared_directory(const Context& ctx, std::string_view what, const std::string& path) {
+  std::uint64_t nonce = 0;
+  if (ctx.rank() == 0) nonce = std::random_device{}() * 0x100000000ULL + std::random_device{}();
+  gd::check_mpi(MPI_Bcast(&nonce, 1, MPI_UINT64_T, 0, ctx.comm()), "MPI_Bcast");
+  std::ostringstream name;
+  name << path << ".garray-probe-" << std::hex << nonce;
+  const std::string probe = name.str();
+  const bool root = ctx.rank() == 0;
+  gd::run_concluded(ctx.comm(), what, [&] {
+    if (!root) return;
+    const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
+    if (fd < 0)
+      gd::raise<FileError>(what, ": cannot create file '", path, "' (create): cannot create a file next to it ('",
+                           probe, "'): ", std::strerror(errno));
+    ::close(fd);
+  });
+  // rank 0 removes the probe once every rank has looked (after the agreement), whatever it says
+  struct Remove {
+    const std::string& p;
+    bool on;
+    ~Remove() {
+      if (on) ::unlink(p.c_str());
+    }
+  } remove{probe, root};
+  gd::run_concluded(ctx.comm(), what, [&] {
+    if (::access(probe.c_str(), F_OK) != 0)
+      gd::raise<FileError>(what, ": cannot create file '", path, "' (create): this rank (host ", this_host(),
+                           ") does not see the file rank 0 created next to it ('", probe,
+                           "'): the directory is not shared by every rank's node (a node-local /tmp or "
+                           "/dev/shm?); use a directory on a file system all nodes share");
+  });
+}
+
+}  // namespace
 
 }  // namespace detail
 
@@ -142,11 +229,13 @@ File::File(const Context& ctx, const std::string& path, Mode mode) {
                          "': this HDF5 is built without MPI (parallel HDF5 needed)");
 #endif
     if (path.empty()) gd::raise<InvalidArgument>(what, ": empty file name");
+    detail::check_path(what, path, mode, mode_names[static_cast<int>(mode)]);
   } catch (const Error&) {
     err = std::current_exception();
   }
   detail::handshake(ctx, sig.h, what, "file '" + path + "', mode " + mode_names[static_cast<int>(mode)],
                     err);
+  if (mode == Mode::create) detail::check_shared_directory(ctx, what, path);
   auto st = std::make_shared<detail::FileState>(ctx, path, mode);
   std::shared_ptr<detail::Hid> root;  // declared after st: on a throw it closes first
   gd::run_concluded(ctx.comm(), what, [&] {

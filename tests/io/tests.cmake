@@ -8,7 +8,7 @@
 #
 # Rank counts: GARRAY_TEST_IO_RANKS (tests/CMakeLists.txt). Under MPICH every one of them runs
 # with the yield-when-idle module preloaded (GARRAY_TEST_YIELD_ENV).
-garray_test_binary(test_io io/roundtrip.cpp io/bad_input.cpp io/interop.cpp io/guide_files.cpp)
+garray_test_binary(test_io io/roundtrip.cpp io/bad_input.cpp io/interop.cpp io/guide_files.cpp io/node_local.cpp)
 target_link_libraries(test_io PRIVATE garray_io)
 # Bad input and injected faults make HDF5 fail on purpose: its error stack must never be
 # printed (garray turns HDF5's printing off and reports through exceptions).
