@@ -1,5 +1,5 @@
-// bench_numpy (issue 15): garray::argmax and garray::mean (one fused owner-computes pass
-// each) and two broadcasting assignments (out = a + row, a row of n broadcast down the rows;
+// bench_numpy (issue 15): garray::argmax, garray::mean and garray::max (one fused
+// owner-computes pass each) and two broadcasting assignments (out = a + row, a row of n broadcast down the rows;
 // out = a * col, an (n, 1) column broadcast along the rows) against a serial loop over plain
 // std::vectors, on an n x n double array. The bar: at np=1 the fused pass runs at >= 0.9x
 // the serial loop's speed.
@@ -72,6 +72,28 @@ int main(int argc, char** argv) {
           serial_mean = s / static_cast<double>(m);
         },
         [&] { mean = garray::mean(a); });
+    // max: garray propagates NaN as NumPy (one more compare per element); against a serial
+    // loop that does the same, and one that ignores NaN (what garray's max did before)
+    double serial_max = 0, serial_max_plain = 0, gmax = 0;
+    const Side t_max = garray::bench::side_by_side(
+        ctx.comm(), reps,
+        [&] {
+          double v = -HUGE_VAL;
+          for (std::size_t i = 0; i < m; ++i) {
+            const double x = sa[i];
+            v = x != x ? x : (v < x ? x : v);
+          }
+          serial_max = v;
+        },
+        [&] { gmax = garray::max(a); });
+    const Side t_max_plain = garray::bench::side_by_side(
+        ctx.comm(), reps,
+        [&] {
+          double v = -HUGE_VAL;
+          for (std::size_t i = 0; i < m; ++i) v = v < sa[i] ? sa[i] : v;
+          serial_max_plain = v;
+        },
+        [&] { gmax = garray::max(a); });
     const Side t_row = garray::bench::side_by_side(
         ctx.comm(), reps,
         [&] {
@@ -99,6 +121,9 @@ int main(int argc, char** argv) {
       };
       line("argmax:", t_arg, std::string("same index: ") + (arg == serial_arg ? "yes" : "no"));
       line("mean:  ", t_mean, "|diff| " + std::to_string(std::abs(mean - serial_mean)));
+      line("max (serial loop propagating NaN):", t_max, std::string("same value: ") + (gmax == serial_max ? "yes" : "no"));
+      line("max (serial loop ignoring NaN):   ", t_max_plain,
+           std::string("same value: ") + (gmax == serial_max_plain ? "yes" : "no"));
       line("a + row (broadcast):", t_row, std::string("same value: ") + (row_check == serial_row_check ? "yes" : "no"));
       line("a * col (broadcast):", t_col, std::string("same value: ") + (col_check == serial_col_check ? "yes" : "no"));
     }

@@ -367,6 +367,9 @@ std::unique_ptr<detail::Window> WindowCache::Impl::acquire(const Context& ctx, S
     std::exception_ptr err;
     try {
       detail::fault_point("cache.acquire");
+      // the list node this window's release() will need, allocated now (inside the failure
+      // rule): a release never allocates one, so it never has to give a window up
+      if (!d.take) spare_entries_.emplace_back();
     } catch (...) {
       err = std::current_exception();
     }
@@ -385,8 +388,11 @@ std::unique_ptr<detail::Window> WindowCache::Impl::acquire(const Context& ctx, S
       bytes_held_ -= it->bytes;
       charged_ -= it->slot.charge;
       pool_hash_ -= entry_hash(*it);
-      if (spare_entries_.size() < spares) spare_entries_.splice(spare_entries_.end(), lru_, it);
-      else lru_.erase(it);
+      // kept as the node this window's release() will need (spares: one per live window)
+      if (spare_entries_.size() < spares + static_cast<std::size_t>(live_) + 1)
+        spare_entries_.splice(spare_entries_.end(), lru_, it);
+      else
+        lru_.erase(it);
       k.entries.pop_back();
     }
     // Empty now (dormant): it stays in the map and in touch_order_, untouched, so this
@@ -437,14 +443,15 @@ void WindowCache::Impl::release(const Slot& slot, std::unique_ptr<detail::Window
       reusable = false;  // poisoned: state unknown, never reused, freed at the next collective point
     }
   }
-  // Bookkeeping that may allocate comes first, while nothing has changed yet. Nodes come
-  // from the spares when there are some, and the key is usually known (dormant): a hit
-  // loop's destroy allocates nothing.
+  // Bookkeeping that may allocate comes first, while nothing has changed yet. The node comes
+  // from the spares (acquire keeps one per live window), and the key is usually known
+  // (dormant): a hit loop's destroy allocates nothing.
   List node;
   KeyInfo* key = nullptr;
   try {
     if (!spare_entries_.empty()) node.splice(node.end(), spare_entries_, spare_entries_.begin());
-    else node.emplace_back();
+    else node.emplace_back();  // (not reached: acquire reserved one)
+    detail::fault_point("cache.release.bookkeeping");  // stands for an allocation failing below
     auto kit = keys_.find(slot.key);
     if (!reusable) {
       if (kit != keys_.end() && kit->second.entries.empty()) retire_key(kit);  // dormant, stays empty
@@ -482,10 +489,21 @@ void WindowCache::Impl::release(const Slot& slot, std::unique_ptr<detail::Window
       }
       key = &k;
     }
-  } catch (...) {  // out of memory: give the window up rather than throw
-    ++stats_->leaked_windows;
-    (void)w.release();
-    return;
+  } catch (...) {
+    // Out of memory for the pool's bookkeeping (release() cannot throw): the window is not
+    // pooled but kept as pending, freed at the next collective point like a poisoned one.
+    // Giving it up instead (it used to be leaked here) left it in the other ranks' pools
+    // only: their collective MPI_Win_free of it would wait for this rank forever. Until
+    // then this rank's pool differs from theirs, so creates that depend on it throw
+    // CollectiveMismatch on every rank, and clear() repairs it (semantics.md "Array cache").
+    reusable = false;
+    key = nullptr;
+    if (auto kit = keys_.find(slot.key); kit != keys_.end() && kit->second.entries.empty()) retire_key(kit);
+    if (node.empty()) {  // no node at all (not reached, see acquire): the last resort
+      ++stats_->leaked_windows;
+      (void)w.release();
+      return;
+    }
   }
   Entry& e = node.front();  // a recycled node: every field is set here
   e.slot = slot;

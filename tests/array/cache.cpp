@@ -713,14 +713,19 @@ TEST_CASE("a window whose completion failed at destroy is poisoned: never reused
   garray::Context ctx;
   ctx.cache().clear();
   const int victim = ctx.size() - 1;
+  // cache.release: the completion (flush) failed; cache.release.bookkeeping: the pool's
+  // bookkeeping could not allocate. Either way the window is kept as pending, never given up
+  // (a window freed by the other ranks only would make them wait in MPI_Win_free forever).
+  for (const char* point : {"cache.release", "cache.release.bookkeeping"})
   for (const bool all : {true, false}) {
     const bool everywhere = all || ctx.size() == 1;
+    CAPTURE(point);
     CAPTURE(everywhere);
     { A2 warm(ctx, {12, 5}); }  // a reusable window of this key, then one that will be poisoned
     std::optional<A2> a(std::in_place, ctx, garray::Shape<2>{12, 5});  // hits the warm window
     const auto before = counts(ctx);
-    if (everywhere || ctx.rank() == victim) garray::testing::arm_fault("cache.release");
-    a.reset();  // local; the injected failure stands for a flush that failed
+    if (everywhere || ctx.rank() == victim) garray::testing::arm_fault(point);
+    a.reset();  // local; the injected failure stands for a flush or an allocation that failed
     CHECK(!garray::testing::fault_armed());
     garray::testing::disarm_fault();
     CHECK(ctx.cache().windows_pending() == (everywhere || ctx.rank() == victim ? 1u : 0u));
@@ -743,6 +748,8 @@ TEST_CASE("a window whose completion failed at destroy is poisoned: never reused
     { A2 b(ctx, {12, 5}); }
     CHECK(ctx.stats().windows_allocated == ctx.stats().windows_freed + 1);
     ctx.cache().clear();
+    CHECK(ctx.stats().windows_allocated == ctx.stats().windows_freed);
+    CHECK(ctx.stats().leaked_windows == 0);
   }
 }
 

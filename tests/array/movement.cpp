@@ -347,6 +347,12 @@ TEST_CASE("bad input to movement collectives throws on every rank and changes no
   m = message_of<garray::SizeMismatch>([&] { (void)garray::scatter_from(ctx, 0, me == 0 ? wrong : none, {5, 6}); });
   if (me == 0) CHECK(contains(m, "root's data has shape [5, 5]"));
   else CHECK(contains(m, "another rank"));
+  // the root out of range on one rank only: that rank InvalidArgument, the others
+  // CollectiveMismatch naming it (the SizeMismatch exception is only for the root's data)
+  if (p > 1)
+    test::expect_one_rank_error<garray::InvalidArgument>(me, 1, "root " + std::to_string(p + 5), [&] {
+      (void)garray::scatter_from(ctx, me == 1 ? p + 5 : 0, full, {5, 6});
+    });
   // ranks disagree on the root
   if (p > 1) {
     m = message_of<garray::CollectiveMismatch>([&] { (void)garray::scatter_from(ctx, me == 1 ? 1 : 0, full, {5, 6}); });

@@ -36,7 +36,7 @@ double ref_eval(const Node& n, const std::vector<test::Reference<double, 2>*>& r
         case 1: return a - b;
         case 2: return a * b;
         case 3: return a / b;
-        default: return b < a ? b : a;
+        default: return b != b ? b : (b < a ? b : a);  // numpy.minimum: NaN propagates
       }
     }
   }

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <type_traits>
@@ -136,6 +137,23 @@ void randomize(garray::GlobalArray<T, N>& a, std::uint64_t seed, bool small) {
   } else {
     garray::fill_random(a, seed, T{-10}, T{10});
     if (small) a = garray::where(garray::abs(a) < T{5}, T{0}, a);
+  }
+}
+
+/// NaN in about one element in `one_in` (real types: NaN; complex: NaN in the real or in the
+/// imaginary part), at positions drawn from `seed`. Collective.
+template <class T, std::size_t N>
+void sprinkle_nan(garray::GlobalArray<T, N>& a, std::uint64_t seed, int one_in) {
+  if constexpr (std::is_floating_point_v<T> || garray::detail::is_complex<T>::value) {
+    garray::GlobalArray<std::int32_t, N> m(a.context(), a.shape(), a.distribution());
+    garray::fill_random(m, seed, std::int32_t{0}, std::int32_t{one_in});
+    if constexpr (garray::detail::is_complex<T>::value) {
+      using R = typename T::value_type;
+      const R nan = std::numeric_limits<R>::quiet_NaN();
+      a = garray::where(m == 0, T(nan, R{1}), garray::where(m == 1, T(R{-1}, nan), a));
+    } else {
+      a = garray::where(m == 0, std::numeric_limits<T>::quiet_NaN(), a);
+    }
   }
 }
 

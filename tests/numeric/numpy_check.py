@@ -87,6 +87,10 @@ def expected(c):
         if op == "sub": return x - y
         if op == "mul": return x * y
         if op == "div": return x / y
+        if op == "minimum": return np.minimum(x, y)
+        if op == "maximum": return np.maximum(x, y)
+        if op == "min_axis": return np.min(x, axis=a["axis"])
+        if op == "max_axis": return np.max(x, axis=a["axis"])
         s = a.get("s")
         if isinstance(s, list):
             s = complex(s[0], s[1])
@@ -109,8 +113,9 @@ def expected(c):
     if op == "any": return np.any(x)
     if op == "all": return np.all(x)
     if op == "count_nonzero": return np.count_nonzero(x)
-    if op == "min": return np.min(x)
-    if op == "max": return np.max(x)
+    with np.errstate(all="ignore"):  # NaN operands
+        if op == "min": return np.min(x)
+        if op == "max": return np.max(x)
     r = expected_scans(op, a, c, x)
     if r is not None:
         return r

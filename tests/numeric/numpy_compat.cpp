@@ -14,6 +14,9 @@ void reductions_of(Cases& cs, const garray::Context& ctx, test::Rng& rng) {
   const auto sh = test::random_shape<N>(rng, 7);
   garray::GlobalArray<T, N> x(ctx, sh, test::random_distribution<N>(rng, sh, ctx.size()));
   randomize(x, rng(), test::uniform(rng, 0, 1) == 1);
+  // NaN in a third of the cases (NumPy: min/max/minimum/maximum propagate it, argmax/argmin
+  // take the first NaN, complex: NaN in either part)
+  if (test::uniform(rng, 0, 2) == 0) sprinkle_nan(x, rng(), 5);
   const std::string xs = "\"x\": " + dump(x);
   using S = decltype(garray::sum(x));
   cs.add("\"op\": \"sum\", " + xs + ", \"got\": " + js(garray::sum(x)) + ", \"got_dtype\": \"" + dtype_name<S>() + "\"");
@@ -25,6 +28,19 @@ void reductions_of(Cases& cs, const garray::Context& ctx, test::Rng& rng) {
            dtype_name<S>() + "\"");
     cs.add("\"op\": \"min\", " + xs + ", \"got\": " + js(garray::min(x)) + ", \"got_dtype\": \"" + dtype_name<T>() + "\"");
     cs.add("\"op\": \"max\", " + xs + ", \"got\": " + js(garray::max(x)) + ", \"got_dtype\": \"" + dtype_name<T>() + "\"");
+    // elementwise minimum/maximum against another array (NaN in either operand)
+    garray::GlobalArray<T, N> z(ctx, sh, test::random_distribution<N>(rng, sh, ctx.size()));
+    randomize(z, rng(), true);
+    if (test::uniform(rng, 0, 1) == 0) sprinkle_nan(z, rng(), 4);
+    const std::string zs = "\"y\": " + dump(z);
+    cs.add("\"op\": \"minimum\", " + xs + ", " + zs + ", \"got\": " + dump(garray::eval(garray::min(x, z))));
+    cs.add("\"op\": \"maximum\", " + xs + ", " + zs + ", \"got\": " + dump(garray::eval(garray::max(x, z))));
+    if constexpr (N >= 2) {
+      const auto ax = static_cast<std::ptrdiff_t>(test::uniform(rng, 0, N - 1));
+      const std::string as = "\"args\": {\"axis\": " + std::to_string(ax) + "}, ";
+      cs.add("\"op\": \"min_axis\", " + as + xs + ", \"got\": " + dump(garray::min(x, garray::Axis{ax})));
+      cs.add("\"op\": \"max_axis\", " + as + xs + ", \"got\": " + dump(garray::max(x, garray::Axis{ax})));
+    }
   }
   using Mn = decltype(garray::mean(x));
   cs.add("\"op\": \"mean\", " + xs + ", \"got\": " + js(garray::mean(x)) + ", \"got_dtype\": \"" + dtype_name<Mn>() + "\"");

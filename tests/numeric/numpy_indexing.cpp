@@ -207,6 +207,28 @@ TEST_CASE("indexing bad input throws on every rank and changes nothing") {
   // one index out of range, in the last rank's block only
   auto bad = garray::arange<std::int64_t>(ctx, -10, 11);
   CHECK_THROWS_AS(garray::take(a, bad), garray::BoundsError);
+  // the message names the value and its position in idx (20, whichever rank reads it), and
+  // in put too; a 2-d idx: the row-major position
+  for (int op = 0; op < 2; ++op) {
+    const std::string m = test::message_of<garray::BoundsError>([&] {
+      if (op == 0) (void)garray::take(a, bad);
+      else garray::put(a, bad, 5.0);
+    });
+    CAPTURE(m);
+    CHECK(test::contains(m, "index 10 at position 20 "));
+  }
+  {
+    garray::GlobalArray<std::int64_t, 2> bad2(ctx, garray::Shape<2>{4, 5});
+    bad2.fill(1);
+    {
+      auto blk = bad2.access();
+      if (blk.lo(0) <= 3 && 3 < blk.hi(0) && blk.lo(1) <= 2 && 2 < blk.hi(1)) blk.view()[3][2] = -11;
+    }
+    bad2.sync();
+    const std::string m = test::message_of<garray::BoundsError>([&] { (void)garray::take(a, bad2); });
+    CAPTURE(m);
+    CHECK(test::contains(m, "index -11 at position 17 "));  // [3][2] of a 4 x 5 idx
+  }
   garray::GlobalArray<std::int64_t, 1> low(ctx, garray::Shape<1>{5});
   low.fill(-11);
   CHECK_THROWS_AS(garray::take(a, low), garray::BoundsError);
@@ -324,13 +346,18 @@ TEST_CASE("indexing: a mask of another shape on one rank only, and a fault at th
   }
 #ifdef GARRAY_FAULT_INJECTION
   auto idx = garray::arange<std::int64_t>(ctx, std::int64_t{0}, std::int64_t{10});
+  auto idx5 = garray::arange<std::int64_t>(ctx, std::int64_t{0}, std::int64_t{2});
+  garray::GlobalArray<double, 2> a25(ctx, garray::Shape<2>{2, 5});
   const int victim = ctx.size() - 1;
-  for (int which = 0; which < 2; ++which) {
-    if (ctx.rank() == victim) garray::testing::arm_fault("collective.complete");
+  // collective.complete: in the handshake; indexing.read: after the handshake, while a
+  // rank reads and checks its share of idx (the others get CollectiveFailure, not BoundsError)
+  for (int which = 0; which < 6; ++which) {
+    if (ctx.rank() == victim) garray::testing::arm_fault(which < 2 ? "collective.complete" : "indexing.read");
     bool threw = false, right_type = false;
     try {
-      if (which == 0) garray::put(a, idx, v);
-      else (void)garray::take(a, idx);
+      if (which % 2 == 0 && which < 4) garray::put(a, idx, v);
+      else if (which < 4) (void)garray::take(a, idx);
+      else (void)garray::take(a25, idx5, garray::Axis{which == 4 ? 1 : 0});
     } catch (const garray::testing::InjectedFault&) {
       threw = true;
       right_type = ctx.rank() == victim;

@@ -5,7 +5,7 @@
 // point within the dtype's tolerance). Random shapes (1-4 dims, length-1 and empty
 // extents), every axis, random distributions and process grids, the six element types, bool
 // operands (comparisons), views with negative steps and dropped dimensions, expressions,
-// ties and NaN for argmax. Bad axes throw on every rank with nothing changed.
+// ties and NaN (real and complex) for argmax. Bad axes throw on every rank with nothing changed.
 #include "numeric/numpy_cases.hpp"
 #include "support/outcome.hpp"
 
@@ -95,9 +95,8 @@ void cases_of(Cases& cs, const garray::Context& ctx, test::Rng& rng) {
   garray::GlobalArray<T, N> x(ctx, sh, test::random_distribution<N>(rng, sh, ctx.size()));
   const bool small = test::uniform(rng, 0, 1) == 1;  // small integers / many zeros: ties
   randomize(x, rng(), small);
-  if constexpr (std::is_floating_point_v<T>) {  // NaN for argmax/argmin (the first NaN wins)
-    if (test::uniform(rng, 0, 2) == 0) x = garray::where(x > T{8}, std::numeric_limits<T>::quiet_NaN(), x);
-  }
+  // NaN for argmax/argmin (the first NaN wins; complex: NaN in either part)
+  if (test::uniform(rng, 0, 2) == 0) sprinkle_nan(x, rng(), 5);
   const std::string xs = "\"x\": " + dump(x);
   // the whole array, on its own distribution and on a random other one
   ops_of(cs, x, xs, rng);

@@ -70,22 +70,24 @@ void collective_check(const Context& ctx, std::uint64_t sig, std::string_view wh
                       Check&& check) {
   ctx.check_valid(what);
   std::exception_ptr err;
+  LocalFault fault = LocalFault::none;
   try {
     check();
-  } catch (const Error&) {
+  } catch (const Error& e) {
     err = std::current_exception();
+    fault = LocalFault::invalid;
+    // an E (the data holder's own check) is marked `failed` here, to tell it apart from an
+    // ordinary invalid argument, which gives the others CollectiveMismatch as everywhere
+    if constexpr (!std::is_same_v<E, CollectiveMismatch>)
+      if (dynamic_cast<const E*>(&e)) fault = LocalFault::failed;
   }
-  const Agreement a = agree_with_errors(ctx.comm(), sig, err != nullptr);
-  if constexpr (std::is_same_v<E, CollectiveMismatch>) {
-    throw_if_disagreed(ctx.comm(), a, err, what, args);  // the standard: "invalid call on rank r (...)"
-    return;
-  }
-  if (a.failed_rank >= 0) {
+  const Agreement a = agree_with_errors(ctx.comm(), sig, fault);
+  if (a.failed_rank >= 0 && a.fault == LocalFault::failed) {
     const std::string text = peer_message(ctx.comm(), a.failed_rank, err);
     if (err) std::rethrow_exception(err);
     raise<E>(what, ": invalid argument on another rank (rank ", a.failed_rank, ": ", text, ")");
   }
-  if (!a.signatures_equal) throw_signature_mismatch(what, args);
+  throw_if_disagreed(ctx.comm(), a, err, what, args);  // the standard: "invalid call on rank r (...)"
 }
 
 /// The closing step of a movement collective: `work()` is this rank's part; if it throws on

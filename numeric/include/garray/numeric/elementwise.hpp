@@ -163,10 +163,13 @@ struct min_reducer {
     else
       return std::numeric_limits<V>::max();
   }
-  /// Local. The smaller of a and b (a when neither is smaller, e.g. NaN).
+  /// Local. The smaller of a and b; NaN if either is NaN (NumPy's min propagates NaN, and
+  /// so the result does not depend on where the NaN is, on the rank count or on the order).
   template <class V>
   constexpr V operator()(const V& a, const V& b) const {
-    return b < a ? b : a;
+    if constexpr (std::is_floating_point_v<V>)
+      if (b != b) return b;
+    return b < a ? b : a;  // a NaN a stays: b < NaN is false
   }
 };
 /// Keeps the larger of two partial results (a reducer; all members Local).
@@ -179,10 +182,12 @@ struct max_reducer {
     else
       return std::numeric_limits<V>::lowest();
   }
-  /// Local. The larger of a and b (a when neither is larger, e.g. NaN).
+  /// Local. The larger of a and b; NaN if either is NaN (as min_reducer).
   template <class V>
   constexpr V operator()(const V& a, const V& b) const {
-    return a < b ? b : a;
+    if constexpr (std::is_floating_point_v<V>)
+      if (b != b) return b;
+    return a < b ? b : a;  // a NaN a stays: NaN < b is false
   }
 };
 

@@ -155,34 +155,67 @@ void fetch_flat(const V& v, Index lo, Index hi, std::span<typename V::value_type
   }
 }
 
-/// The agreement after a local check that ran after the handshake (index values read from
-/// the arrays): if any rank's check threw, that rank rethrows its error and every other rank
-/// throws E carrying its message. One allreduce (plus a broadcast on failure). **Collective.**
+/// The agreement after a local step that ran after the handshake (index values read from
+/// the arrays and checked): if any rank's step threw, that rank rethrows its error; every
+/// other rank throws E carrying the lowest such rank's message when that rank found bad
+/// input (its error is an E), CollectiveFailure when its step failed otherwise (the read
+/// itself: MpiError, bad_alloc). One allreduce (plus a broadcast on failure). **Collective.**
 template <class E>
 void agree_checked(const Context& ctx, std::exception_ptr err, std::string_view what) {
-  const Agreement a = agree_with_errors(ctx.comm(), hash_string(what), err != nullptr);
-  if (a.failed_rank >= 0) {
-    const std::string text = peer_message(ctx.comm(), a.failed_rank, err);
-    if (err) std::rethrow_exception(err);
-    raise<E>(what, ": bad input on rank ", a.failed_rank, ": ", text);
+  LocalFault fault = LocalFault::none;
+  if (err) {
+    fault = LocalFault::failed;
+    try {
+      std::rethrow_exception(err);
+    } catch (const E&) {
+      fault = LocalFault::invalid;
+    } catch (...) {
+    }
   }
+  const Agreement a = agree_with_errors(ctx.comm(), hash_string(what), fault);
+  if (a.failed_rank < 0) return;
+  if (a.fault != LocalFault::invalid) throw_peer_failure(ctx.comm(), a.failed_rank, err, what);
+  const std::string text = peer_message(ctx.comm(), a.failed_rank, err);
+  if (err) std::rethrow_exception(err);
+  raise<E>(what, ": bad input on rank ", a.failed_rank, ": ", text);
 }
 
 /// Reads index values, normalises them against `n` (negative: from the end) and checks the
-/// range; throws BoundsError naming the flat position. Local.
-template <class I>
-std::vector<Index> normalize_indices(std::span<const I> raw, Index first_pos, Index n, std::string_view what) {
+/// range; throws BoundsError naming the position `position(j)` of the bad value raw[j] in
+/// the index array. Local.
+template <class I, class Position>
+std::vector<Index> normalize_indices_at(std::span<const I> raw, Position&& position, Index n, std::string_view what) {
   std::vector<Index> out(raw.size());
   for (std::size_t j = 0; j < raw.size(); ++j) {
     Index v = static_cast<Index>(raw[j]);
     const Index orig = v;
     if (v < 0) v += n;
     if (v < 0 || v >= n)
-      raise<BoundsError>(what, ": index ", orig, " at position ", first_pos + static_cast<Index>(j),
+      raise<BoundsError>(what, ": index ", orig, " at position ", position(j),
                          " of the index array is out of range for size ", n);
     out[j] = v;
   }
   return out;
+}
+/// raw: the index array's flat positions first_pos, first_pos + 1, ...
+template <class I>
+std::vector<Index> normalize_indices(std::span<const I> raw, Index first_pos, Index n, std::string_view what) {
+  return normalize_indices_at<I>(raw, [&](std::size_t j) { return first_pos + static_cast<Index>(j); }, n, what);
+}
+/// raw: the box `b` of an index array of shape `shape`, row-major in the box; positions are
+/// row-major in the whole index array.
+template <class I, std::size_t K>
+std::vector<Index> normalize_indices(std::span<const I> raw, const Box<K>& b, const Shape<K>& shape, Index n,
+                                     std::string_view what) {
+  Shape<K> ext{};
+  for (std::size_t d = 0; d < K; ++d) ext[d] = b.extent(d);
+  const auto position = [&](std::size_t j) {  // error path only
+    const Shape<K> q = unflatten<K>(static_cast<Index>(j), ext);
+    Index pos = 0;
+    for (std::size_t d = 0; d < K; ++d) pos = pos * shape[d] + b.lo[d] + q[d];
+    return pos;
+  };
+  return normalize_indices_at<I>(raw, position, n, what);
 }
 
 /// The handshake of an indexing collective over the views `vs...`: completes every rank's
@@ -312,7 +345,9 @@ auto take(const A& a, const I& idx) {
   try {
     std::vector<IT> raw(static_cast<std::size_t>(n));
     if (n > 0) iv.array().get_section(detail::box_section(iv, b), std::span<IT>(raw));
-    const auto flat = detail::normalize_indices<IT>(raw, 0, av.size(), what);
+    detail::fault_point("indexing.read");
+    // positions in idx: out has idx's shape and distribution, so out's block is idx's box b
+    const auto flat = detail::normalize_indices<IT>(raw, b, iv.shape(), av.size(), what);
     where_in_a.resize(flat.size());
     const auto sh = av.shape();
     for (std::size_t j = 0; j < flat.size(); ++j) where_in_a[j] = detail::unflatten<M>(flat[j], sh);
@@ -368,6 +403,7 @@ auto take(const A& a, const I& idx, Axis axis) {
   std::vector<Shape<M>> where_in_a;
   std::exception_ptr err;
   try {
+    detail::fault_point("indexing.read");  // (on every rank, also one that owns nothing)
     if (n > 0) {
       std::vector<IT> raw(static_cast<std::size_t>(ext[k]));
       detail::fetch_flat(iv, b.lo[k], b.hi[k], std::span<IT>(raw));
@@ -434,6 +470,7 @@ requires(detail::StoredOperand<Values> || ScalarOperand<Values>) void put(A&& a,
   try {
     std::vector<IT> raw(static_cast<std::size_t>(hi - lo));
     detail::fetch_flat(iv, lo, hi, std::span<IT>(raw));
+    detail::fault_point("indexing.read");
     target = detail::normalize_indices<IT>(raw, lo, av.size(), what);
   } catch (...) {
     err = std::current_exception();

@@ -445,6 +445,11 @@ Index expr_size(const E& e) {
 template <bool Max, class V>
 bool arg_better(const V& x, const V& y) {
   if constexpr (is_complex<V>::value) {
+    // NaN in either part counts as NaN (NumPy's complex argmax/argmin)
+    const bool xn = x.real() != x.real() || x.imag() != x.imag();
+    const bool yn = y.real() != y.real() || y.imag() != y.imag();
+    if (xn) return !yn;
+    if (yn) return false;
     if (x.real() != y.real()) return Max ? y.real() < x.real() : x.real() < y.real();
     return Max ? y.imag() < x.imag() : x.imag() < y.imag();
   } else if constexpr (std::is_floating_point_v<V>) {

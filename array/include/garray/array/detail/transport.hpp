@@ -283,7 +283,9 @@ class RmaTransport {
     const auto disp = static_cast<MPI_Aint>(off * static_cast<Index>(sizeof(T)));
     check_mpi(MPI_Fetch_and_op(&inc, &old, mpi_type<T>(), r, disp, MPI_SUM, w_.win()), "MPI_Fetch_and_op");
     w_.flush(r);
-    if (r == me_) w_.memory_sync();  // our own later loads of the block see the update
+    // our later loads of the block (our own, or a node-local peer's on a mixed window) see
+    // the update, as complete_writes_to does after a flush
+    if (r == me_ || w_.peer(r)) w_.memory_sync();
     ++mpi_calls_;
     return old;
   }
