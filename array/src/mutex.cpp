@@ -9,14 +9,9 @@ namespace garray {
 
 Mutexes::Mutexes(const Context& ctx, int n) : ctx_(ctx), n_(n) {
   ctx.check_valid("garray::Mutexes");
-  std::exception_ptr err;
-  if (n < 0) {
-    try {
-      detail::raise<InvalidArgument>("garray::Mutexes: negative number of mutexes ", n);
-    } catch (const Error&) {
-      err = std::current_exception();
-    }
-  }
+  const std::exception_ptr err =
+      n < 0 ? std::make_exception_ptr(InvalidArgument(detail::message("garray::Mutexes: negative number of mutexes ", n)))
+            : nullptr;
   // A rank with a bad n throws its error, the others CollectiveMismatch with its message.
   detail::agree_signature(ctx.comm(), detail::hash_mix(detail::hash_string("mutexes"), static_cast<std::uint64_t>(n)),
                           "garray::Mutexes", [&] { return "n = " + std::to_string(n); }, err);

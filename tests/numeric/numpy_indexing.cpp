@@ -155,7 +155,13 @@ TEST_CASE("put with repeated indices: the highest position wins, for any distrib
   garray::Context ctx;
   auto rng = test::Rng(test::shared_seed() + 1);
   Cases cs(ctx, "indexing_repeats");
-  for (int rep = 0; rep < 10; ++rep) {
+  for (int rep = 0; rep < 20; ++rep) {
+#ifdef GARRAY_FAULT_INJECTION
+    // every other put takes the rank-order path (the one beyond 62 ranks, where the 2^rank
+    // marks do not fit): armed on every rank, see numeric/src/indexing.cpp
+    const bool rank_order = rep % 2 == 1 && ctx.size() > 1;
+    if (rank_order) garray::testing::arm_fault("put.marks");
+#endif
     garray::GlobalArray<std::int64_t, 1> a(ctx, garray::Shape<1>{test::uniform(rng, 1, 4)});
     const Index len = test::uniform(rng, 1, 40);
     garray::GlobalArray<std::int64_t, 1> idx(ctx, garray::Shape<1>{len},
@@ -164,6 +170,10 @@ TEST_CASE("put with repeated indices: the highest position wins, for any distrib
     auto pos = garray::arange<std::int64_t>(ctx, Index{0}, len);  // value = position in idx
     const std::string before = dump(a);
     garray::put(a, idx, pos);
+#ifdef GARRAY_FAULT_INJECTION
+    if (rank_order) CHECK_FALSE(garray::testing::fault_armed());  // the path was taken
+    garray::testing::disarm_fault();
+#endif
     cs.add("\"op\": \"put\", \"exact\": true, \"x\": " + before + ", \"idx\": " + dump(idx) + ", \"y\": " + dump(pos) +
            ", \"got\": " + dump(a));
   }

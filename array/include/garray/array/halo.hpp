@@ -132,12 +132,7 @@ void for_each_ghost_piece(const Box<N>& box, const Shape<N>& ghost, const Shape<
 template <Element T, std::size_t N>
 void update_ghosts(GlobalArray<T, N>& a, const std::array<bool, N>& periodic = {}) {
   std::uint64_t sig = detail::hash_mix(detail::hash_string("garray::update_ghosts"), a.id());
-  std::string args = "array #" + std::to_string(a.id()) + ", periodic [";
-  for (std::size_t d = 0; d < N; ++d) {
-    sig = detail::hash_mix(sig, periodic[d] ? 1 : 0);
-    args += (d ? ", " : "") + std::string(periodic[d] ? "true" : "false");
-  }
-  args += "]";
+  for (std::size_t d = 0; d < N; ++d) sig = detail::hash_mix(sig, periodic[d] ? 1 : 0);
   // As sync(), with our own signature: my writes complete and visible, then the handshake.
   detail::ArrayAccess::begin_collective(a, sig, "garray::update_ghosts", [] {});
   bool any = false;

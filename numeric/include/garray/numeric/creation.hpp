@@ -39,14 +39,7 @@ namespace detail {
 template <class... Args>
 void check_creation(const Context& ctx, bool bad, std::string_view what, const Args&... msg) {
   ctx.check_valid(what);
-  std::exception_ptr err;
-  if (bad) {
-    try {
-      raise<InvalidArgument>(what, msg...);
-    } catch (const Error&) {
-      err = std::current_exception();
-    }
-  }
+  const std::exception_ptr err = bad ? std::make_exception_ptr(InvalidArgument(message(what, msg...))) : nullptr;
   agree_signature(ctx.comm(), hash_string(what), what, what, err);
 }
 }  // namespace detail

@@ -147,13 +147,7 @@ auto reduce_axis_with(const X& x, Axis axis, Red red, Map map, Fin fin, std::str
   set_free_driver(p, e);
   std::exception_ptr bad;
   const std::size_t ax = axis_index<M>(axis);  // Axis{-1} and Axis{M - 1} agree
-  if (ax >= M) {
-    try {
-      raise<InvalidArgument>(what, ": axis ", axis.value, " for a ", M, "-d expression");
-    } catch (const Error&) {
-      bad = std::current_exception();
-    }
-  }
+  if (ax >= M) bad = std::make_exception_ptr(InvalidArgument(message(what, ": axis ", axis.value, " for a ", M, "-d expression")));
   p.sig = hash_mix(p.sig, ax);
   // A bad axis is this rank's invalid argument at the handshake: it throws it, the others
   // CollectiveMismatch carrying its message.

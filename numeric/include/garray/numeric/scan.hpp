@@ -154,13 +154,7 @@ void scan_prepare(Plan<M>& p, const E& e, Axis given, std::string_view what) {
   set_free_driver(p, e);
   std::exception_ptr bad;
   const std::size_t axis = axis_index<M>(given);  // Axis{-1} and Axis{M - 1} agree
-  if (axis >= M) {
-    try {
-      raise<InvalidArgument>(what, ": axis ", given.value, " for a ", M, "-d operand");
-    } catch (const Error&) {
-      bad = std::current_exception();
-    }
-  }
+  if (axis >= M) bad = std::make_exception_ptr(InvalidArgument(message(what, ": axis ", given.value, " for a ", M, "-d operand")));
   p.sig = hash_mix(p.sig, axis);
   // A bad axis is this rank's invalid argument at the handshake (see prepare).
   prepare(p, e, std::string("expression ") + typeid(E).name() + ", axis " + std::to_string(axis), bad);

@@ -32,8 +32,8 @@ struct Plan {
   std::optional<Context> ctx;
   Shape<M> shape{};
   bool have_driver = false;
-  bool stale_driver = false;  // the driver view's array is gone: validate() throws
-  std::exception_ptr driver_error;  // finding the driver failed on this rank: validate() rethrows
+  std::exception_ptr driver_error;  // the driver could not be set up on this rank (its view is stale, its
+                                    // shape overflows): validate() rethrows it inside the handshake
   bool empty = true;
   Shape<M> k0{}, k1{};
   // the output (assignments)
@@ -102,7 +102,9 @@ void set_driver(Plan<M>& p, const View<T, N, M>& v, bool is_output) {
   p.ctx = v.context();
   p.shape = v.shape();
   if (!v.live()) {  // a stale view: validate() throws inside the handshake
-    p.stale_driver = true;
+    p.driver_error = std::make_exception_ptr(InvalidArgument(
+        message(p.what, ": the output (or first operand) is a view of an array that was destroyed, "
+                        "moved from or assigned to")));
     return;
   }
   const auto& a = v.array();
@@ -238,9 +240,6 @@ void set_free_driver(Plan<M>& p, const E& e) {
 template <std::size_t M, class E>
 void validate(Plan<M>& p, const E& e) {
   if (p.driver_error) std::rethrow_exception(p.driver_error);
-  if (p.stale_driver)
-    raise<InvalidArgument>(p.what, ": the output (or first operand) is a view of an array that was destroyed, "
-                                   "moved from or assigned to");
   int k = 0;
   e.for_each_leaf([&](const auto& leaf) {
     ++k;
