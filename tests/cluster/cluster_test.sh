@@ -87,8 +87,8 @@ run() {
   while kill -0 "$pid" 2>/dev/null; do
     if [ -n "${RUN_DONE_MARK:-}" ] && grep -q -- "$RUN_DONE_MARK" "$log" 2>/dev/null; then
       seen=${seen:-$(date +%s)}
-      if [ $(($(date +%s) - seen)) -ge "${FINALIZE_GRACE:-10}" ]; then
-        echo "cluster_test: the job printed its result but did not exit within ${FINALIZE_GRACE:-10} s; ending it" >>"$log"
+      if [ $(($(date +%s) - seen)) -ge "${FINALIZE_GRACE:-3}" ]; then
+        echo "cluster_test: the job printed its result but did not exit within ${FINALIZE_GRACE:-3} s; ending it" >>"$log"
         "$SIM" kill >>"$log" 2>&1
         wait "$pid"; rc=124; break
       fi
