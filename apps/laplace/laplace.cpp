@@ -545,6 +545,13 @@ Solver::Solver(const Context& ctx, const Problem& p, Variant v, const Distributi
   const bool all_repro = ctx.agree(p.reproducible), any_repro = !ctx.agree(!p.reproducible);
   if (all_repro != any_repro)
     garray::throw_error<garray::CollectiveMismatch>("laplace::Solver: ranks disagree on Problem::reproducible");
+  // Every rank would sweep (and count in the error) the whole grid: rejected on every rank
+  ctx.agree("laplace::Solver", [&] {
+    if (dist.is_replicated())
+      garray::throw_error<garray::InvalidArgument>(
+          "laplace::Solver: a replicated distribution (every rank would sweep the whole grid); use blocked, "
+          "slab or grid");
+  });
   impl_ = detail::make_impl(ctx, p, v, dist);
 }
 Solver::~Solver() = default;

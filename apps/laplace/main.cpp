@@ -69,6 +69,13 @@ struct Options {
   garray::RankOrder rank_order = garray::RankOrder::node;
 };
 
+bool is_hdf5_name(const std::string& name) {
+  auto ends = [&](std::string_view e) {
+    return name.size() >= e.size() && name.compare(name.size() - e.size(), e.size(), e) == 0;
+  };
+  return ends(".h5") || ends(".hdf5");
+}
+
 // Returns false after --help.
 bool parse(int argc, char** argv, Options& o, bool root) {
   po::options_description desc(
@@ -126,7 +133,55 @@ bool parse(int argc, char** argv, Options& o, bool root) {
 #endif
   if ((!o.checkpoint.empty() || !o.restart.empty()) && o.repeat != 1)
     throw po::error("--checkpoint and --restart need --repeat 1");
+  if (o.check && !o.restart.empty()) throw po::error("--check cannot be combined with --restart");
+  if (o.check && (o.nx > (garray::Index{1} << 24) / std::max<garray::Index>(o.ny, 1)))
+    throw po::error("--check needs a grid of at most 2^24 points (it runs a serial copy)");
+#ifndef GARRAY_HAVE_IO
+  if (is_hdf5_name(o.output)) throw po::error("--output " + o.output + ": .h5 needs garray built with parallel HDF5");
+#endif
   return true;
+}
+
+/// Every option as text, for comparing the ranks' command lines.
+std::string canonical(const Options& o) {
+  std::ostringstream s;
+  s << o.nx << ' ' << o.ny << ' ' << o.iters << ' ' << g17(o.eps) << ' ' << o.variant << ' ' << o.cache_depth << ' '
+    << o.grid << ' ' << o.repeat << ' ' << o.output << '\n' << o.init << ' ' << o.quiet << o.check << o.reproducible
+    << ' ' << o.checkpoint << '\n' << o.checkpoint_every << ' ' << o.restart << '\n' << o.rank_order;
+  return s.str();
+}
+
+/// Parses the command line on every rank and makes every rank end the same way: all run with
+/// the same options, or all stop (MPMD launches can give ranks different command lines; a
+/// rank that stopped alone would leave the others waiting in their first collective).
+/// Returns -1 to run, else the exit code (0 after --help, 2 for bad or differing options).
+int parse_everywhere(const garray::Context& world, int argc, char** argv, Options& o) {
+  const bool first = world.rank() == 0;
+  int outcome = 0;  // 0 run, 1 help, 2 bad options
+  std::string why;
+  try {
+    outcome = parse(argc, argv, o, first) ? 0 : 1;
+  } catch (const po::error& e) {
+    outcome = 2;
+    why = e.what();
+  }
+  int lo = outcome, hi = outcome;
+  MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_INT, MPI_MIN, world.comm());
+  MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_INT, MPI_MAX, world.comm());
+  if (hi == 2) {
+    if (outcome == 2) std::cerr << "laplace: " << why << " (see --help) [rank " << world.rank() << "]\n";
+    return 2;
+  }
+  std::uint64_t h = garray::detail::hash_string(canonical(o)), hlo = h, hhi = h;
+  MPI_Allreduce(MPI_IN_PLACE, &hlo, 1, MPI_UINT64_T, MPI_MIN, world.comm());
+  MPI_Allreduce(MPI_IN_PLACE, &hhi, 1, MPI_UINT64_T, MPI_MAX, world.comm());
+  if (lo != hi || hlo != hhi) {
+    if (first)
+      std::cerr << "laplace: the ranks were given different options; every rank must run with the same "
+                   "command line\n";
+    return 2;
+  }
+  return outcome == 1 ? 0 : -1;
 }
 
 /// Test hook (GARRAY_LAPLACE_KILL=phase:step:rank, phase "step" or "checkpoint"): the given
@@ -208,35 +263,17 @@ std::pair<long, double> read_checkpoint(const garray::Context& ctx, const std::s
 }
 #endif
 
-bool is_hdf5_name(const std::string& name) {
-  auto ends = [&](std::string_view e) {
-    return name.size() >= e.size() && name.compare(name.size() - e.size(), e.size(), e) == 0;
-  };
-  return ends(".h5") || ends(".hdf5");
-}
-
 int run(int argc, char** argv) {
   Options o;
   // For parsing (rank 0 prints; it stays rank 0 in either order). Kept alive: if garray
   // initialised MPI, the last context to go finalises it.
   const garray::Context world;
-  {
-    const bool first = world.rank() == 0;
-    try {
-      if (!parse(argc, argv, o, first)) return 0;
-    } catch (const po::error& e) {
-      if (first) std::cerr << "laplace: " << e.what() << " (see --help)\n";
-      return 2;
-    }
-  }
+  if (const int code = parse_everywhere(world, argc, argv, o); code >= 0) return code;
   garray::Context ctx(MPI_COMM_WORLD, o.rank_order);
   const bool root = ctx.rank() == 0;
   const lp::Variant variant = lp::parse_variant(o.variant);
   const lp::Problem prob{o.nx, o.ny, o.init == "hash" ? lp::Init::hash : lp::Init::zero, o.reproducible};
   if (o.cache_depth >= 0) lp::set_cache_depth(ctx, o.cache_depth);
-  if (o.check && o.nx * o.ny > (garray::Index{1} << 24))
-    throw garray::InvalidArgument(
-        "laplace: --check needs a grid of at most 2^24 points (it runs a serial copy)");
 
   std::optional<lp::Solver> holder(std::in_place, ctx, prob, variant, lp::parse_grid(o.grid));
   lp::Solver& solver = *holder;
@@ -267,8 +304,6 @@ int run(int argc, char** argv) {
 #endif
   const bool converged = start_step > 0 && start_err <= o.eps;  // the checkpointed run had stopped
   const int todo = converged ? 0 : static_cast<int>(std::max<long>(0, o.iters - start_step));
-  if (o.check && start_step > 0)
-    throw garray::InvalidArgument("laplace: --check cannot be combined with --restart");
 
   std::function<void(int, double)> after_step;
   after_step = [&](int k, double err) {
@@ -302,37 +337,41 @@ int run(int argc, char** argv) {
   int status = 0;
   std::string check_msg;
   if (o.check) {
-    // Every rank compares the part of the field it owns plus the errors; then agree.
-    const auto ref = lp::reference_solve(prob, dist, o.iters, o.eps);
-    bool ok = ref.errors.size() == res.errors.size();
-    std::size_t first_bad = 0;
-    for (std::size_t k = 0; ok && k < ref.errors.size(); ++k)
-      if (ref.errors[k] != res.errors[k]) {  // bitwise: same operations in the same order
-        ok = false;
-        first_bad = k;
-      }
-    const auto u = solver.field();
-    garray::Index bad_i = -1, bad_j = -1;
-    for (garray::Index i = 0; i < o.nx && bad_i < 0; ++i)
-      for (garray::Index j = 0; j < o.ny; ++j)
-        if (u[i][j] != ref.u[i][j]) {
-          bad_i = i;
-          bad_j = j;
-          break;
+    // Every rank compares the whole field and the errors with its own serial run; ctx.agree:
+    // a rank failing in it (out of memory) makes every rank throw instead of waiting
+    const bool same = ctx.agree("laplace: --check", [&] {
+      const auto ref = lp::reference_solve(prob, dist, o.iters, o.eps);
+      bool ok = ref.errors.size() == res.errors.size();
+      std::size_t first_bad = 0;
+      for (std::size_t k = 0; ok && k < ref.errors.size(); ++k)
+        if (ref.errors[k] != res.errors[k]) {  // bitwise: same operations in the same order
+          ok = false;
+          first_bad = k;
         }
-    std::ostringstream m;
-    if (!ok && ref.errors.size() != res.errors.size())
-      m << "iterations " << res.errors.size() << " vs reference " << ref.errors.size();
-    else if (!ok)
-      m << "error of step " << first_bad + 1 << " " << g17(res.errors[first_bad]) << " vs reference "
-        << g17(ref.errors[first_bad]);
-    if (bad_i >= 0)
-      m << (ok ? "" : "; ") << "u[" << bad_i << "][" << bad_j << "] = " << g17(u[bad_i][bad_j])
-        << " vs reference " << g17(ref.u[bad_i][bad_j]);
-    ok = ok && bad_i < 0;
-    ok = ctx.agree(ok);
+      const auto u = solver.field();
+      garray::Index bad_i = -1, bad_j = -1;
+      for (garray::Index i = 0; i < o.nx && bad_i < 0; ++i)
+        for (garray::Index j = 0; j < o.ny; ++j)
+          if (u[i][j] != ref.u[i][j]) {
+            bad_i = i;
+            bad_j = j;
+            break;
+          }
+      std::ostringstream m;
+      if (!ok && ref.errors.size() != res.errors.size())
+        m << "iterations " << res.errors.size() << " vs reference " << ref.errors.size();
+      else if (!ok)
+        m << "error of step " << first_bad + 1 << " " << g17(res.errors[first_bad]) << " vs reference "
+          << g17(ref.errors[first_bad]);
+      if (bad_i >= 0)
+        m << (ok ? "" : "; ") << "u[" << bad_i << "][" << bad_j << "] = " << g17(u[bad_i][bad_j])
+          << " vs reference " << g17(ref.u[bad_i][bad_j]);
+      check_msg = m.str();
+      return ok && bad_i < 0;
+    });
+    const bool ok = ctx.agree(same);
     status = ok ? 0 : 1;
-    check_msg = ok ? "pass" : "FAIL " + m.str();
+    check_msg = ok ? "pass" : "FAIL " + check_msg;
   }
 
 #ifdef GARRAY_HAVE_IO
@@ -341,8 +380,11 @@ int run(int argc, char** argv) {
     write_state(f, solver, o, final_step, res.error);
   } else
 #endif
-      if (!o.output.empty() && root) {
-    lp::write_field(o.output, solver.field());
+      if (!o.output.empty()) {
+    // rank 0 writes; ctx.agree: if it cannot (no such directory, disk full), every rank throws
+    ctx.agree("laplace: --output", [&] {
+      if (root) lp::write_field(o.output, solver.field());
+    });
   }
 
   if (root) {

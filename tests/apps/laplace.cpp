@@ -188,6 +188,28 @@ TEST_CASE("bad input throws the documented exception on every rank") {
     CHECK_THROWS_AS(S(ctx, lp::Problem{6, 5 + ctx.rank()}, lp::Variant::kernel), garray::CollectiveMismatch);
   CHECK_THROWS_AS(S(ctx, lp::Problem{6, 5}, lp::Variant::kernel, Dist::grid({ctx.size() + 1, 1})),
                   garray::InvalidArgument);
+  // a replicated distribution: InvalidArgument on every rank (on one rank only: that rank
+  // InvalidArgument, the others CollectiveFailure naming it; nobody creates arrays alone)
+  for (const lp::Variant v : {lp::Variant::kernel, lp::Variant::fused, lp::Variant::numpy})
+    CHECK_THROWS_WITH_AS(S(ctx, lp::Problem{6, 5}, v, Dist::replicated()), doctest::Contains("replicated"),
+                         garray::InvalidArgument);
+  if (ctx.size() > 1) {
+    const bool bad = ctx.rank() == 1;
+    std::string m;
+    bool own = false, peer = false;  // (test_laplace is built without fault injection: no outcome.hpp)
+    try {
+      S s(ctx, lp::Problem{6, 5}, lp::Variant::kernel, bad ? Dist::replicated() : Dist::blocked());
+    } catch (const garray::CollectiveFailure& e) {
+      peer = true;
+      m = e.what();
+    } catch (const garray::InvalidArgument& e) {
+      own = true;
+      m = e.what();
+    }
+    CAPTURE(m);
+    CHECK((bad ? own : peer));
+    CHECK(m.find("replicated") != std::string::npos);
+  }
   CHECK_THROWS_WITH_AS(lp::parse_variant("fast"), doctest::Contains("unknown variant 'fast'"), garray::InvalidArgument);
   CHECK(lp::parse_variant("numpy") == lp::Variant::numpy);
   CHECK_THROWS_AS(lp::parse_grid("2x"), garray::InvalidArgument);

@@ -126,7 +126,7 @@ TEST_CASE("GA row: NGA_Create_irreg (block starts per dimension)") {
     if (!b.empty()) boxes.push_back({b.lo[0], b.hi[0], b.lo[1], b.hi[1]});
   }
   std::sort(boxes.begin(), boxes.end());
-  A2 dup(ctx, a.shape(), a.distribution());  // GA_Duplicate
+  A2 dup(ctx, a.shape(), a.distribution(), a.ghost());  // GA_Duplicate (ghost width kept, as GA)
   CHECK(dup.local_box() == a.local_box());
 #if defined(GARRAY_TEST_HAVE_GA)
   int dims[2] = {R, C}, block[2] = {nb, 1};

@@ -263,26 +263,20 @@ GARRAY_DETAIL_BINOP(Eq, a == b)
 GARRAY_DETAIL_BINOP(Ne, a != b)
 GARRAY_DETAIL_BINOP(Pow, std::pow(a, b))
 #undef GARRAY_DETAIL_BINOP
-/// numpy.minimum / numpy.maximum: NaN if either operand is NaN (a NaN `a` stays because the
-/// comparison is false; a NaN `b` is returned explicitly).
-struct Min {
+/// numpy.minimum (Larger = false) / numpy.maximum (true): NaN if either operand is NaN (a NaN
+/// `a` stays because the comparison is false; a NaN `b` is returned explicitly).
+template <bool Larger>
+struct Extreme {
   template <class A, class B>
   constexpr auto operator()(const A& a, const B& b) const {
     using C = std::common_type_t<A, B>;
     if constexpr (std::is_floating_point_v<C>)
       if (b != b) return static_cast<C>(b);
-    return b < a ? static_cast<C>(b) : static_cast<C>(a);
+    return (Larger ? a < b : b < a) ? static_cast<C>(b) : static_cast<C>(a);
   }
 };
-struct Max {
-  template <class A, class B>
-  constexpr auto operator()(const A& a, const B& b) const {
-    using C = std::common_type_t<A, B>;
-    if constexpr (std::is_floating_point_v<C>)
-      if (b != b) return static_cast<C>(b);
-    return a < b ? static_cast<C>(b) : static_cast<C>(a);
-  }
-};
+using Min = Extreme<false>;
+using Max = Extreme<true>;
 #define GARRAY_DETAIL_UNOP(Name, expr)          \
   struct Name {                                 \
     template <class A>                          \

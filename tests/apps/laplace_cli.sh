@@ -1,0 +1,44 @@
+#!/bin/bash
+# laplace_cli.sh MPIEXEC LAPLACE WORKDIR
+#
+# laplace's command line when ranks fail or disagree: every case must end on every rank
+# with the documented exit code and message within the time limit (a hang fails the test).
+#   1. rank 0 cannot write --output (.npy, no such directory): exit 1 everywhere, the file named
+#   2. ranks given different options (MPMD: --iters 10 on one, 11 on the other): exit 2
+#   3. a bad option on one rank only (MPMD): exit 2, the option named
+#   4. --check with --restart: exit 2 before anything runs
+set -u
+mpiexec=${1:?usage: laplace_cli.sh MPIEXEC LAPLACE WORKDIR}
+lap=${2:?}
+work=${3:?}
+mkdir -p "$work" && cd "$work" || exit 1
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+small=(--nx 8 --ny 8 --quiet)
+fails=0
+case_run() { # NAME WANT_RC WANT_TEXT -- MPIEXEC ARGS...
+  local name=$1 want=$2 text=$3; shift 4
+  local out rc
+  out=$(timeout -k 5 60 "$@" 2>&1)
+  rc=$?
+  if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+    echo "laplace_cli: FAIL $name: did not end within 60 s (a hang)"; fails=$((fails + 1))
+  elif [ "$rc" = 0 ] || { [ "$want" != any ] && [ "$rc" != "$want" ]; }; then
+    echo "laplace_cli: FAIL $name: exit $rc, wanted $want"; echo "$out" | tail -15; fails=$((fails + 1))
+  elif ! grep -q -- "$text" <<<"$out"; then
+    echo "laplace_cli: FAIL $name: no '$text' in the output"; echo "$out" | tail -15; fails=$((fails + 1))
+  else
+    echo "laplace_cli: pass $name (exit $rc)"
+  fi
+}
+# (hydra, MPICH's mpiexec, may report a rank's exit code differently: 'any' accepts any non-zero)
+code() { case $mpiexec in *mpich*) echo any ;; *) echo "$1" ;; esac; }
+case_run output.np2 "$(code 1)" "no_such_dir/u.npy" -- \
+  "$mpiexec" -n 2 "$lap" "${small[@]}" --iters 3 --output no_such_dir/u.npy
+case_run options_differ "$(code 2)" "different options" -- \
+  "$mpiexec" -n 1 "$lap" "${small[@]}" --iters 10 : -n 1 "$lap" "${small[@]}" --iters 11
+case_run bad_option_one_rank "$(code 2)" "bogus" -- \
+  "$mpiexec" -n 1 "$lap" "${small[@]}" : -n 1 "$lap" "${small[@]}" --bogus 1
+case_run check_restart "$(code 2)" "cannot be combined" -- \
+  "$mpiexec" -n 2 "$lap" "${small[@]}" --check --restart none.h5
+if [ "$fails" = 0 ]; then echo "laplace_cli: all cases pass"; exit 0; fi
+exit 1
