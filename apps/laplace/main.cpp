@@ -165,17 +165,17 @@ int parse_everywhere(const garray::Context& world, int argc, char** argv, Option
     outcome = 2;
     why = e.what();
   }
-  int lo = outcome, hi = outcome;
-  MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_INT, MPI_MIN, world.comm());
-  MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_INT, MPI_MAX, world.comm());
-  if (hi == 2) {
+  // One agreement (the library's handshake): a rank with bad options is a failed rank; the
+  // options, with the outcome, are the signature
+  namespace gd = garray::detail;
+  const gd::Agreement a = gd::agree_with_errors(
+      world.comm(), gd::hash_mix(gd::hash_string(canonical(o)), static_cast<std::uint64_t>(outcome)),
+      outcome == 2 ? gd::LocalFault::invalid : gd::LocalFault::none);
+  if (a.failed_rank >= 0) {
     if (outcome == 2) std::cerr << "laplace: " << why << " (see --help) [rank " << world.rank() << "]\n";
     return 2;
   }
-  std::uint64_t h = garray::detail::hash_string(canonical(o)), hlo = h, hhi = h;
-  MPI_Allreduce(MPI_IN_PLACE, &hlo, 1, MPI_UINT64_T, MPI_MIN, world.comm());
-  MPI_Allreduce(MPI_IN_PLACE, &hhi, 1, MPI_UINT64_T, MPI_MAX, world.comm());
-  if (lo != hi || hlo != hhi) {
+  if (!a.signatures_equal) {
     if (first)
       std::cerr << "laplace: the ranks were given different options; every rank must run with the same "
                    "command line\n";
