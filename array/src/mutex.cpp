@@ -117,7 +117,7 @@ void Mutexes::destroy() {
   const std::uint64_t id = words_ ? words_->id() : 0;
   detail::agree_signature(
       ctx_.comm(), detail::hash_mix(detail::hash_string("mutexes-destroy"), id), "garray::Mutexes::destroy",
-      [&] { return "mutexes on array #" + std::to_string(id); }, err);
+      [&] { return "mutexes on " + detail::array_label(id); }, err);
   // The lowest (rank, mutex) still held, as one int64 key: rank * (n + 1) + mutex (n + 1
   // for none). int64: P * (n + 1) exceeds an int at a few thousand ranks with many mutexes.
   std::int64_t mine = n_;

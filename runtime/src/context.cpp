@@ -1,17 +1,22 @@
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <garray/runtime/context.hpp>
 #include <garray/runtime/error.hpp>
 #include <garray/runtime/fault.hpp>
 #include <garray/runtime/progress.hpp>
 #include <garray/runtime/window.hpp>
 #include <garray/runtime/window_cache.hpp>
+#include <memory>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <istream>
 #include <ostream>
 #include <sstream>
+#include <utility>
 #include <vector>
 
 #include "progress_thread.hpp"
@@ -41,6 +46,82 @@ struct MpiLifetime {
   MpiLifetime& operator=(const MpiLifetime&) = delete;
 };
 
+// ---- the teardown agreement -------------------------------------------------------------
+// A Context's destruction frees its cached windows (MPI_Win_free, collective). A rank that
+// destroys it while an exception unwinds its stack must not block, so it frees nothing; the
+// other ranks must then not free theirs either, or they would wait in MPI_Win_free for it
+// forever. Every rank therefore starts an MPI_Iallreduce of "am I unwinding?" over the
+// context. A rank with windows to free waits for the answer and frees them only if nobody
+// unwinds. The others (unwinding, or holding nothing) do not wait: their request is parked
+// here and completed by their later MPI calls, at the latest when MPI_Finalize starts (an
+// attribute-delete callback on MPI_COMM_SELF). Its buffers and its communicator live with
+// it: the communicator is freed once the request completed (Open MPI 4.1's libnbc crashes
+// progressing a request whose communicator was freed, which the standard allows).
+struct ParkedAgreement {
+  int in = 0, out = 0;
+  MPI_Request req = MPI_REQUEST_NULL;
+  MPI_Comm comm = MPI_COMM_NULL;
+};
+
+std::mutex parked_mutex;
+std::vector<std::unique_ptr<ParkedAgreement>>& parked() {
+  static auto* v = new std::vector<std::unique_ptr<ParkedAgreement>>;  // never destroyed: used at finalize
+  return *v;
+}
+int parked_keyval = MPI_KEYVAL_INVALID;
+
+// Completes the parked requests: all of them (wait), or those already complete.
+void complete_parked(bool wait) noexcept {
+  auto& v = parked();
+  std::erase_if(v, [&](std::unique_ptr<ParkedAgreement>& p) {
+    int done = 0;
+    if (wait)
+      done = MPI_Wait(&p->req, MPI_STATUS_IGNORE) == MPI_SUCCESS;
+    else
+      MPI_Test(&p->req, &done, MPI_STATUS_IGNORE);
+    if (done == 0 && p->req != MPI_REQUEST_NULL) return false;
+    if (p->comm != MPI_COMM_NULL) MPI_Comm_free(&p->comm);
+    return true;
+  });
+}
+
+int complete_parked_at_finalize(MPI_Comm, int, void*, void*) {
+  std::lock_guard lock(parked_mutex);
+  complete_parked(true);
+  return MPI_SUCCESS;
+}
+
+void park(std::unique_ptr<ParkedAgreement> p) noexcept {
+  std::lock_guard lock(parked_mutex);
+  complete_parked(false);
+  try {
+    if (parked_keyval == MPI_KEYVAL_INVALID &&
+        MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, complete_parked_at_finalize, &parked_keyval, nullptr) ==
+            MPI_SUCCESS)
+      MPI_Comm_set_attr(MPI_COMM_SELF, parked_keyval, nullptr);
+    parked().reserve(parked().size() + 1);
+    parked().push_back(std::move(p));
+  } catch (...) {
+    (void)p.release();  // out of memory: its buffers must outlive the request
+  }
+}
+
+// True if this rank may free its cached windows at the context's destruction: no rank is
+// unwinding. Blocks only when `must_know` (this rank holds windows) and it is not unwinding.
+// A parked request takes `comm` along (set to MPI_COMM_NULL here) and frees it later.
+bool agree_teardown(MPI_Comm& comm, bool unwinding, bool must_know) noexcept {
+  std::unique_ptr<ParkedAgreement> p(new (std::nothrow) ParkedAgreement);
+  if (!p) return false;
+  p->in = unwinding ? 1 : 0;
+  if (MPI_Iallreduce(&p->in, &p->out, 1, MPI_INT, MPI_MAX, comm, &p->req) != MPI_SUCCESS) return false;
+  if (unwinding || !must_know) {
+    p->comm = std::exchange(comm, MPI_COMM_NULL);
+    park(std::move(p));
+    return !unwinding;
+  }
+  return MPI_Wait(&p->req, MPI_STATUS_IGNORE) == MPI_SUCCESS && p->out == 0;
+}
+
 struct ContextState {
   std::shared_ptr<MpiLifetime> lifetime;  // null when the user owns MPI
   // GARRAY_PROGRESS=thread: the process's progress thread (declared after `lifetime`, so it
@@ -57,11 +138,16 @@ struct ContextState {
   Stats stats;
   std::uint64_t next_array_id = 1;
   std::unique_ptr<WindowCache> cache;  // holds windows, not the state: no ownership cycle
+  int uncaught_at_creation = std::uncaught_exceptions();
 
   ~ContextState() {
-    cache.reset();  // frees cached windows (collective, like the MPI_Comm_free below)
     int fin = 0;
     MPI_Finalized(&fin);
+    // Some rank unwinding (it will not free its windows): nobody may, they are leaked.
+    if (!fin && cache && !agree_teardown(comm, std::uncaught_exceptions() > uncaught_at_creation,
+                                        cache->windows_held() > 0))
+      cache->abandon();
+    cache.reset();  // frees cached windows (collective, like the MPI_Comm_free below)
     if (!fin && node != MPI_COMM_NULL) MPI_Comm_free(&node);
     if (!fin && comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
     // `lifetime` is released after the communicator is freed (member order).
@@ -166,7 +252,13 @@ bool mixed_windows_work(MPI_Comm comm, MPI_Comm node) {
   return all_ok(comm, ok);
 }
 
-WindowKind choose_kind(MPI_Comm comm, MPI_Comm node, int size) {
+// Context serials: one per context, identical on its ranks and different for any two
+// contexts that share a rank (so arrays of two congruent contexts never share an id). Each
+// process counts the contexts it joined; a new context takes the largest count among its
+// ranks (agreed in choose_kind's allreduce) and every member continues after it.
+std::atomic<int> next_context_serial{0};
+
+WindowKind choose_kind(MPI_Comm comm, MPI_Comm node, int size, int* serial) {
   const char* env = std::getenv("GARRAY_WINDOW");
   const std::string_view want = env && *env ? env : "auto";
   int node_size = 0;
@@ -184,8 +276,10 @@ WindowKind choose_kind(MPI_Comm comm, MPI_Comm node, int size) {
     code = one_node ? 2 : 3;
   // Every rank must choose the same kind: one allreduce agrees on the request (a bad or
   // differing GARRAY_WINDOW throws on every rank) and finds the biggest node.
-  int in[3] = {code, -code, node_size}, out[3] = {};
-  check_mpi(MPI_Allreduce(in, out, 3, MPI_INT, MPI_MAX, comm), "MPI_Allreduce");
+  int in[4] = {code, -code, node_size, next_context_serial.load()}, out[4] = {};
+  check_mpi(MPI_Allreduce(in, out, 4, MPI_INT, MPI_MAX, comm), "MPI_Allreduce");
+  *serial = out[3];
+  next_context_serial = out[3] + 1;
   if (-out[1] < 0)
     raise<InvalidArgument>("Context: GARRAY_WINDOW must be auto, shared, mixed or rma on every rank (this rank: '",
                            want, "')");
@@ -199,9 +293,19 @@ WindowKind choose_kind(MPI_Comm comm, MPI_Comm node, int size) {
     // MPI_Win_allocate windows if it fails anywhere.
     MPI_Win probe = MPI_WIN_NULL;
     void* base = nullptr;
-    const int rc = MPI_Win_allocate_shared(8, 1, MPI_INFO_NULL, comm, &base, &probe);
-    if (rc == MPI_SUCCESS) MPI_Win_free(&probe);
-    return all_ok(comm, rc == MPI_SUCCESS) ? WindowKind::shared : WindowKind::rma;
+    // Agreed before the free: a rank whose allocation failed has no window, and a collective
+    // MPI_Win_free without it could hang; then the others leak their 8 bytes.
+    bool ok = MPI_Win_allocate_shared(8, 1, MPI_INFO_NULL, comm, &base, &probe) == MPI_SUCCESS;
+    if (ok) {
+      try {
+        detail::fault_point("context.shared_probe");  // as if this rank's allocation had failed
+      } catch (...) {
+        ok = false;  // its window is abandoned, like the others' below
+      }
+    }
+    if (!all_ok(comm, ok)) return WindowKind::rma;
+    MPI_Win_free(&probe);
+    return WindowKind::shared;
   }
   if (agreed == 1) return mixed_windows_work(comm, node) ? WindowKind::mixed : WindowKind::rma;
   return WindowKind::rma;
@@ -405,7 +509,9 @@ Context::Context(MPI_Comm comm, std::optional<RankOrder> order) {
     detail::check_mpi(MPI_Comm_split(s->comm, leader, s->rank, &s->node), "MPI_Comm_split");
     MPI_Comm_set_errhandler(s->node, MPI_ERRORS_RETURN);
   }
-  s->kind = detail::choose_kind(s->comm, s->node, s->size);
+  int serial = 0;
+  s->kind = detail::choose_kind(s->comm, s->node, s->size, &serial);
+  s->next_array_id = (static_cast<std::uint64_t>(serial) << detail::array_id_bits) + 1;
   // Shared windows (one node) need nobody's progress: every operation is a memory copy or
   // a locked add. The thread would only take CPU from the ranks (laplace np=2: 1.42x).
   if (s->progress == ProgressMode::thread && s->kind != WindowKind::shared) {
@@ -463,6 +569,13 @@ ProgressMode Context::progress_mode() const {
 WindowCache& Context::cache() const {
   check_valid("Context::cache");
   return *state_->cache;
+}
+
+std::string detail::array_label(std::uint64_t id) {
+  const std::uint64_t serial = id >> array_id_bits, n = id & ((std::uint64_t{1} << array_id_bits) - 1);
+  std::string s = "array #" + std::to_string(n);
+  if (serial != 0) s += " of context " + std::to_string(serial);
+  return s;
 }
 
 std::uint64_t Context::next_array_id() {

@@ -101,7 +101,7 @@ Window::Window(const Context& ctx, std::size_t bytes)
   const char* call = kind_ == WindowKind::shared ? "MPI_Win_allocate_shared" : "MPI_Win_allocate";
   int rc = MPI_SUCCESS;
   bool skipped = false;  // mixed: another rank's shared allocation failed, no MPI_Win_create
-  std::exception_ptr shm_error;  // mixed: this rank's shared allocation failed after the call
+  std::exception_ptr shm_error;  // this rank has no window: its error (mixed: the shared allocation's)
   if (kind_ == WindowKind::mixed) {
     // The node's shared memory first; every rank must have it before the collective
     // MPI_Win_create exposes it to the whole context.
@@ -128,6 +128,16 @@ Window::Window(const Context& ctx, std::size_t bytes)
   }
   MPI_Info_free(&info);
   me_ = ctx.rank();
+  if (rc == MPI_SUCCESS && !skipped && !shm_error) {
+    try {
+      // As if this rank's window creation had failed after the others' succeeded (memory, a
+      // component that cannot reach some host): this rank has no window (the one MPI made
+      // is abandoned), the others must not free theirs alone.
+      fault_point("window.allocate");
+    } catch (...) {
+      shm_error = std::current_exception();  // below: "no window here", with this error
+    }
+  }
   // Window creation is collective but can fail on some ranks only (memory, a one-sided
   // component that cannot span the hosts), and so can the setup after it: agree on success
   // before anything else (failure rule). Status: 0 fine, 1 this rank has a window but its
@@ -241,8 +251,8 @@ Window::Window(const Context& ctx, std::size_t bytes)
 
 Window::~Window() {
   auto& st = *stats_;
-  if (std::uncaught_exceptions() > uncaught_at_creation_) {
-    ++st.leaked_windows;  // unwinding: other ranks may never reach MPI_Win_free
+  if (abandoned_ || std::uncaught_exceptions() > uncaught_at_creation_) {
+    ++st.leaked_windows;  // unwinding (here or elsewhere): other ranks may never reach MPI_Win_free
     return;
   }
   int fin = 0;

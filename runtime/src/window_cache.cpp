@@ -129,6 +129,11 @@ struct WindowCache::Impl {
   void enforce_limits() noexcept;                  // caps: least recently released out
   void free_list(List& l) noexcept;                // frees every entry of l, in serial order
   void free_all() noexcept;
+  void abandon() noexcept {
+    for (List* l : {&pending_, &lru_})
+      for (Entry& e : *l)
+        if (e.win) e.win->abandon();
+  }
   void update_gauge() noexcept;
 
   MPI_Comm comm_;
@@ -553,6 +558,7 @@ std::size_t WindowCache::window_cap() const noexcept { return impl_->window_cap_
 void WindowCache::set_idle_after(std::uint64_t creates) noexcept { impl_->set_idle_after(creates); }
 std::uint64_t WindowCache::idle_after() const noexcept { return impl_->idle_after_; }
 void WindowCache::clear() { impl_->clear(); }
+void WindowCache::abandon() noexcept { impl_->abandon(); }
 std::size_t WindowCache::windows_held() const noexcept { return impl_->windows_held(); }
 std::size_t WindowCache::windows_pending() const noexcept { return impl_->pending_.size(); }
 std::size_t WindowCache::bytes_held() const noexcept { return impl_->bytes_held_; }

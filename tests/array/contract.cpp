@@ -13,6 +13,7 @@
 #include <limits>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 
 using garray::Index;
 
@@ -229,6 +230,15 @@ TEST_CASE("a fault injected on one rank at any collective's failure point: every
     CHECK(ctx.stats().leaked_windows == st.leaked_windows);
     CHECK(ctx.stats().window_bytes == st.window_bytes);
     CHECK(ctx.stats().windows_allocated - ctx.stats().windows_freed == st.windows_allocated - st.windows_freed);
+    {  // the victim has no window (its allocation failed): the others leak theirs, none frees alone
+      const garray::Stats sa = ctx.stats();
+      const bool mixed = ctx.window_kind() == garray::WindowKind::mixed;  // the victim's node memory leaks too
+      ++fresh;
+      expect_fault(ctx, "window.allocate", victim, [&] { garray::GlobalArray<double, 1> a(ctx, {fresh}); });
+      CHECK(ctx.stats().leaked_windows == sa.leaked_windows + (ctx.rank() != victim || mixed ? 1 : 0));
+      CHECK(ctx.stats().windows_allocated - ctx.stats().windows_freed == sa.windows_allocated - sa.windows_freed);
+      CHECK(ctx.stats().window_bytes == sa.window_bytes);
+    }
     if (ctx.window_kind() == garray::WindowKind::mixed) {  // between the shared allocation and MPI_Win_create
       ++fresh;
       expect_fault(ctx, "window.shared", victim, [&] { garray::GlobalArray<double, 1> a(ctx, {fresh}); });
@@ -526,6 +536,67 @@ TEST_CASE("an invalid call on one rank meeting a plain collective elsewhere: eve
   check_context_works(ctx);
 }
 
+TEST_CASE("arrays of two congruent contexts are different arguments of a collective") {
+  garray::Context c1, c2;
+  const int p = c1.size(), me = c1.rank();
+  garray::GlobalArray<double, 1> dst(c1, {6}), x(c1, {6});
+  garray::GlobalArray<double, 1> y0(c2, {6}), y(c2, {6});  // y is the second array of c2, as x of c1
+  CHECK(x.id() != y.id());
+  CHECK(x.id() != y0.id());
+  x.fill(1.0);
+  y.fill(2.0);
+  if (p < 2) return;
+  // Ranks copying from different sources must not silently mix them (copy accepts a source
+  // on a congruent context).
+  std::string msg;
+  const Got g = outcome([&] { garray::copy(dst, me == 0 ? x : y); }, &msg);
+  CAPTURE(msg);
+  CHECK(g == Got::mismatch);
+  std::vector<double> got(6);
+  dst.get(idx[range()], std::span<double>(got));
+  CHECK(got == std::vector<double>(6, 0.0));  // nothing copied
+  garray::copy(dst, y);  // the same source everywhere: fine
+  dst.get(idx[range()], std::span<double>(got));
+  CHECK(got == std::vector<double>(6, 2.0));
+}
+
+TEST_CASE("a context destroyed while some ranks unwind: nobody waits in its teardown") {
+  garray::Context world;
+  const int p = world.size(), me = world.rank();
+  // victim -1: every rank throws (as after a collective's failure)
+  for (int victim : {0, p - 1, -1}) {
+    CAPTURE(victim);
+    const bool throws = victim < 0 || me == victim;
+    bool caught = false;
+    try {
+      garray::Context sub = world.split(0);
+      { garray::GlobalArray<double, 1> pooled(sub, {12}); }  // a window in sub's cache
+      garray::GlobalArray<double, 1> a(sub, {16});
+      a.fill(1.0);
+      // A failure outside garray on some ranks: they unwind through sub's destruction (and
+      // free nothing), the others destroy sub normally and must not wait for them in
+      // MPI_Win_free; they leak their windows instead.
+      if (throws) throw std::runtime_error("a failure on some ranks");
+    } catch (const std::runtime_error&) {
+      caught = true;
+    }
+    CHECK(caught == throws);
+    world.barrier();  // everyone got here: no rank waits in sub's teardown
+    check_context_works(world);
+  }
+  // An array that holds the last handle of its context, destroyed on every rank: its
+  // destruction is the context's (collective); the windows are freed normally.
+  std::optional<garray::GlobalArray<double, 1>> a;
+  {
+    garray::Context sub = world.split(0);
+    a.emplace(sub, garray::Shape<1>{12});
+  }
+  a->fill(2.0);
+  CHECK(a->get(idx[11]) == 2.0);
+  a.reset();
+  world.barrier();
+}
+
 TEST_CASE("moved-from arrays, stale views and expressions throw instead of crashing") {
   garray::Context ctx;
   garray::GlobalArray<double, 2> a(ctx, {6, 4});
@@ -539,6 +610,8 @@ TEST_CASE("moved-from arrays, stale views and expressions throw instead of crash
   CHECK_THROWS_AS(a.sync(), garray::InvalidArgument);  // moved from on every rank: each throws its own error
   CHECK_THROWS_AS(a.fence(), garray::InvalidArgument);
   CHECK_THROWS_AS((void)a.access(), garray::InvalidArgument);
+  CHECK_THROWS_WITH_AS((void)a.window_kind(), doctest::Contains("::window_kind: the array is empty (moved from)"),
+                       garray::InvalidArgument);
   // a view of a moved-from array is stale from the start: using it throws
   const auto av = a.view();
   CHECK_FALSE(av.live());

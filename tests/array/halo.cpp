@@ -191,6 +191,9 @@ TEST_CASE("every spelling of a whole-array fill sets the ghosts too; a partial f
       {"a = v", [&](double v) { a = v; }},
       {"a.view() = v", [&](double v) { a.view() = v; }},
       {"a[idx[range(0, 7)]] = v", [&](double v) { a[garray::idx[garray::range(0, 7)]] = v; }},
+      // every element, backwards (semantics.md: a view selecting the whole array)
+      {"a[idx[range(_, _, -1)][range(_, _, -1)]].fill(v)",
+       [&](double v) { a[garray::idx[garray::range(garray::_, garray::_, -1)][garray::range(garray::_, garray::_, -1)]].fill(v); }},
   };
   for (const auto& [name, fill] : spellings) {
     CAPTURE(name);
@@ -198,6 +201,18 @@ TEST_CASE("every spelling of a whole-array fill sets the ghosts too; a partial f
     fill(2.5);
     CHECK(test::all_ranks(frame_is([](garray::Index, garray::Index) { return 2.5; })));
     CHECK(garray::sum(a) == 2.5 * 35);
+  }
+  // A view that drops a dimension of extent 1 still selects every element.
+  {
+    garray::GlobalArray<double, 2> row(ctx, {1, 6}, garray::Distribution<2>::blocked(), {1, 1});
+    row.fill(sentinel);
+    row[garray::idx[0]].fill(4.0);
+    auto blk = row.access();
+    const auto b = blk.box();
+    bool ok = true;
+    for (garray::Index i = b.lo[0] - 1; i < b.hi[0] + 1 && !b.empty(); ++i)
+      for (garray::Index j = b.lo[1] - 1; j < b.hi[1] + 1; ++j) ok = ok && blk.view()[i][j] == 4.0;
+    CHECK(test::all_ranks(ok));
   }
   // A partial fill: rows 0-2 only. Ghosts keep their old value until update_ghosts.
   a.fill(sentinel);

@@ -156,6 +156,34 @@ TEST_CASE("GARRAY_WINDOW=auto: shared on one node, mixed if a node of several ho
   }
 }
 
+TEST_CASE("the shared-window probe failing on one rank: every rank falls back to rma windows, nobody waits") {
+  int p = 0, me = 0, host_size = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  MPI_Comm host = MPI_COMM_NULL;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host);
+  MPI_Comm_size(host, &host_size);
+  MPI_Comm_free(&host);
+  if (!test::all_ranks(host_size == p && !std::getenv("OMPI_MCA_osc"))) return;  // no probe: not shared
+  const ScopedEnv window("GARRAY_WINDOW", nullptr);
+  const ScopedEnv nodes("GARRAY_NODE_RANKS", nullptr);
+  // The victim's probe allocation "fails" after the others' succeeded: they must agree
+  // before freeing theirs (a collective MPI_Win_free without the victim could hang).
+  const int victim = p - 1;
+  if (me == victim) garray::testing::arm_fault("context.shared_probe");
+  std::optional<garray::Context> ctx;
+  ctx.emplace();
+  const bool fired = me != victim || !garray::testing::fault_armed();
+  garray::testing::disarm_fault();
+  CHECK(fired);
+  CHECK(ctx->window_kind() == garray::WindowKind::rma);
+  CHECK(ctx->agree(true));
+  { garray::detail::Window w(*ctx, 64); }  // an rma window is made and freed
+  ctx.reset();
+  garray::Context again;  // nothing stuck: the next probe succeeds
+  CHECK(again.window_kind() == garray::WindowKind::shared);
+}
+
 TEST_CASE("GARRAY_WINDOW that is not a kind, or asks for different kinds: every rank throws InvalidArgument") {
   int wr = 0, p = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &wr);

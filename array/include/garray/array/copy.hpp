@@ -100,8 +100,8 @@ void copy(const View<T, N1, M>& dst, const View<T, N2, M>& src) {
         detail::check_mpi(MPI_Comm_compare(da.context().comm(), sa.context().comm(), &cmp),
                           "MPI_Comm_compare");
         if (cmp != MPI_IDENT && cmp != MPI_CONGRUENT)
-          detail::raise<InvalidArgument>(what, ": source array #", sa.id(), " and destination array #",
-                                         da.id(), " live on different process groups");
+          detail::raise<InvalidArgument>(what, ": source ", detail::array_label(sa.id()), " and destination ",
+                                         detail::array_label(da.id()), " live on different process groups");
       });
 
   // Same array and intersecting bounding boxes: reading and writing may overlap. A

@@ -81,6 +81,7 @@ enum class Call {
   owner,
   access,
   fence,
+  window_kind,
   count_
 };
 }  // namespace detail
@@ -407,7 +408,7 @@ class GlobalArray {
 
   /// Local. The kind of window behind this array (shared memory or MPI_Win_allocate).
   WindowKind window_kind() const {
-    check_live(detail::Call::sync);
+    check_live(detail::Call::window_kind);
     return win_->kind();
   }
   /// Local. A number identifying this array within its context (the same on every rank).
@@ -440,7 +441,7 @@ class GlobalArray {
     }
     const detail::Window* w = win_.get();
     detail::begin_collective(std::span<const detail::Window* const>(&w, 1), ctx_.comm(), sig, what,
-                             "array #" + std::to_string(id_), std::forward<Validate>(validate));
+                             detail::array_label(id_), std::forward<Validate>(validate));
   }
 
   /// "GlobalArray<double,2>::get" etc., for messages.

@@ -274,20 +274,21 @@ class View {
   /// `value`.
   /// Each rank writes the part of the view stored in its own block (no data is sent), with
   /// a sync before (earlier operations of every rank complete first) and after (on return
-  /// every rank sees the new values). One fill semantics: a view of the whole array is
-  /// GlobalArray::fill (ghost cells set too); a view of part of it leaves ghost cells as
+  /// every rank sees the new values). One fill semantics: a view selecting every element (in
+  /// any order) is GlobalArray::fill (ghost cells set too); a view of part of it leaves ghost cells as
   /// they are (update_ghosts refreshes them). Throws CollectiveMismatch on every rank if
   /// ranks pass different views or values; a view whose array is gone on some rank throws
   /// there (InvalidArgument) and CollectiveMismatch elsewhere.
   void fill(const T& value) const {
     detail::join_if_stale(call_name(detail::Call::fill), *this);
     array_type& a = array();
-    if constexpr (M == N) {
-      // The whole array: GlobalArray::fill, which sets the ghosts too (one fill semantics).
-      if (sec_ == Section<N>::full(a.shape())) {
-        a.fill(value);
-        return;
-      }
+    // Every element selected (either direction, dimensions of extent 1 dropped or not): the
+    // whole array, GlobalArray::fill, which sets the ghosts too (one fill semantics).
+    bool whole = true;
+    for (std::size_t d = 0; d < N; ++d) whole = whole && sec_.count[d] == a.shape()[d];
+    if (whole) {
+      a.fill(value);
+      return;
     }
     std::uint64_t sig = detail::hash_mix(detail::hash_string("View::fill"), a.id());
     sig = detail::value_hash(detail::section_hash(sig, sec_), value);
@@ -319,7 +320,7 @@ class View {
   /// Local. "view [sec] of array #id", for messages.
   std::string describe() const {
     std::ostringstream os;
-    os << "view " << sec_ << " of array #" << array().id();
+    os << "view " << sec_ << " of " << detail::array_label(array().id());
     return os.str();
   }
 

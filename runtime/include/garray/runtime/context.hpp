@@ -144,8 +144,9 @@ class Context {
   WindowCache& cache() const;
 
   /// Local. Returns a number identifying the next array created on this context and advances
-  /// it; identical on every rank because array creation is collective. Used in collective
-  /// signatures.
+  /// it; identical on every rank because array creation is collective, and never the id of
+  /// an array of another context that shares a rank with this one (the context's serial is
+  /// in its upper bits: detail::array_id_bits). Used in collective signatures.
   std::uint64_t next_array_id();
 
   /// Local. Lets the MPI library make progress on one-sided requests that target this
@@ -195,6 +196,13 @@ class Context {
 };
 
 namespace detail {
+
+/// Array ids: the context's serial (agreed at its creation, unique among the contexts that
+/// share a rank) above this many bits, a counter within the context below.
+inline constexpr int array_id_bits = 40;
+/// How messages name an array: "array #5", or "array #5 of context 2" after the first
+/// context.
+std::string array_label(std::uint64_t id);
 
 /// True on every rank iff `ok` is true on every rank of `comm`. **Collective.**
 bool all_ok(MPI_Comm comm, bool ok);

@@ -83,6 +83,9 @@ class Window {
   ~Window();
   Window(const Window&) = delete;
   Window& operator=(const Window&) = delete;
+  /// Local. The destructor will leak the window (counted in Stats::leaked_windows) instead of
+  /// freeing it: for a teardown that some rank does not take part in.
+  void abandon() noexcept { abandoned_ = true; }
 
   std::byte* base() const noexcept { return base_; }  ///< This rank's block.
   std::size_t bytes() const noexcept { return bytes_; }
@@ -166,6 +169,7 @@ class Window {
   mutable int ndirty_ = 0;
   int me_ = 0;
   bool unified_ = true;
+  bool abandoned_ = false;
   int uncaught_at_creation_;
 };
 

@@ -90,6 +90,9 @@ class WindowCache {
   /// collective anyway). On return no cached window is held. Never throws; during stack unwinding the windows are leaked and
   /// counted in Stats::leaked_windows instead (see detail::Window).
   ~WindowCache();
+  /// Local. Gives every cached window up without an MPI call: the destructor then leaks them
+  /// (counted in Stats::leaked_windows). For a Context destroyed while some rank unwinds.
+  void abandon() noexcept;
   WindowCache(const WindowCache&) = delete;             ///< Not copyable: one per Context.
   WindowCache& operator=(const WindowCache&) = delete;  ///< Not copyable: one per Context.
 
