@@ -81,6 +81,15 @@ TEST_CASE("ranks passing different arguments throw CollectiveMismatch on every r
     CHECK_THROWS_AS(a = a + bcast, garray::CollectiveMismatch);
     CHECK_THROWS_AS((void)garray::sum(a * bcast), garray::CollectiveMismatch);
     CHECK_THROWS_AS(garray::copy(a, bcast), garray::CollectiveMismatch);
+    // Different reductions whose passes look alike: var starts with a mean, std_dev is
+    // sqrt(var), an integer reproducible sum is the plain sum. Each is its own call.
+    if (ctx.rank() == 0) CHECK_THROWS_AS((void)garray::std_dev(b), garray::CollectiveMismatch);
+    else CHECK_THROWS_AS((void)garray::var(b), garray::CollectiveMismatch);
+    if (ctx.rank() == 0) CHECK_THROWS_AS((void)garray::var(b), garray::CollectiveMismatch);
+    else CHECK_THROWS_AS((void)garray::mean(b), garray::CollectiveMismatch);
+    garray::GlobalArray<std::int64_t, 1> iv(ctx, {5});
+    if (ctx.rank() == 0) CHECK_THROWS_AS((void)garray::sum(iv, garray::reproducible), garray::CollectiveMismatch);
+    else CHECK_THROWS_AS((void)garray::sum(iv), garray::CollectiveMismatch);
   }
   CHECK(garray::sum(a) == 64.0);
   CHECK(garray::sum(b) == 192.0);

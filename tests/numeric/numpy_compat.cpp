@@ -5,6 +5,9 @@
 // and values (integers and creation routines exactly, floating point within 1e-10, float32
 // within 1e-4). Random shapes, distributions, dtypes and axes; the same on every rank.
 #include "numeric/numpy_cases.hpp"
+#include "support/outcome.hpp"
+
+#include <functional>
 
 namespace {
 using namespace nptest;
@@ -186,6 +189,11 @@ TEST_CASE("bad input to the NumPy-style functions throws on every rank, nothing 
   CHECK_THROWS_AS(garray::eye<double>(ctx, -1), garray::InvalidArgument);
   auto e = garray::zeros<double>(ctx, garray::Shape<2>{0, 3});
   CHECK_THROWS_AS(garray::argmax(e), garray::InvalidArgument);
+  // min and max have no identity: NumPy raises ValueError for a zero-size selection
+  CHECK_THROWS_WITH_AS(garray::min(e), doctest::Contains("has no minimum"), garray::InvalidArgument);
+  CHECK_THROWS_WITH_AS(garray::max(e), doctest::Contains("has no maximum"), garray::InvalidArgument);
+  CHECK_THROWS_AS(garray::min(e, garray::Axis{0}), garray::InvalidArgument);  // along the axis of length 0
+  CHECK(garray::max(e, garray::Axis{1}).size() == 0);                         // an empty result is fine
   auto a = garray::arange<double>(ctx, 0, 6);
   auto b = garray::zeros<double>(ctx, garray::Shape<1>{5});
   CHECK_THROWS_AS(b = a, garray::SizeMismatch);
@@ -201,4 +209,110 @@ TEST_CASE("bad input to the NumPy-style functions throws on every rank, nothing 
   b = garray::ones<double>(ctx, garray::Shape<1>{7});
   CHECK(b.shape()[0] == 7);
   CHECK(garray::sum(b) == 7.0);
+}
+
+TEST_CASE("var and std_dev: huge finite values give 0, ddof >= n gives inf (NumPy), never NaN or negative") {
+  garray::Context ctx;
+  const double inf = std::numeric_limits<double>::infinity();
+  // Along an axis the squares of the elements themselves were formed once (1e200^2 = inf,
+  // times 0 = NaN); the variance of equal values is 0 at any magnitude.
+  auto big = garray::full<double>(ctx, garray::Shape<2>{2, 3}, 1e200);
+  for (std::ptrdiff_t ax : {0, 1}) {
+    CAPTURE(ax);
+    auto v = garray::var(big, garray::Axis{ax});
+    CHECK(garray::max(v) == 0.0);
+    CHECK(garray::min(v) == 0.0);
+    auto s = garray::std_dev(big, garray::Axis{ax});
+    CHECK(garray::max(s) == 0.0);
+  }
+  auto bigc = garray::full<std::complex<double>>(ctx, garray::Shape<2>{3, 2}, std::complex<double>(1e200, -1e200));
+  auto vc = garray::var(bigc, garray::Axis{1});
+  CHECK(garray::max(vc) == 0.0);
+  // (The full var of the same array is inf in NumPy as here: the mean 6e200 / 6 is not
+  // exactly 1e200, and the deviations' squares overflow.)
+  // np.var([1, 2, 3], ddof=d) for d >= 3: inf (a zero denominator), not a negative number
+  auto x = garray::arange<double>(ctx, 1, 4);
+  for (garray::Index ddof : {3, 4, 5}) {
+    CAPTURE(ddof);
+    CHECK(garray::var(x, ddof) == inf);
+    CHECK(garray::std_dev(x, ddof) == inf);
+  }
+  garray::GlobalArray<double, 2> xx(ctx, {3, 2});  // [[1, 2], [3, 4], [5, 6]]
+  garray::iota(xx, 1.0, 1.0);
+  auto v1 = garray::var(xx, garray::Axis{0}, 5);  // the axis version agrees
+  CHECK(garray::min(v1) == inf);
+  CHECK(std::isnan(garray::var(garray::full<double>(ctx, garray::Shape<1>{3}, 2.0), 3)));  // 0 / 0
+}
+
+TEST_CASE("integer arithmetic as NumPy: exact powers, wrapping + * and sums, a negative integer exponent throws") {
+  garray::Context ctx;
+  const int p = ctx.size();
+  // int64 3 ** 36..39: beyond 2^53, where a power through double loses the last digits
+  auto three = garray::full<std::int64_t>(ctx, garray::Shape<1>{4}, 3);
+  garray::GlobalArray<std::int64_t, 1> e(ctx, {4});
+  garray::iota(e, std::int64_t{36}, std::int64_t{1});
+  auto r = garray::eval(garray::pow(three, e));
+  std::vector<std::int64_t> got(4);
+  r.get(garray::idx[garray::range()], std::span<std::int64_t>(got));
+  CHECK(got == std::vector<std::int64_t>{150094635296999121, 450283905890997363, 1350851717672992089,
+                                         4052555153018976267});  // np.int64(3) ** np.arange(36, 40)
+  // int32 wraps modulo 2^32: np.int32(3) ** 21 == 1870418611, np.int32(2) ** 40 == 0
+  auto base = garray::full<std::int32_t>(ctx, garray::Shape<1>{2}, 3);
+  garray::GlobalArray<std::int32_t, 1> ex(ctx, {2});
+  ex.fill(21);
+  base[garray::idx[garray::range(1, 2)]].fill(2);
+  ex[garray::idx[garray::range(1, 2)]].fill(40);
+  auto r32 = garray::eval(garray::pow(base, ex));
+  CHECK(r32.get(garray::idx[0]) == 1870418611);
+  CHECK(r32.get(garray::idx[1]) == 0);
+  // + and * and sums wrap: np.int64(2**62) * 2 + 2**63 - 1 and a sum past INT64_MAX
+  const std::int64_t big = std::int64_t{1} << 62;
+  auto b = garray::full<std::int64_t>(ctx, garray::Shape<1>{3}, big);
+  auto w = garray::eval(b * std::int64_t{2} + b);
+  CHECK(w.get(garray::idx[2]) == -big);  // 3 * 2^62 mod 2^64, as a signed value
+  CHECK(garray::sum(b) == -big);         // 3 * 2^62 again, through the reduction
+  // A negative integer exponent: the rank owning it throws InvalidArgument, the others
+  // CollectiveFailure with its message (NumPy: ValueError).
+  garray::GlobalArray<std::int32_t, 1> neg(ctx, {static_cast<garray::Index>(2 * p)});
+  neg.fill(2);
+  neg[garray::idx[garray::range(2 * p - 1, 2 * p)]].fill(-1);  // the last element, on the last rank
+  const std::vector<std::pair<const char*, std::function<void()>>> uses = {
+      {"eval", [&] { (void)garray::eval(garray::pow(neg, neg)); }},
+      {"sum", [&] { (void)garray::sum(garray::pow(neg, neg)); }},
+      {"where", [&] { (void)garray::eval(garray::where(neg > 0, neg, garray::pow(neg, neg))); }},
+  };
+  for (const auto& [name, use] : uses) {
+    CAPTURE(name);
+    std::string msg;
+    const test::Got g = test::outcome(use, &msg);
+    CAPTURE(msg);
+    CHECK(test::contains(msg, "negative integer power"));
+    if (ctx.rank() == p - 1) CHECK(g == test::Got::invalid);
+    else CHECK(g == test::Got::failure);
+  }
+  CHECK(garray::sum(neg) == 2 * (2 * p - 1) - 1);  // neg is unchanged, the context works
+}
+
+TEST_CASE("cumsum keeps the sign of zero at any distribution; arange rejects NaN and infinite arguments") {
+  garray::Context ctx;
+  const int p = ctx.size();
+  // np.cumsum([-0.0, -0.0]) is [-0.0, -0.0]: also when empty blocks precede the data
+  std::vector<garray::Index> starts(static_cast<std::size_t>(p), 0);  // every element on the last rank
+  garray::GlobalArray<double, 1> z(ctx, {2}, garray::Distribution<1>::irregular({starts}));
+  garray::GlobalArray<double, 1> zb(ctx, {static_cast<garray::Index>(2 * p)});
+  for (auto* a : {&z, &zb}) {
+    a->fill(-0.0);
+    auto c = garray::cumsum(*a, garray::Axis{0});
+    std::vector<double> got(static_cast<std::size_t>(a->size()));
+    c.get(garray::idx[garray::range()], std::span<double>(got));
+    bool negative = true;
+    for (double v : got) negative = negative && v == 0.0 && std::signbit(v);
+    CHECK(negative);
+  }
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  CHECK_THROWS_WITH_AS(garray::arange<double>(ctx, 0.0, nan), doctest::Contains("NaN, infinite"),
+                       garray::InvalidArgument);
+  CHECK_THROWS_AS(garray::arange<double>(ctx, 0.0, inf), garray::InvalidArgument);
+  CHECK_THROWS_AS(garray::arange<double>(ctx, 0.0, 1.0, nan), garray::InvalidArgument);
+  CHECK_THROWS_AS(garray::arange<double>(ctx, 0.0, -inf, 1.0), garray::InvalidArgument);
 }

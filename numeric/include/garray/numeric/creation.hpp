@@ -120,8 +120,15 @@ auto ones_like(const GlobalArray<T, N>& a) {
 /// complete and visible to every rank.
 template <Element T, class S>
 GlobalArray<T, 1> arange(const Context& ctx, S start, S stop, S step = S{1}) {
-  detail::check_creation(ctx, step == S{0}, "garray::arange", ": step 0");
-  const double len = std::ceil((static_cast<double>(stop) - static_cast<double>(start)) / static_cast<double>(step));
+  const double len =
+      step == S{0} ? 0.0
+                   : std::ceil((static_cast<double>(stop) - static_cast<double>(start)) / static_cast<double>(step));
+  // NaN or infinite arguments (or a length beyond any index): NumPy raises too
+  const bool bad_len = !(std::abs(len) <= 0x1p62);
+  detail::check_creation(ctx, step == S{0} || bad_len, "garray::arange",
+                         step == S{0} ? ": step 0"
+                                      : ": the length ceil((stop - start) / step) is NaN, infinite or beyond "
+                                        "2^62 (start, stop and step must be finite)");
   const Index n = len > 0 ? static_cast<Index>(len) : 0;
   GlobalArray<T, 1> a(ctx, Shape<1>{n}, Distribution<1>::blocked(), Shape<1>{}, uninitialized);
   const T t0 = static_cast<T>(start);

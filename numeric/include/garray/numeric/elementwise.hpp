@@ -86,7 +86,7 @@ T* bind_output(Plan<M>& p, const View<T, N, M>& out) {
 
 template <class E>
 std::string describe_expr(std::uint64_t out_id, const E&) {
-  return "output array #" + std::to_string(out_id) + ", expression " + typeid(E).name();
+  return "output " + detail::array_label(out_id) + ", expression " + typeid(E).name();
 }
 
 /// Steps 1-2 of an assignment (validation, handshake); the rest runs in run_assign.
@@ -134,10 +134,10 @@ struct sum_reducer {
   static constexpr V identity() {
     return V{};
   }
-  /// Local. a + b.
+  /// Local. a + b (integers wrap, as NumPy).
   template <class V>
   constexpr V operator()(const V& a, const V& b) const {
-    return a + b;
+    return detail::wrapping<ops::Add, V>(a, b);
   }
 };
 /// Combines partial results by multiplication (a reducer; all members Local).
@@ -147,10 +147,10 @@ struct prod_reducer {
   static constexpr V identity() {
     return V{1};
   }
-  /// Local. a * b.
+  /// Local. a * b (integers wrap, as NumPy).
   template <class V>
   constexpr V operator()(const V& a, const V& b) const {
-    return a * b;
+    return detail::wrapping<ops::Mul, V>(a, b);
   }
 };
 /// Keeps the smaller of two partial results (a reducer; all members Local).

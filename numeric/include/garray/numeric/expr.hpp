@@ -177,7 +177,7 @@ struct BoundUnary {
   A a;
   void seek(const RowPos& r) noexcept { a.seek(r); }
   template <bool Unit>
-  auto at(Index i) const noexcept {
+  auto at(Index i) const {  // may throw (integer pow): the engine's failure rule catches it
     return Op{}(a.template at<Unit>(i));
   }
 };
@@ -191,7 +191,7 @@ struct BoundBinary {
     b.seek(r);
   }
   template <bool Unit>
-  auto at(Index i) const noexcept {
+  auto at(Index i) const {  // may throw (integer pow): the engine's failure rule catches it
     return Op{}(a.template at<Unit>(i), b.template at<Unit>(i));
   }
 };
@@ -207,7 +207,7 @@ struct BoundWhere {
     b.seek(r);
   }
   template <bool Unit>
-  V at(Index i) const noexcept {
+  V at(Index i) const {
     return c.template at<Unit>(i) ? static_cast<V>(a.template at<Unit>(i)) : static_cast<V>(b.template at<Unit>(i));
   }
 };
@@ -361,9 +361,43 @@ using where_t = std::conditional_t<AW && BW && kind_of<promote_t<A, B, AW, BW>>(
                                    promote_t<A, B, AW, BW>>;
 }  // namespace detail
 
+namespace detail {
+/// op(a, b) for + - * as NumPy computes them on integers: modulo 2^bits (in the unsigned
+/// type, where wrapping is defined, not signed overflow); other types unchanged.
+template <class Op, class V>
+constexpr V wrapping(const V& a, const V& b) {
+  if constexpr (std::is_integral_v<V> && !std::is_same_v<V, bool>) {
+    using U = std::make_unsigned_t<V>;
+    return static_cast<V>(Op{}(static_cast<U>(a), static_cast<U>(b)));
+  } else {
+    return static_cast<V>(Op{}(a, b));
+  }
+}
+/// a ** b for integers, as NumPy: exact, modulo 2^bits (squaring in the unsigned type);
+/// a negative exponent throws InvalidArgument, as NumPy raises ValueError.
+template <class P>
+constexpr P integer_power(P a, P b) {
+  if constexpr (std::is_same_v<P, bool>) {
+    return b ? a : true;
+  } else {
+    if (b < 0)
+      raise<InvalidArgument>("garray::pow: an integer raised to a negative integer power (", a, " ** ", b,
+                             "; as NumPy, integer powers stay integers: convert to a floating-point type)");
+    using U = std::make_unsigned_t<P>;
+    U r = 1, x = static_cast<U>(a);
+    for (auto e = static_cast<U>(b); e != 0; e >>= 1) {
+      if (e & 1U) r = static_cast<U>(r * x);
+      x = static_cast<U>(x * x);
+    }
+    return static_cast<P>(r);
+  }
+}
+}  // namespace detail
+
 namespace ops {
-/// Op applied to both operands converted to P (NumPy's promotion); integer powers stay
-/// integers, integer division is true division (double), as NumPy.
+/// Op applied to both operands converted to P (NumPy's promotion); integer + - * wrap,
+/// integer powers stay integers (exact; a negative exponent throws InvalidArgument),
+/// integer division is true division (double), as NumPy.
 template <class Op, class P>
 struct Promoted {
   /// Local. Op applied to `a` and `b` converted to P (integer division: double).
@@ -372,9 +406,9 @@ struct Promoted {
     if constexpr (std::is_same_v<Op, Div> && std::is_integral_v<P>)
       return static_cast<double>(a) / static_cast<double>(b);
     else if constexpr (std::is_same_v<Op, Pow> && std::is_integral_v<P>)
-      return static_cast<P>(std::pow(static_cast<double>(a), static_cast<double>(b)));
+      return detail::integer_power<P>(static_cast<P>(a), static_cast<P>(b));
     else if constexpr (std::is_same_v<Op, Add> || std::is_same_v<Op, Sub> || std::is_same_v<Op, Mul>)
-      return static_cast<P>(Op{}(static_cast<P>(a), static_cast<P>(b)));
+      return detail::wrapping<Op, P>(static_cast<P>(a), static_cast<P>(b));
     else return Op{}(static_cast<P>(a), static_cast<P>(b));
   }
 };

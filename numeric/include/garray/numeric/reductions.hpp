@@ -347,19 +347,42 @@ auto prod(const X& x) {
   using Acc = detail::sum_t<detail::value_t<X>>;
   return detail::reduce_all<Acc>(x, prod_reducer{}, detail::To<Acc>{}, "garray::prod");
 }
-/// Smallest element (+inf or the type's max for an empty selection). **Collective**;
-/// identical on every rank.
+namespace detail {
+/// The axis' extent of an expression's driver (the same on every rank once its handshake
+/// passed).
+template <class E>
+Index axis_extent(const E& e, Axis axis) {
+  const auto full = expr_shape(e);
+  const std::size_t k = axis_index<std::tuple_size_v<decltype(full)>>(axis);
+  return k < full.size() ? full[k] : 0;
+}
+
+/// min and max have no identity: an empty selection throws InvalidArgument on every rank
+/// (after the handshake, which compared the shapes), as NumPy raises ValueError.
+inline void require_elements(Index n, std::string_view what) {
+  if (n == 0)
+    raise<InvalidArgument>(what, ": a zero-size selection has no ", what.find("min") != std::string_view::npos ? "minimum" : "maximum",
+                           " (as NumPy: the reduction has no identity)");
+}
+}  // namespace detail
+
+/// Smallest element; NaN if any element is NaN. **Collective**; identical on every rank.
+/// Throws InvalidArgument on every rank for an empty selection (NumPy's ValueError).
 template <ArrayOperand X>
 auto min(const X& x) {
   using Acc = detail::value_t<X>;
-  return detail::reduce_all<Acc>(x, min_reducer{}, detail::Identity{}, "garray::min");
+  const Acc r = detail::reduce_all<Acc>(x, min_reducer{}, detail::Identity{}, "garray::min");
+  detail::require_elements(volume(detail::expr_shape(as_expr(x))), "garray::min");
+  return r;
 }
-/// Largest element (-inf or the type's lowest for an empty selection). **Collective**;
-/// identical on every rank.
+/// Largest element; NaN if any element is NaN. **Collective**; identical on every rank.
+/// Throws InvalidArgument on every rank for an empty selection (NumPy's ValueError).
 template <ArrayOperand X>
 auto max(const X& x) {
   using Acc = detail::value_t<X>;
-  return detail::reduce_all<Acc>(x, max_reducer{}, detail::Identity{}, "garray::max");
+  const Acc r = detail::reduce_all<Acc>(x, max_reducer{}, detail::Identity{}, "garray::max");
+  detail::require_elements(volume(detail::expr_shape(as_expr(x))), "garray::max");
+  return r;
 }
 /// sum(a * b) (no complex conjugation), fused. **Collective**; identical on every rank.
 template <Operand A, Operand B>
@@ -414,12 +437,16 @@ auto prod(const X& x, Axis axis) {
 template <ArrayOperand X>
 auto min(const X& x, Axis axis) {
   using Acc = detail::value_t<X>;
-  return detail::reduce_axis<Acc>(x, axis, min_reducer{}, detail::Identity{}, "garray::min(axis)");
+  auto r = detail::reduce_axis<Acc>(x, axis, min_reducer{}, detail::Identity{}, "garray::min(axis)");
+  detail::require_elements(detail::axis_extent(as_expr(x), axis), "garray::min(axis)");  // an axis of length 0
+  return r;
 }
 template <ArrayOperand X>
 auto max(const X& x, Axis axis) {
   using Acc = detail::value_t<X>;
-  return detail::reduce_axis<Acc>(x, axis, max_reducer{}, detail::Identity{}, "garray::max(axis)");
+  auto r = detail::reduce_axis<Acc>(x, axis, max_reducer{}, detail::Identity{}, "garray::max(axis)");
+  detail::require_elements(detail::axis_extent(as_expr(x), axis), "garray::max(axis)");
+  return r;
 }
 ///@}
 
@@ -557,24 +584,37 @@ auto mean(const X& x) {
   return static_cast<Acc>(s / static_cast<typename detail::real_of<Acc>::type>(n));
 }
 
+namespace detail {
+/// var(x, ddof) as the collective `what` (var or std_dev): both passes (the mean, then the
+/// squares) carry `what` and ddof in their handshakes, so ranks calling mean, var and std_dev
+/// on the same operand throw CollectiveMismatch instead of pairing their passes.
+template <ArrayOperand X>
+auto variance(const X& x, Index ddof, std::string_view what) {
+  using Acc = mean_t<value_t<X>>;
+  using R = typename real_of<Acc>::type;
+  const std::uint64_t salt = value_hash(hash_string("ddof"), ddof);
+  const Index n = expr_size(as_expr(x));
+  const Acc m = static_cast<Acc>(reduce_all<Acc>(x, sum_reducer{}, To<Acc>{}, what, salt) /
+                                 static_cast<R>(n));  // mean(x), bit for bit
+  const double ss = reduce_all<double>(x - m, sum_reducer{}, AbsSquare{}, what, hash_mix(salt, 2));
+  // ddof >= n: a zero denominator, inf (NaN if every element is the mean), as NumPy
+  return static_cast<R>(ss / std::max(static_cast<double>(n - ddof), 0.0));
+}
+}  // namespace detail
+
 /// np.var(x, ddof=ddof): mean(|x - mean(x)|^2) with n - ddof in the denominator (two passes;
-/// the squares accumulated in double). Real for complex input. **Collective** (ddof is part
-/// of the handshake); identical on every rank.
+/// the squares accumulated in double; inf when ddof >= n). Real for complex input.
+/// **Collective** (ddof is part of the handshake); identical on every rank.
 template <ArrayOperand X>
 auto var(const X& x, Index ddof = 0) {
-  using Acc = detail::mean_t<detail::value_t<X>>;
-  using R = typename detail::real_of<Acc>::type;
-  const Acc m = mean(x);
-  const Index n = detail::expr_size(as_expr(x));
-  const double ss = detail::reduce_all<double>(x - m, sum_reducer{}, detail::AbsSquare{}, "garray::var",
-                                               detail::value_hash(detail::hash_string("ddof"), ddof));
-  return static_cast<R>(ss / static_cast<double>(n - ddof));
+  return detail::variance(x, ddof, "garray::var");
 }
-/// np.std(x, ddof=ddof) = sqrt(var). **Collective**; identical on every rank.
+/// np.std(x, ddof=ddof) = sqrt(var). **Collective** (its own call: a rank calling var
+/// meanwhile makes every rank throw CollectiveMismatch); identical on every rank.
 template <ArrayOperand X>
 auto std_dev(const X& x, Index ddof = 0) {
   using R = decltype(var(x, ddof));
-  return static_cast<R>(std::sqrt(static_cast<double>(var(x, ddof))));
+  return static_cast<R>(std::sqrt(static_cast<double>(detail::variance(x, ddof, "garray::std_dev"))));
 }
 /// np.all(x) (same as all_of). **Collective**; identical on every rank.
 template <ArrayOperand X>
@@ -654,9 +694,10 @@ using wide_t = std::conditional_t<is_complex<V>::value, std::complex<double>, do
 template <ArrayOperand X>
 auto sum(const X& x, reproducible_t) {
   using V = detail::value_t<X>;
-  if constexpr (!detail::exact_summable_v<V>)
-    return sum(x);
-  else
+  if constexpr (!detail::exact_summable_v<V>) {  // sum(x), under this call's own name
+    using Acc = detail::sum_t<V>;
+    return detail::reduce_all<Acc>(x, sum_reducer{}, detail::To<Acc>{}, "garray::sum(reproducible)");
+  } else
     return detail::reduce_exact<V>(x, detail::Identity{}, "garray::sum(reproducible)").value();
 }
 /// Reproducible dot product: the exact sum of the products a_i * b_i (each rounded as the
@@ -697,15 +738,6 @@ auto mean(const X& x, reproducible_t) {
 // written. Operands: arrays, views (negative steps, dropped dimensions) and expressions.
 
 namespace detail {
-/// The axis' extent of an expression's driver (the same on every rank once its handshake
-/// passed).
-template <class E>
-Index axis_extent(const E& e, Axis axis) {
-  const auto full = expr_shape(e);
-  const std::size_t k = axis_index<std::tuple_size_v<decltype(full)>>(axis);
-  return k < full.size() ? full[k] : 0;
-}
-
 /// Welford / Chan accumulator of var and std along an axis: count, mean, sum of squared
 /// deviations (in double or complex<double>).
 template <class V>
@@ -739,7 +771,7 @@ struct ToMoment {
     MomentAcc<V> a;
     a.n = 1;
     a.mean = static_cast<typename MomentAcc<V>::M>(v);
-    a.m2 = 0.0 * AbsSquare{}(v);  // NaN for a NaN or infinite element, as NumPy's var
+    a.m2 = AbsSquare{}(v - v);  // 0, or NaN for a NaN or infinite element, as NumPy's var (no overflow)
     return a;
   }
 };

@@ -104,8 +104,18 @@ void scan_in_place(GlobalArray<Acc, M>& out, std::size_t ax, std::string_view wh
     //    coordinate c along the axis (cells of empty blocks keep the identity).
     Shape<M> tshape = out.shape();
     tshape[ax] = nb;
-    GlobalArray<Acc, M> totals(ctx, tshape);
-    if constexpr (Prod) totals.fill(Acc{1});
+    // Empty blocks' cells keep the identity: 1, or for sums -0.0 where there is one (the
+    // exact additive identity, -0.0 + x == x bitwise; +0.0 would turn a -0.0 into +0.0, so
+    // the sign of a zero would depend on the distribution).
+    GlobalArray<Acc, M> totals(ctx, tshape, Distribution<M>::blocked(), Shape<M>{}, uninitialized);
+    if constexpr (Prod)
+      totals.fill(Acc{1});
+    else if constexpr (std::is_floating_point_v<Acc>)
+      totals.fill(Acc{-0.0});
+    else if constexpr (is_complex<Acc>::value)
+      totals.fill(Acc{-0.0, -0.0});
+    else
+      totals.fill(Acc{});
     const int c = ctx.rank() < dist.nblocks() ? dist.coords(ctx.rank())[ax] : 0;
     Section<M> s;
     for (std::size_t d = 0; d < M; ++d) {

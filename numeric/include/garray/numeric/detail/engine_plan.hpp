@@ -247,7 +247,7 @@ void validate(Plan<M>& p, const E& e) {
       auto& a = leaf.v.array();
       if (a.context() != *p.ctx)
         raise<InvalidArgument>(
-            p.what, ": operand ", k, " (array #", a.id(),
+            p.what, ": operand ", k, " (", array_label(a.id()),
             ") lives on a different context (process group) than the output/first operand");
       if (!broadcasts_to(leaf.v.shape(), p.shape))
         raise<SizeMismatch>(p.what, ": operand ", k, " has shape ", shape_str(leaf.v.shape()),
