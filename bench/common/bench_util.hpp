@@ -8,9 +8,12 @@
 //   CsvWriter                            append rows to a CSV file, header on creation
 //   mpi_library_version(), osc_setup()   what the numbers were measured with
 //   parse_bytes("64K"), format_bytes(n)  size helpers for command lines and tables
+//   parse_size_reps(argc, argv, ...)     --n/--reps (or positional n reps) and --help
 #pragma once
 
 #include <mpi.h>
+
+#include <boost/program_options.hpp>
 
 #include <algorithm>
 #include <cctype>
@@ -19,7 +22,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <limits>
+#include <optional>
 #include <ostream>
 #include <stdexcept>
 #include <string>
@@ -218,6 +223,39 @@ inline std::string format_bytes(std::size_t n) {
     ++u;
   }
   return std::to_string(n) + " " + units[u];
+}
+
+// ---- command line --------------------------------------------------------------------------
+
+/// The command line of a benchmark that takes an array extent and a repetition count:
+/// `--n N --reps R` or positionally `N R`, and `--help`. Every rank parses the same argv
+/// (call after MPI_Init, before any collective); rank 0 prints the help or the error. Returns
+/// the exit code when the program should stop (0 after --help, 2 for a bad command line),
+/// nothing when it should run.
+inline std::optional<int> parse_size_reps(int argc, char** argv, const char* name, const char* what,
+                                          long long& n, int& reps) {
+  namespace po = boost::program_options;
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  po::options_description opts(std::string(name) + " options");
+  opts.add_options()("help", "show this help")("n", po::value(&n)->default_value(n), what)(
+      "reps", po::value(&reps)->default_value(reps), "timed rounds (medians; after one warm-up)");
+  po::positional_options_description pos;
+  pos.add("n", 1).add("reps", 1);
+  try {
+    po::variables_map vm;
+    po::store(po::command_line_parser(argc, argv).options(opts).positional(pos).run(), vm);
+    po::notify(vm);
+    if (vm.count("help")) {
+      if (rank == 0) std::cout << "usage: " << name << " [--n N] [--reps R]   (or: " << name << " [N [R]])\n" << opts;
+      return 0;
+    }
+    if (n < 1 || reps < 1) throw po::error("--n and --reps must be at least 1");
+  } catch (const po::error& e) {
+    if (rank == 0) std::cerr << name << ": " << e.what() << " (--help lists the options)\n";
+    return 2;
+  }
+  return std::nullopt;
 }
 
 }  // namespace garray::bench

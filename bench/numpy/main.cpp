@@ -20,10 +20,15 @@ using garray::bench::Side;
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
+  long long n_arg = 3000;
+  int reps = 7;
+  if (const auto stop = garray::bench::parse_size_reps(argc, argv, "bench_numpy", "array extent (n x n doubles)", n_arg, reps)) {
+    MPI_Finalize();
+    return *stop;
+  }
   {
     garray::Context ctx;
-    const garray::Index n = argc > 1 ? std::atoll(argv[1]) : 3000;
-    const int reps = argc > 2 ? std::atoi(argv[2]) : 7;
+    const garray::Index n = n_arg;
     const bool root = ctx.rank() == 0;
     if (root) garray::bench::print_run_info(std::cout, "bench_numpy", ctx.size());
     const auto nn = static_cast<std::size_t>(n);

@@ -85,20 +85,29 @@ void complete_parked(bool wait) noexcept {
   });
 }
 
-int complete_parked_at_finalize(MPI_Comm, int, void*, void*) {
-  std::lock_guard lock(parked_mutex);
-  complete_parked(true);
+// At the start of MPI_Finalize: the parked agreements complete, then the windows of
+// contexts torn down while some rank unwound are freed (every rank defers the same ones).
+int finish_at_finalize(MPI_Comm, int, void*, void*) {
+  {
+    std::lock_guard lock(parked_mutex);
+    complete_parked(true);
+  }
+  free_deferred_windows();
   return MPI_SUCCESS;
+}
+
+// Registers finish_at_finalize once. Call with parked_mutex held.
+void hook_finalize() noexcept {
+  if (parked_keyval == MPI_KEYVAL_INVALID &&
+      MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, finish_at_finalize, &parked_keyval, nullptr) == MPI_SUCCESS)
+    MPI_Comm_set_attr(MPI_COMM_SELF, parked_keyval, nullptr);
 }
 
 void park(std::unique_ptr<ParkedAgreement> p) noexcept {
   std::lock_guard lock(parked_mutex);
   complete_parked(false);
+  hook_finalize();
   try {
-    if (parked_keyval == MPI_KEYVAL_INVALID &&
-        MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, complete_parked_at_finalize, &parked_keyval, nullptr) ==
-            MPI_SUCCESS)
-      MPI_Comm_set_attr(MPI_COMM_SELF, parked_keyval, nullptr);
     parked().reserve(parked().size() + 1);
     parked().push_back(std::move(p));
   } catch (...) {
@@ -139,14 +148,21 @@ struct ContextState {
   std::uint64_t next_array_id = 1;
   std::unique_ptr<WindowCache> cache;  // holds windows, not the state: no ownership cycle
   int uncaught_at_creation = std::uncaught_exceptions();
+  int serial = 0;  // identical on the context's ranks (choose_kind)
 
   ~ContextState() {
     int fin = 0;
     MPI_Finalized(&fin);
-    // Some rank unwinding (it will not free its windows): nobody may, they are leaked.
+    // Some rank unwinding (it must not block in MPI_Win_free): nobody frees now; every rank
+    // defers the same windows to MPI_Finalize.
     if (!fin && cache && !agree_teardown(comm, std::uncaught_exceptions() > uncaught_at_creation,
-                                        cache->windows_held() > 0))
-      cache->abandon();
+                                        cache->windows_held() > 0)) {
+      {
+        std::lock_guard lock(parked_mutex);
+        hook_finalize();
+      }
+      cache->defer_all(static_cast<std::uint64_t>(serial));
+    }
     cache.reset();  // frees cached windows (collective, like the MPI_Comm_free below)
     if (!fin && node != MPI_COMM_NULL) MPI_Comm_free(&node);
     if (!fin && comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
@@ -511,6 +527,7 @@ Context::Context(MPI_Comm comm, std::optional<RankOrder> order) {
   }
   int serial = 0;
   s->kind = detail::choose_kind(s->comm, s->node, s->size, &serial);
+  s->serial = serial;
   s->next_array_id = (static_cast<std::uint64_t>(serial) << detail::array_id_bits) + 1;
   // Shared windows (one node) need nobody's progress: every operation is a memory copy or
   // a locked add. The thread would only take CPU from the ranks (laplace np=2: 1.42x).

@@ -1,12 +1,15 @@
 #include <garray/runtime/window.hpp>
 
+#include <algorithm>
 #include <atomic>
 
 #include <exception>
 #include <garray/runtime/context.hpp>
 
 #include <chrono>
+#include <mutex>
 #include <thread>
+#include <vector>
 
 #if defined(__SANITIZE_ADDRESS__)
 #define GARRAY_ASAN 1
@@ -247,6 +250,44 @@ Window::Window(const Context& ctx, std::size_t bytes)
   auto& st = *stats_;
   ++st.windows_allocated;
   st.window_bytes += static_cast<std::int64_t>(bytes_);
+}
+
+namespace {
+struct Deferred {
+  std::pair<std::uint64_t, std::uint64_t> order;
+  MPI_Win win, shm;
+};
+std::mutex deferred_mutex;
+std::vector<Deferred>& deferred() {
+  static auto* v = new std::vector<Deferred>;  // never destroyed: used at MPI_Finalize
+  return *v;
+}
+}  // namespace
+
+void Window::defer_free(std::pair<std::uint64_t, std::uint64_t> order) noexcept {
+  abandoned_ = true;  // whatever happens below, the destructor makes no MPI call
+  try {
+    std::lock_guard lock(deferred_mutex);
+    deferred().push_back({order, win_, shm_win_});
+  } catch (...) {
+    // out of memory: the window stays leaked (counted by the destructor)
+  }
+}
+
+void free_deferred_windows() noexcept {
+  std::lock_guard lock(deferred_mutex);
+  auto& v = deferred();
+  // One total order on every rank: no two ranks wait for each other in opposite orders.
+  std::sort(v.begin(), v.end(), [](const Deferred& a, const Deferred& b) { return a.order < b.order; });
+  for (Deferred& d : v) {
+    MPI_Win_unlock_all(d.win);
+    MPI_Win_free(&d.win);
+    if (d.shm != MPI_WIN_NULL) {
+      MPI_Win_unlock_all(d.shm);
+      MPI_Win_free(&d.shm);
+    }
+  }
+  v.clear();
 }
 
 Window::~Window() {

@@ -129,10 +129,10 @@ struct WindowCache::Impl {
   void enforce_limits() noexcept;                  // caps: least recently released out
   void free_list(List& l) noexcept;                // frees every entry of l, in serial order
   void free_all() noexcept;
-  void abandon() noexcept {
+  void defer_all(std::uint64_t context_serial) noexcept {
     for (List* l : {&pending_, &lru_})
       for (Entry& e : *l)
-        if (e.win) e.win->abandon();
+        if (e.win) e.win->defer_free({context_serial, e.slot.serial});
   }
   void update_gauge() noexcept;
 
@@ -558,7 +558,7 @@ std::size_t WindowCache::window_cap() const noexcept { return impl_->window_cap_
 void WindowCache::set_idle_after(std::uint64_t creates) noexcept { impl_->set_idle_after(creates); }
 std::uint64_t WindowCache::idle_after() const noexcept { return impl_->idle_after_; }
 void WindowCache::clear() { impl_->clear(); }
-void WindowCache::abandon() noexcept { impl_->abandon(); }
+void WindowCache::defer_all(std::uint64_t context_serial) noexcept { impl_->defer_all(context_serial); }
 std::size_t WindowCache::windows_held() const noexcept { return impl_->windows_held(); }
 std::size_t WindowCache::windows_pending() const noexcept { return impl_->pending_.size(); }
 std::size_t WindowCache::bytes_held() const noexcept { return impl_->bytes_held_; }

@@ -230,6 +230,7 @@ TEST_CASE("a fault injected on one rank at any collective's failure point: every
     CHECK(ctx.stats().leaked_windows == st.leaked_windows);
     CHECK(ctx.stats().window_bytes == st.window_bytes);
     CHECK(ctx.stats().windows_allocated - ctx.stats().windows_freed == st.windows_allocated - st.windows_freed);
+#ifndef MPICH_VERSION  // MPICH over UCX aborts in MPI_Finalize on a window never freed (the others' leak)
     {  // the victim has no window (its allocation failed): the others leak theirs, none frees alone
       const garray::Stats sa = ctx.stats();
       const bool mixed = ctx.window_kind() == garray::WindowKind::mixed;  // the victim's node memory leaks too
@@ -239,6 +240,7 @@ TEST_CASE("a fault injected on one rank at any collective's failure point: every
       CHECK(ctx.stats().windows_allocated - ctx.stats().windows_freed == sa.windows_allocated - sa.windows_freed);
       CHECK(ctx.stats().window_bytes == sa.window_bytes);
     }
+#endif
     if (ctx.window_kind() == garray::WindowKind::mixed) {  // between the shared allocation and MPI_Win_create
       ++fresh;
       expect_fault(ctx, "window.shared", victim, [&] { garray::GlobalArray<double, 1> a(ctx, {fresh}); });

@@ -37,6 +37,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace garray::detail {
@@ -66,6 +67,11 @@ void backoff(unsigned spin) noexcept;
 /// separate or the query fails.
 bool unified_model(MPI_Win w) noexcept;
 
+/// Frees the windows handed over by Window::defer_free, in their order (unlock, then
+/// MPI_Win_free; the same on every rank, so the collective frees match). Runs when
+/// MPI_Finalize starts (Context's MPI_COMM_SELF attribute callback). Never throws.
+void free_deferred_windows() noexcept;
+
 class Window {
  public:
   /// Allocates `bytes` on this rank (may differ per rank, may be 0). **Collective over ctx.**
@@ -83,9 +89,13 @@ class Window {
   ~Window();
   Window(const Window&) = delete;
   Window& operator=(const Window&) = delete;
-  /// Local. The destructor will leak the window (counted in Stats::leaked_windows) instead of
-  /// freeing it: for a teardown that some rank does not take part in.
-  void abandon() noexcept { abandoned_ = true; }
+  /// Local. Hands the window's MPI handles to the process's deferred list, freed when
+  /// MPI_Finalize starts (free_deferred_windows), in the order of `order` (a key identical
+  /// on every rank of the window, and comparable across windows: context serial, window
+  /// serial); the destructor then makes no MPI call and counts it in Stats::leaked_windows.
+  /// For a context teardown during which some rank unwinds: every rank defers the same
+  /// windows, so they can still be freed together later.
+  void defer_free(std::pair<std::uint64_t, std::uint64_t> order) noexcept;
 
   std::byte* base() const noexcept { return base_; }  ///< This rank's block.
   std::size_t bytes() const noexcept { return bytes_; }

@@ -90,9 +90,10 @@ class WindowCache {
   /// collective anyway). On return no cached window is held. Never throws; during stack unwinding the windows are leaked and
   /// counted in Stats::leaked_windows instead (see detail::Window).
   ~WindowCache();
-  /// Local. Gives every cached window up without an MPI call: the destructor then leaks them
-  /// (counted in Stats::leaked_windows). For a Context destroyed while some rank unwinds.
-  void abandon() noexcept;
+  /// Local. Hands every cached window to the deferred list (detail::Window::defer_free, keyed
+  /// by `context_serial` and the window's serial, identical on every rank), freed when
+  /// MPI_Finalize starts; no MPI call now. For a Context destroyed while some rank unwinds.
+  void defer_all(std::uint64_t context_serial) noexcept;
   WindowCache(const WindowCache&) = delete;             ///< Not copyable: one per Context.
   WindowCache& operator=(const WindowCache&) = delete;  ///< Not copyable: one per Context.
 
