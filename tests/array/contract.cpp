@@ -560,6 +560,18 @@ TEST_CASE("arrays of two congruent contexts are different arguments of a collect
   garray::copy(dst, y);  // the same source everywhere: fine
   dst.get(idx[range()], std::span<double>(got));
   CHECK(got == std::vector<double>(6, 2.0));
+  // A source on another process group (a split of the context): InvalidArgument on every
+  // rank, naming both arrays, nothing copied.
+  garray::Context half = c1.split(me % 2);
+  garray::GlobalArray<double, 1> h(half, {6});
+  h.fill(3.0);
+  std::string m2;
+  const Got g2 = outcome([&] { garray::copy(dst, h); }, &m2);
+  CAPTURE(m2);
+  CHECK(g2 == Got::invalid);
+  CHECK(m2.find("live on different process groups") != std::string::npos);
+  dst.get(idx[range()], std::span<double>(got));
+  CHECK(got == std::vector<double>(6, 2.0));
 }
 
 TEST_CASE("a context destroyed while some ranks unwind: nobody waits in its teardown") {
