@@ -4,8 +4,9 @@
 # Issue 13's benchmarks on the two simulated hosts of tests/cluster/sim_cluster.sh (root;
 # one CPU per host), Open MPI 4.1 with `--mca osc ^ucx` (osc/pt2pt across hosts, the
 # setting garray documents for TCP clusters):
-#   laplace  bench_laplace --sizes 1000: the hand-written MPI Jacobi and garray's kernel and
-#            fused variants side by side (interleaved rounds, medians), np=2 (one rank per
+#   laplace  bench_laplace --sizes 1000: the hand-written MPI Jacobi (row slabs, and on
+#            garray's default blocked grid) and garray's kernel (both layouts) and fused
+#            variants side by side (interleaved rounds, medians), np=2 (one rank per
 #            host), np=4 block (ranks 0,1 on host 1) and np=4 round robin, the latter both
 #            renumbered node by node (bench_laplace's default --rank-order node) and as
 #            mpiexec numbered the ranks (--rank-order given); every contender, the
@@ -41,7 +42,7 @@ for cfg in "2 block" "4 block" "4 rr" "4 rr given" "4 block rma"; do
   [ "${3:-}" = given ] && order=given
   echo "## laplace np=$1 $2${3:+, $3}"
   SIM_OMPI_ARGS="$OSC $extra" "$SIM" run-ompi "$1" "$BUILD/bench/bench_laplace" --sizes 1000 --iters 20 \
-    --repeat "${LAPLACE_REPEAT:-5}" --contenders mpi,kernel,kernel:rows,fused --rank-order $order "${csv_args[@]}" 2>&1 |
+    --repeat "${LAPLACE_REPEAT:-5}" --contenders mpi,mpi:blocked,kernel,kernel:rows,fused --rank-order $order "${csv_args[@]}" 2>&1 |
     grep -v '^sim_cluster'
 done
 echo "## rma np=2 (rank 1 on the other host)"

@@ -7,14 +7,17 @@
 //   serial   one std::vector pair, buffers swapped, the error in the same pass (rank 0 only;
 //            the other ranks wait; meaningful at np=1)
 //   mpi      plain MPI, no garray: row slabs (the same rows as garray's blocked split at
-//            np=2), ghost rows by MPI_Sendrecv, the same fused loop, buffers swapped,
-//            MPI_Allreduce of the error
+//            np=2); mpi:blocked on garray's default balanced grid (the blocks the garray
+//            variants get by default). Ghost rows and columns (an MPI_Type_vector) by
+//            nonblocking receives and sends and one MPI_Waitall, the same fused loop, buffers
+//            swapped, MPI_Allreduce of the error
 //   kernel / fused / numpy   garray::laplace::Solver (apps/laplace), default distribution;
 //            with the suffix :rows (e.g. kernel:rows) on mpi's row slabs
 // Per grid size n: --repeat rounds; in each round every contender solves --iters steps from
 // the initial field (rounds interleave the contenders so drift hits all alike). Reported: the
 // median ms per iteration, the ratio to mpi (of the medians, and the median of the per-round
-// ratios) and to serial, and for numpy the windows
+// ratios), the paired ratio to the hand-written version on the same layout ("x hand": kernel
+// vs mpi:blocked, kernel:rows vs mpi), the ratio to serial, and for numpy the windows
 // allocated after the first iteration (bar: 0). CSV rows (--csv) feed bench/laplace/plot.sh.
 #include "bench_util.hpp"
 
@@ -87,39 +90,73 @@ void check(int rc, const char* what) {
 
 class HandMpi {
  public:
-  HandMpi(MPI_Comm comm, const lp::Problem& p) : p_(p), c_(lp::Coefficients::of(p)) {
-    MPI_Comm_rank(comm, &rank_);
-    MPI_Comm_size(comm, &size_);
-    comm_ = comm;
-    // Balanced row slabs: the first nx % p ranks get one row more (garray's split too).
-    const I base = p.nx / size_, extra = p.nx % size_;
-    lo_ = rank_ * base + std::min<I>(rank_, extra);
-    hi_ = lo_ + base + (rank_ < extra ? 1 : 0);
-    up_ = (rank_ > 0 && lo_ < hi_) ? rank_ - 1 : MPI_PROC_NULL;
-    dn_ = (rank_ + 1 < size_ && hi_ < p.nx) ? rank_ + 1 : MPI_PROC_NULL;
-    const auto n = static_cast<std::size_t>((hi_ - lo_ + 2) * p.ny);  // one ghost row each side
+  /// The hand-written version on the blocks of `spec` resolved for this communicator (row
+  /// slabs `grid({np, 1})`, or the default blocked grid: the same blocks the garray variant
+  /// of that layout gets).
+  HandMpi(MPI_Comm comm, const lp::Problem& p, const garray::Distribution<2>& spec)
+      : p_(p), c_(lp::Coefficients::of(p)), comm_(comm) {
+    int rank = 0, size = 1;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    const auto d = spec.resolve({p.nx, p.ny}, size, "bench_laplace: hand-written MPI");
+    box_ = d.block(rank);
+    // A neighbour across each face of my block: the block next to mine on the process grid,
+    // if I own something and it does (balanced bounds: an empty block has empty successors).
+    auto neighbour = [&](std::size_t dim, int delta) {
+      if (box_.empty()) return MPI_PROC_NULL;
+      auto c = d.coords(rank);
+      c[dim] += delta;
+      if (c[dim] < 0 || c[dim] >= d.procs()[dim]) return MPI_PROC_NULL;
+      const int r = d.rank_of(c);
+      return d.block(r).empty() ? MPI_PROC_NULL : r;
+    };
+    up_ = neighbour(0, -1);
+    dn_ = neighbour(0, +1);
+    left_ = neighbour(1, -1);
+    right_ = neighbour(1, +1);
+    rows_ = box_.extent(0);
+    cols_ = box_.extent(1);
+    stride_ = cols_ + 2;  // one ghost cell on each side
+    const auto n = static_cast<std::size_t>((rows_ + 2) * stride_);
     u_.resize(n);
     v_.resize(n);
+    check(MPI_Type_vector(static_cast<int>(rows_), 1, static_cast<int>(stride_), MPI_DOUBLE, &column_),
+          "MPI_Type_vector");
+    check(MPI_Type_commit(&column_), "MPI_Type_commit");
     reset();
   }
+  ~HandMpi() { MPI_Type_free(&column_); }
+  HandMpi(const HandMpi&) = delete;
+  HandMpi& operator=(const HandMpi&) = delete;
+
   void reset() {
-    for (I i = lo_; i < hi_; ++i)
-      for (I j = 0; j < p_.ny; ++j) at(u_, i, j) = lp::initial_value(p_, i, j);
+    for (I i = box_.lo[0]; i < box_.hi[0]; ++i)
+      for (I j = box_.lo[1]; j < box_.hi[1]; ++j) at(u_, i, j) = lp::initial_value(p_, i, j);
     v_ = u_;
   }
   double step() {
-    const I ny = p_.ny;
-    const int cnt = static_cast<int>(ny);
-    // Ghost rows: send my first row up and receive the row below mine, then the reverse.
-    check(MPI_Sendrecv(&at(u_, lo_, 0), cnt, MPI_DOUBLE, up_, 0, &at(u_, hi_, 0), cnt, MPI_DOUBLE, dn_, 0, comm_,
-                       MPI_STATUS_IGNORE),
-          "MPI_Sendrecv");
-    check(MPI_Sendrecv(&at(u_, hi_ - 1, 0), cnt, MPI_DOUBLE, dn_, 1, &at(u_, lo_ - 1, 0), cnt, MPI_DOUBLE, up_, 1,
-                       comm_, MPI_STATUS_IGNORE),
-          "MPI_Sendrecv");
-    const I i0 = std::max<I>(lo_, 1), i1 = std::min<I>(hi_, p_.nx - 1);
+    // Ghost rows and columns (corners are not needed): every receive posted, every send
+    // started, then one wait, as a careful MPI programmer writes it.
+    std::array<MPI_Request, 8> rq;
+    int n = 0;
+    const int cnt = static_cast<int>(cols_), one = 1;
+    auto xfer = [&](void* recv_buf, void* send_buf, int count, MPI_Datatype t, int peer, int tag_in, int tag_out) {
+      if (peer == MPI_PROC_NULL) return;
+      check(MPI_Irecv(recv_buf, count, t, peer, tag_in, comm_, &rq[n++]), "MPI_Irecv");
+      check(MPI_Isend(send_buf, count, t, peer, tag_out, comm_, &rq[n++]), "MPI_Isend");
+    };
+    if (!box_.empty()) {
+      // tag = direction of travel: 0 up, 1 down, 2 left, 3 right
+      xfer(&at(u_, box_.lo[0] - 1, box_.lo[1]), &at(u_, box_.lo[0], box_.lo[1]), cnt, MPI_DOUBLE, up_, 1, 0);
+      xfer(&at(u_, box_.hi[0], box_.lo[1]), &at(u_, box_.hi[0] - 1, box_.lo[1]), cnt, MPI_DOUBLE, dn_, 0, 1);
+      xfer(&at(u_, box_.lo[0], box_.lo[1] - 1), &at(u_, box_.lo[0], box_.lo[1]), one, column_, left_, 3, 2);
+      xfer(&at(u_, box_.lo[0], box_.hi[1]), &at(u_, box_.lo[0], box_.hi[1] - 1), one, column_, right_, 2, 3);
+      check(MPI_Waitall(n, rq.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+    }
+    const I i0 = std::max<I>(box_.lo[0], 1), i1 = std::min<I>(box_.hi[0], p_.nx - 1);
+    const I j0 = std::max<I>(box_.lo[1], 1), j1 = std::min<I>(box_.hi[1], p_.ny - 1);
     double partial = 0.0;
-    if (i0 < i1) partial = lp::sweep(&at(u_, i0, 1), &at(v_, i0, 1), ny, i1 - i0, ny - 2, c_);
+    if (i0 < i1 && j0 < j1) partial = lp::sweep(&at(u_, i0, j0), &at(v_, i0, j0), stride_, i1 - i0, j1 - j0, c_);
     u_.swap(v_);
     double s = 0.0;
     check(MPI_Allreduce(&partial, &s, 1, MPI_DOUBLE, MPI_SUM, comm_), "MPI_Allreduce");
@@ -127,12 +164,16 @@ class HandMpi {
   }
 
  private:
-  double& at(std::vector<double>& a, I i, I j) { return a[static_cast<std::size_t>((i - lo_ + 1) * p_.ny + j)]; }
+  double& at(std::vector<double>& a, I i, I j) {
+    return a[static_cast<std::size_t>((i - box_.lo[0] + 1) * stride_ + (j - box_.lo[1] + 1))];
+  }
   lp::Problem p_;
   lp::Coefficients c_;
   MPI_Comm comm_;
-  int rank_ = 0, size_ = 1, up_ = MPI_PROC_NULL, dn_ = MPI_PROC_NULL;
-  I lo_ = 0, hi_ = 0;
+  garray::Box<2> box_;
+  int up_ = MPI_PROC_NULL, dn_ = MPI_PROC_NULL, left_ = MPI_PROC_NULL, right_ = MPI_PROC_NULL;
+  I rows_ = 0, cols_ = 0, stride_ = 2;
+  MPI_Datatype column_ = MPI_DATATYPE_NULL;
   std::vector<double> u_, v_;
 };
 
@@ -146,6 +187,21 @@ std::vector<std::string> split(const std::string& s) {
   return out;
 }
 
+/// A contender "name[:layout]": the hand-written version defaults to row slabs, the garray
+/// variants to the default (blocked) distribution.
+struct Contender {
+  std::string name, layout;
+};
+Contender contender(const std::string& c) {
+  const auto colon = c.find(':');
+  Contender k{c.substr(0, colon), colon == std::string::npos ? "" : c.substr(colon + 1)};
+  if (k.layout.empty()) k.layout = k.name == "mpi" ? "rows" : "blocked";
+  return k;
+}
+garray::Distribution<2> layout_of(const Contender& k, int np) {
+  return k.layout == "rows" ? garray::Distribution<2>::grid({np, 1}) : garray::Distribution<2>::blocked();
+}
+
 bool parse(int argc, char** argv, Options& o, bool root) {
   std::string sizes = "2000,4000", contenders = "serial,mpi,kernel,fused,numpy";
   po::options_description desc("bench_laplace: Laplace Jacobi, garray variants vs hand-written MPI and serial\nOptions");
@@ -155,7 +211,7 @@ bool parse(int argc, char** argv, Options& o, bool root) {
     ("sizes", po::value(&sizes)->default_value(sizes), "grid sizes n (n x n), comma separated")
     ("iters", po::value(&o.iters)->default_value(o.iters), "Jacobi steps per solve")
     ("repeat", po::value(&o.repeat)->default_value(o.repeat), "solves per contender (median reported)")
-    ("contenders", po::value(&contenders)->default_value(contenders), "subset of serial,mpi,kernel,fused,numpy; a garray variant with the suffix :rows runs on row slabs (np x 1), as mpi does")
+    ("contenders", po::value(&contenders)->default_value(contenders), "subset of serial,mpi,kernel,fused,numpy, each but serial optionally with a layout suffix: :rows (row slabs, process grid np x 1; mpi's default) or :blocked (the default balanced grid; the garray variants' default), e.g. mpi:blocked or kernel:rows")
     ("csv", po::value(&o.csv), "append rows to this CSV file (rank 0)")
     ("rank-order", po::value(&o.rank_order)->default_value(o.rank_order),
      "node (number ranks node by node, as laplace does) or given (as mpiexec placed them); every contender, mpi included, runs on that numbering");
@@ -171,9 +227,11 @@ bool parse(int argc, char** argv, Options& o, bool root) {
   for (const auto& s : split(sizes)) o.sizes.push_back(std::stoll(s));
   o.contenders = split(contenders);
   for (const auto& c : o.contenders) {
-    const auto colon = c.find(':');
-    if (colon != std::string::npos && c.substr(colon) != ":rows")
-      throw po::error("--contenders: unknown layout in '" + c + "' (the only suffix is :rows)");
+    const Contender k = contender(c);
+    if (k.name != "serial" && k.name != "mpi") lp::parse_variant(k.name);  // throws for an unknown one
+    if (k.name == "serial" && c != "serial") throw po::error("--contenders: serial takes no layout ('" + c + "')");
+    if (k.layout != "rows" && k.layout != "blocked")
+      throw po::error("--contenders: unknown layout in '" + c + "' (:rows or :blocked)");
   }
   if (o.iters < 2 || o.repeat < 1) throw po::error("--iters must be >= 2 and --repeat >= 1");
   return true;
@@ -202,27 +260,25 @@ int run(int argc, char** argv) {
               << "# iters/solve : " << o.iters << ", rounds: " << o.repeat << '\n';
   }
   gb::CsvWriter csv(root ? o.csv : std::string(),
-                    "n,np,contender,ms_per_iter,ratio_to_mpi,ratio_to_serial,error,late_windows,paired_ratio_to_mpi");
+                    "n,np,contender,ms_per_iter,ratio_to_mpi,ratio_to_serial,error,late_windows,paired_ratio_to_mpi,"
+                    "paired_ratio_to_hand_same_layout");
 
   for (I n : o.sizes) {
     const lp::Problem prob{n, n, lp::Init::zero};
     std::map<std::string, Sample> res;
     std::unique_ptr<Serial> serial;
-    std::unique_ptr<HandMpi> hand;
+    std::map<std::string, std::unique_ptr<HandMpi>> hands;
     std::map<std::string, std::unique_ptr<lp::Solver>> solvers;
+    std::map<std::string, std::string> hand_of_layout;  // layout -> the hand-written contender on it
     for (const auto& c : o.contenders) {
-      if (c == "serial") {
+      const Contender k = contender(c);
+      if (k.name == "serial") {
         if (root) serial = std::make_unique<Serial>(prob);
-      } else if (c == "mpi") {
-        hand = std::make_unique<HandMpi>(ctx.comm(), prob);
+      } else if (k.name == "mpi") {
+        hands[c] = std::make_unique<HandMpi>(ctx.comm(), prob, layout_of(k, np));
+        hand_of_layout.emplace(k.layout, c);
       } else {
-        // "kernel:rows": the variant on row slabs (process grid np x 1), the hand-written
-        // version's decomposition; plain "kernel": the default (blocked) distribution
-        const auto colon = c.find(':');
-        const std::string variant = c.substr(0, colon), layout = colon == std::string::npos ? "" : c.substr(colon + 1);
-        solvers[c] = std::make_unique<lp::Solver>(
-            ctx, prob, lp::parse_variant(variant),
-            layout.empty() ? garray::Distribution<2>::blocked() : garray::Distribution<2>::grid({np, 1}));
+        solvers[c] = std::make_unique<lp::Solver>(ctx, prob, lp::parse_variant(k.name), layout_of(k, np));
       }
     }
     for (int round = 0; round < o.repeat; ++round) {
@@ -236,11 +292,12 @@ int run(int argc, char** argv) {
             for (int it = 0; it < o.iters; ++it) s.err = serial->step();
             s.ms.push_back(t.seconds() * 1e3 / o.iters);
           }
-        } else if (c == "mpi") {
-          hand->reset();
+        } else if (hands.count(c)) {
+          auto& hand = *hands[c];
+          hand.reset();
           ctx.barrier();
           gb::Timer t;
-          for (int it = 0; it < o.iters; ++it) s.err = hand->step();
+          for (int it = 0; it < o.iters; ++it) s.err = hand.step();
           double dt = t.seconds();
           MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, ctx.comm());
           s.ms.push_back(dt * 1e3 / o.iters);
@@ -263,25 +320,29 @@ int run(int argc, char** argv) {
       }
     }
     solvers.clear();
-    hand.reset();
+    hands.clear();
     serial.reset();
 
     if (root) {
       const double t_mpi = res.count("mpi") ? gb::median(res["mpi"].ms) : NAN;
       const double t_ser = res.count("serial") ? gb::median(res["serial"].ms) : NAN;
       std::printf("\n n=%lld np=%d  (ms per iteration, median of %d)\n", static_cast<long long>(n), np, o.repeat);
-      std::printf("  %-12s %10s %9s %9s %9s  %-24s %s\n", "", "ms/iter", "x mpi", "paired", "x serial", "error",
-                  "late windows");
+      // "x hand": paired ratio to the hand-written version on the same layout (mpi for
+      // row slabs, mpi:blocked for the blocked grid), if that one ran
+      std::printf("  %-12s %10s %9s %9s %9s %9s  %-24s %s\n", "", "ms/iter", "x mpi", "paired", "x hand", "x serial",
+                  "error", "late windows");
       for (const auto& c : o.contenders) {
         const Sample& s = res[c];
         const double t = gb::median(s.ms);
         // per round, this contender and mpi ran seconds apart
         const double paired = res.count("mpi") ? gb::paired_ratio(s.ms, res["mpi"].ms) : NAN;
+        const auto h = hand_of_layout.find(contender(c).layout);
+        const double same = c != "serial" && h != hand_of_layout.end() ? gb::paired_ratio(s.ms, res[h->second].ms) : NAN;
         char err[40];
         std::snprintf(err, sizeof err, "%.17g", s.err);
-        std::printf("  %-12s %10.3f %9.3f %9.3f %9.3f  %-24s %lld\n", c.c_str(), t, t / t_mpi, paired, t / t_ser, err,
-                    s.late_windows);
-        csv.row(n, np, c, t, t / t_mpi, t / t_ser, err, s.late_windows, paired);
+        std::printf("  %-12s %10.3f %9.3f %9.3f %9.3f %9.3f  %-24s %lld\n", c.c_str(), t, t / t_mpi, paired, same,
+                    t / t_ser, err, s.late_windows);
+        csv.row(n, np, c, t, t / t_mpi, t / t_ser, err, s.late_windows, paired, same);
       }
     }
   }
