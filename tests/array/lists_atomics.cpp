@@ -73,6 +73,20 @@ TEST_CASE_TEMPLATE("gather/scatter/scatter_acc match the serial reference", T, d
   for (int c = 0; c < 4; ++c) list_case<T, 3>(ctx, g);
 }
 
+TEST_CASE_TEMPLATE("the same with MPI's int counts lowered to a few elements: several calls per owner", T, double,
+                   std::int64_t) {
+  garray::Context ctx;
+  const auto seed = test::shared_seed();
+  INFO("seed " << seed);
+  test::Rng g(seed);
+  for (const garray::Index limit : {3, 5}) {
+    CAPTURE(limit);
+    const test::CountLimit lowered(limit);
+    for (int c = 0; c < 4; ++c) list_case<T, 1>(ctx, g);
+    for (int c = 0; c < 4; ++c) list_case<T, 2>(ctx, g);
+  }
+}
+
 TEST_CASE_TEMPLATE("accumulate is atomic: every rank adds into one overlapping region", T, std::int64_t, double,
                    std::complex<float>) {
   garray::Context ctx;

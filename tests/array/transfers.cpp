@@ -115,6 +115,24 @@ TEST_CASE_TEMPLATE("random put/get/acc on random slices match the serial referen
   for (int c = 0; c < 4; ++c) differential_case<T, 4>(ctx, g, 5, 4);
 }
 
+TEST_CASE_TEMPLATE("the same with MPI's int counts lowered to a few elements: chunked runs, split pieces", T, double,
+                   std::complex<float>) {
+  // Every run longer than the limit goes through the paths garray takes beyond INT_MAX
+  // elements (tests/array/count_limit.cpp checks that they are taken).
+  garray::Context ctx;
+  const auto seed = test::shared_seed();
+  INFO("seed " << seed << " (rerun with GARRAY_TEST_SEED=" << seed << ")");
+  test::Rng g(seed);
+  for (const garray::Index limit : {3, 4, 7}) {
+    CAPTURE(limit);
+    const test::CountLimit lowered(limit);
+    const garray::Index big = ctx.size() + 6;
+    for (int c = 0; c < 3; ++c) differential_case<T, 1>(ctx, g, 3 * big, 4);
+    for (int c = 0; c < 3; ++c) differential_case<T, 2>(ctx, g, big, 4);
+    for (int c = 0; c < 2; ++c) differential_case<T, 3>(ctx, g, 7, 3);
+  }
+}
+
 TEST_CASE("typed slice API: numpy spellings, multi_array buffers, scalar get") {
   garray::Context ctx;
   garray::GlobalArray<double, 2> a(ctx, {7, 9});

@@ -3,6 +3,7 @@
 // distributions, and a serial reference (a boost::multi_array replicated on every rank)
 // with an independent, brute-force implementation of numpy slicing.
 
+#include <garray/array/detail/mpi_region.hpp>
 #include <garray/garray.hpp>
 
 #include <doctest/doctest.h>
@@ -78,6 +79,24 @@ class ScopedEnv {
   }
   const char* name_;
   std::optional<std::string> old_;
+};
+
+/// Lowers the largest count garray passes to one MPI call (detail::mpi_count_limit, INT_MAX)
+/// for one scope on this process, so that the paths for runs and lists beyond INT_MAX
+/// (chunked datatypes, split pieces, several calls per list) run at small sizes. Set it on
+/// every rank alike.
+class CountLimit {
+ public:
+  explicit CountLimit(garray::Index n) : old_(garray::detail::mpi_count_limit) {
+    REQUIRE(n >= 3);  // chunks of (n + 1) / 2 >= 2 elements, a struct of 2 blocks
+    garray::detail::mpi_count_limit = n;
+  }
+  ~CountLimit() { garray::detail::mpi_count_limit = old_; }
+  CountLimit(const CountLimit&) = delete;
+  CountLimit& operator=(const CountLimit&) = delete;
+
+ private:
+  garray::Index old_;
 };
 
 /// True if `s` contains `part`.

@@ -538,9 +538,6 @@ class GlobalArray {
     detail::BlockLayout<N> layout{};
   };
 
-  /// Datatype limits of the MPI path, checked for the whole section before anything moves
-  /// (only sections of more than INT_MAX elements can exceed them).
-  void check_mpi_limits(const Section<N>& sec) const;
 
   /// gather / scatter / scatter_acc over a list of indices: one transport call per owner.
   template <detail::Call C>

@@ -459,7 +459,6 @@ void GlobalArray<T, N>::transfer(const Section<N>& sec, T* buf, T alpha, Request
   auto& st = ctx_.stats();
   OpCounters& oc = st[D == detail::Dir::get ? Op::get : D == detail::Dir::put ? Op::put : Op::acc];
   ++oc.calls;
-  if (sec.size() > std::numeric_limits<int>::max() && win_->kind() != WindowKind::shared) check_mpi_limits(sec);
   const int me = ctx_.rank();
   const bool rep = dist_.is_replicated();
 
@@ -577,23 +576,6 @@ bool GlobalArray<T, N>::single_owner_piece(const Section<N>& sec, detail::Piece<
     p.buf_str[d] = buf_str[d];
   }
   return true;
-}
-
-template <Element T, std::size_t N>
-void GlobalArray<T, N>::check_mpi_limits(const Section<N>& sec) const {
-  detail::for_each_piece(dist_, sec, ghost_, [&](const detail::Piece<N>& p) {
-    Shape<N> ts = p.block_str;
-    for (auto& t : ts) t = t < 0 ? -t : t;
-    const auto it = detail::collapse(p.count, ts, p.buf_str);
-    for (int d = 0; d < it.nd; ++d) {
-      const bool contiguous_inner = d == it.nd - 1 && it.sa[static_cast<std::size_t>(d)] == 1;
-      if (!contiguous_inner && it.count[static_cast<std::size_t>(d)] > std::numeric_limits<int>::max())
-        detail::raise<InvalidArgument>(name(detail::Call::get), ": a strided dimension of ",
-                                       it.count[static_cast<std::size_t>(d)],
-                                       " elements in the piece on rank ", p.rank,
-                                       " exceeds what one MPI datatype can describe (INT_MAX)");
-    }
-  });
 }
 
 template <Element T, std::size_t N>

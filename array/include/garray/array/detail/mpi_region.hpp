@@ -14,6 +14,14 @@
 
 namespace garray::detail {
 
+/// The largest count one MPI call or datatype constructor takes: INT_MAX. Larger contiguous
+/// runs become chunks of (limit + 1) / 2 elements (2^30) plus a remainder (below); a piece
+/// with a larger strided dimension is split into several calls (RmaTransport::split), an
+/// index list with more entries for one owner too (RmaTransport::list). Only tests change it
+/// (lowered to as little as 3, so that these paths run at small sizes;
+/// tests/array/count_limit.cpp): one process-wide value, never written while a transfer runs.
+inline Index mpi_count_limit = INT_MAX;
+
 class MpiRegion {
  public:
   MpiRegion() = default;
@@ -24,7 +32,7 @@ class MpiRegion {
       count_ = 1;
       return;
     }
-    if (nd == 1 && stride[0] == 1 && count[0] <= INT_MAX) {
+    if (nd == 1 && stride[0] == 1 && count[0] <= mpi_count_limit) {
       type_ = base;
       count_ = static_cast<int>(count[0]);
       return;
@@ -62,10 +70,11 @@ class MpiRegion {
   int count() const noexcept { return count_; }
 
  private:
+  // Unreachable through RmaTransport (it splits such pieces first); kept as the last guard.
   static int checked(Index n) {
-    if (n > INT_MAX)
+    if (n > mpi_count_limit)
       raise<InvalidArgument>("garray transfer: a strided dimension of ", n,
-                             " elements exceeds what one MPI datatype can describe (", INT_MAX, ")");
+                             " elements exceeds what one MPI datatype can describe (", mpi_count_limit, ")");
     return static_cast<int>(n);
   }
   static MPI_Datatype hvector(Index count, Index stride_bytes, MPI_Datatype inner) {
@@ -74,17 +83,18 @@ class MpiRegion {
               "MPI_Type_create_hvector");
     return t;
   }
-  /// Contiguous run of n elements; beyond INT_MAX elements, chunks of 2^30 plus a remainder.
+  /// Contiguous run of n elements of `base` (extent `esize` bytes); beyond the limit
+  /// (INT_MAX), chunks of (limit + 1) / 2 elements (2^30) plus a remainder, the chunks
+  /// counted the same way (a count that still exceeds the limit chunks again).
   static MPI_Datatype contiguous(MPI_Datatype base, std::size_t esize, Index n) {
     MPI_Datatype t;
-    if (n <= INT_MAX) {
+    if (n <= mpi_count_limit) {
       check_mpi(MPI_Type_contiguous(static_cast<int>(n), base, &t), "MPI_Type_contiguous");
       return t;
     }
-    constexpr Index chunk = Index{1} << 30;
-    MPI_Datatype c, body;
-    check_mpi(MPI_Type_contiguous(static_cast<int>(chunk), base, &c), "MPI_Type_contiguous");
-    check_mpi(MPI_Type_contiguous(checked(n / chunk), c, &body), "MPI_Type_contiguous");
+    const Index chunk = (mpi_count_limit + 1) / 2;
+    MPI_Datatype c = contiguous(base, esize, chunk);
+    MPI_Datatype body = contiguous(c, esize * static_cast<std::size_t>(chunk), n / chunk);
     MPI_Type_free(&c);
     const Index rem = n % chunk;
     if (rem == 0) return body;

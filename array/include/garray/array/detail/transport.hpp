@@ -171,6 +171,8 @@ class RmaTransport {
       }
       return;
     }
+    if (p.size() > mpi_count_limit) [[unlikely]]
+      if (split<D>(p, buf)) return;
     // Target strides must be positive: flip reversed dimensions, which moves the reversal
     // to the user-buffer side.
     Shape<N> ts = p.block_str, bs = p.buf_str;
@@ -250,6 +252,43 @@ class RmaTransport {
     note_target(r);
   }
 
+  /// A piece that one MPI call cannot describe (a strided run of more than mpi_count_limit,
+  /// i.e. INT_MAX, elements: an int counts it; contiguous runs beyond the limit are fine,
+  /// MpiRegion chunks them) is moved as two halves along its outermost dimension of more
+  /// than one element, recursively. Returns false when the piece needs no split. Mirrors
+  /// move()'s regions: target strides made positive, both sides collapsed together, a
+  /// buffer side still reversed packed into one dense (contiguous) temporary.
+  template <Dir D, std::size_t N>
+  bool split(const Piece<N>& p, T* buf) {
+    Shape<N> ts = p.block_str, bs = p.buf_str;
+    for (std::size_t d = 0; d < N; ++d)
+      if (ts[d] < 0) {
+        ts[d] = -ts[d];
+        bs[d] = -bs[d];
+      }
+    const auto it = collapse(p.count, ts, bs);
+    bool reversed = false;
+    for (int d = 0; d < it.nd; ++d) reversed = reversed || it.sb[static_cast<std::size_t>(d)] < 0;
+    bool fits = true;
+    for (int d = 0; d < it.nd; ++d) {
+      const auto k = static_cast<std::size_t>(d);
+      const bool chunkable = d == it.nd - 1 && it.sa[k] == 1 && (reversed || it.sb[k] == 1);
+      fits = fits && (it.count[k] <= mpi_count_limit || chunkable);
+    }
+    if (fits) return false;
+    std::size_t k = 0;
+    while (p.count[k] <= 1) ++k;  // exists: the piece has more than mpi_count_limit >= 1 elements
+    Piece<N> lo = p, hi = p;
+    const Index h = p.count[k] / 2;
+    lo.count[k] = h;
+    hi.count[k] = p.count[k] - h;
+    hi.block_off += h * p.block_str[k];
+    hi.buf_off += h * p.buf_str[k];
+    move<D>(lo, buf);
+    move<D>(hi, buf);
+    return true;
+  }
+
   /// Nonblocking transfers: issue into `req` (set before the first move()).
   void use_request(Request* req) noexcept { req_ = req; }
 
@@ -298,9 +337,9 @@ class RmaTransport {
     ++mpi_calls_;
   }
 
-  /// Index-list operation on rank r's block: one MPI call with an indexed target type
-  /// (gather/scatter of this rank's own block in the unified model: direct). Complete
-  /// locally at finish().
+  /// Index-list operation on rank r's block: one MPI call with an indexed target type per
+  /// INT_MAX entries (gather/scatter of this rank's own block in the unified model: direct).
+  /// Complete locally at finish().
   template <ListOp C>
   void list(int r, std::span<const std::size_t> order, const Index* off, T* vals, T alpha) {
     if (C != ListOp::scatter_acc && r == me_ && w_.unified()) {
@@ -340,36 +379,39 @@ class RmaTransport {
         }
       }
     }
-    const MPI_Datatype elem = C == ListOp::scatter_acc ? acc_type<T>() : mpi_type<T>();
-    MPI_Datatype tt;
-    check_mpi(MPI_Type_create_hindexed_block(static_cast<int>(disps.size()), 1, disps.data(), elem, &tt),
-              "MPI_Type_create_hindexed_block");
-    if (const int rc = MPI_Type_commit(&tt); rc != MPI_SUCCESS) {
-      MPI_Type_free(&tt);
-      throw_mpi_error(rc, "MPI_Type_commit");
-    }
-    const int cnt = static_cast<int>(buf.size());
-    int rc;
-    if constexpr (C == ListOp::gather) {
-      w_.complete_writes_to(r);
-      rc = MPI_Get(buf.data(), cnt, elem, r, 0, 1, tt, w_.win());
-    } else if constexpr (C == ListOp::scatter) {
-      w_.mark_dirty(r);
-      rc = MPI_Put(buf.data(), cnt, elem, r, 0, 1, tt, w_.win());
-    } else {
-      w_.mark_dirty(r);
-      rc = MPI_Accumulate(buf.data(), cnt, elem, r, 0, 1, tt, MPI_SUM, w_.win());
-    }
-    MPI_Type_free(&tt);
-    check_mpi(rc, C == ListOp::gather ? "MPI_Get" : C == ListOp::scatter ? "MPI_Put" : "MPI_Accumulate");
-    note_target(r);
     // buf lives until finish(): completion (and a gather's unpacking) happens there, after
-    // every owner's call was issued.
+    // every owner's call was issued; kept there before the first call, so that abandon()
+    // can complete the calls issued before one that throws while buf is still alive.
     auto& l = temps().lists.emplace_back();
     l.buf = std::move(buf);
     if constexpr (C == ListOp::gather) {
       l.idx = std::move(idx);
       l.vals = vals;
+    }
+    T* data = l.buf.data();
+    const MPI_Datatype elem = C == ListOp::scatter_acc ? acc_type<T>() : mpi_type<T>();
+    if constexpr (C == ListOp::gather) w_.complete_writes_to(r);
+    else w_.mark_dirty(r);  // before the first call: a failed call may still have issued something
+    note_target(r);         // from here on, abandon() completes what was issued
+    // One MPI call per at most mpi_count_limit (INT_MAX) entries: an int counts them.
+    for (std::size_t b = 0; b < disps.size(); b += static_cast<std::size_t>(mpi_count_limit)) {
+      if (b > 0) ++mpi_calls_;
+      const int cnt = static_cast<int>(std::min(disps.size() - b, static_cast<std::size_t>(mpi_count_limit)));
+      MPI_Datatype tt;
+      check_mpi(MPI_Type_create_hindexed_block(cnt, 1, disps.data() + b, elem, &tt), "MPI_Type_create_hindexed_block");
+      if (const int rc = MPI_Type_commit(&tt); rc != MPI_SUCCESS) {
+        MPI_Type_free(&tt);
+        throw_mpi_error(rc, "MPI_Type_commit");
+      }
+      int rc;
+      if constexpr (C == ListOp::gather)
+        rc = MPI_Get(data + b, cnt, elem, r, 0, 1, tt, w_.win());
+      else if constexpr (C == ListOp::scatter)
+        rc = MPI_Put(data + b, cnt, elem, r, 0, 1, tt, w_.win());
+      else
+        rc = MPI_Accumulate(data + b, cnt, elem, r, 0, 1, tt, MPI_SUM, w_.win());
+      MPI_Type_free(&tt);
+      check_mpi(rc, C == ListOp::gather ? "MPI_Get" : C == ListOp::scatter ? "MPI_Put" : "MPI_Accumulate");
     }
   }
 
