@@ -22,6 +22,16 @@ Shape<N> random_ghost(test::Rng& g) {
   return gh;
 }
 
+/// The array's blocks are those `spec` gives for its shape on its context, for every rank
+/// (the distribution asked for, not merely one of the same kind).
+template <class T, std::size_t N>
+bool has_blocks_of(const garray::GlobalArray<T, N>& a, const garray::Distribution<N>& spec) {
+  const auto want = spec.resolve(a.shape(), a.context().size(), "test");
+  bool ok = a.distribution().kind() == spec.kind();
+  for (int r = 0; r < a.context().size(); ++r) ok = ok && a.distribution().block(r) == want.block(r);
+  return ok;
+}
+
 /// Every rank's own copy of a replicated array equals the reference (reads are local).
 template <class T, std::size_t N>
 bool local_copy_equals(garray::GlobalArray<T, N>& a, test::Reference<T, N>& ref) {
@@ -46,7 +56,8 @@ void roundtrip_case(const garray::Context& ctx, test::Rng& g, garray::Index max_
     boost::multi_array<T, N> none;
     auto a = ctx.rank() == root ? garray::scatter_from(ctx, root, ref.a, shape, dist, ghost)
                                 : garray::scatter_from(ctx, root, none, shape, dist, ghost);
-    CHECK(a.distribution().kind() == dist.kind());
+    CHECK(has_blocks_of(a, dist));
+    CHECK(a.ghost() == ghost);
     CHECK(test::equal_on_all_ranks(a, ref));
     const int groot = static_cast<int>(test::uniform(g, 0, ctx.size() - 1));
     auto back = garray::gather(a, groot);
@@ -65,6 +76,13 @@ void redistribute_case(const garray::Context& ctx, test::Rng& g, garray::Index m
   boost::multi_array<T, N> none;
   for (const auto& from : dists) {
     auto src = garray::scatter_from(ctx, 0, ctx.rank() == 0 ? ref.a : none, shape, from, random_ghost<N>(g));
+    {  // without a ghost width: the source's
+      const auto& to = dists[static_cast<std::size_t>(test::uniform(g, 0, static_cast<garray::Index>(dists.size()) - 1))];
+      auto keep = garray::redistribute(src, to);
+      CHECK(keep.ghost() == src.ghost());
+      CHECK(has_blocks_of(keep, to));
+      CHECK(test::equal_on_all_ranks(keep, ref));
+    }
     for (const auto& to : dists) {
       const auto ghost = random_ghost<N>(g);
       INFO("shape " << garray::detail::seq(shape) << " " << from.describe() << " -> " << to.describe()
@@ -85,7 +103,7 @@ void redistribute_case(const garray::Context& ctx, test::Rng& g, garray::Index m
       if (!dst.local_box().empty())
         owners = from.is_replicated() ? 1 : static_cast<int>(garray::owners(src, dst.local_box()).size());
       CHECK(st.mpi_rma_calls - rma_before <= owners);
-      CHECK(dst.distribution().kind() == to.kind());
+      CHECK(has_blocks_of(dst, to));
       CHECK(dst.ghost() == ghost);
       CHECK(test::equal_on_all_ranks(dst, ref));
       if (to.is_replicated()) CHECK(test::all_ranks(local_copy_equals(dst, ref)));
@@ -124,6 +142,8 @@ void transpose_case(const garray::Context& ctx, test::Rng& g, garray::Index max_
     ctx.stats().temp_bytes_peak = 0;
     auto t = garray::transpose(src, perm, to, ghost);
     CHECK(t.shape() == tshape);
+    CHECK(has_blocks_of(t, to));
+    CHECK(t.ghost() == ghost);
     CHECK(ctx.stats().temp_bytes_peak == 0);
     CHECK(test::equal_on_all_ranks(t, tref));
   }
@@ -209,6 +229,7 @@ TEST_CASE_TEMPLATE("from_local concatenates the ranks' arrays along an axis", T,
     auto a = garray::from_local(ctx, local, axis, ghost);
     INFO("axis " << axis << " shape " << garray::detail::seq(shape));
     CHECK(a.shape() == shape);
+    CHECK(a.ghost() == ghost);
     garray::Box<3> want{{}, shape};
     want.lo[axis] = start;
     want.hi[axis] = start + ext[static_cast<std::size_t>(me)];

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 using garray::idx;
@@ -17,6 +18,8 @@ using gidx = garray::Index;
 namespace {
 using test::message_of;
 using test::contains;
+
+void let_others_run() { std::this_thread::yield(); }
 
 // The critical section: read a 3-element patch, add 1 to each, write it back.
 std::int64_t bump(garray::GlobalArray<std::int64_t, 1>& a) {
@@ -78,6 +81,34 @@ TEST_CASE("mutex contention: every rank increments a shared patch under a lock; 
   CHECK(!m.held(1));
 }
 
+TEST_CASE("mutex: waiting ranks are served in the order they asked (FIFO)") {
+  // Rank 0 holds the mutex; rank r asks only once rank r - 1's ticket is taken (its ticket
+  // counter, read atomically, reaches r), then rank 0 releases. Each critical section takes
+  // the next position from a counter: rank r must get position r.
+  garray::Context ctx;
+  const int p = ctx.size(), me = ctx.rank();
+  garray::Mutexes m(ctx, 1);
+  garray::GlobalArray<std::int64_t, 1> position(ctx, {1});
+  auto& words = const_cast<garray::GlobalArray<std::int64_t, 2>&>(m.words());
+  auto tickets_taken = [&] { return words.read_inc(garray::Shape<2>{0, 0}, 0); };  // column 0: the next ticket
+  if (me == 0) m.lock(0);
+  ctx.barrier();
+  std::int64_t mine = -1;
+  if (me == 0) {
+    mine = position.read_inc({0});
+    while (tickets_taken() < p) let_others_run();  // everyone queued
+    m.unlock(0);
+  } else {
+    while (tickets_taken() < me) let_others_run();  // rank me - 1 is in the queue
+    m.lock(0);
+    mine = position.read_inc({0});
+    m.unlock(0);
+  }
+  CAPTURE(me);
+  CHECK(mine == me);
+  ctx.barrier();
+}
+
 TEST_CASE("try_lock: fails while another rank holds the mutex, never waits; counts stay exact") {
   garray::Context ctx;
   const int p = ctx.size();
@@ -108,6 +139,8 @@ TEST_CASE("try_lock: fails while another rank holds the mutex, never waits; coun
   MPI_Allreduce(&sum, &want, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
   CHECK(a.get(idx[1]) == want);
   CHECK(a.get(idx[3]) == want);
+  // tickets ahead of a lock: each rank at most one live and one abandoned ticket in the queue
+  CHECK(m.max_queue_ahead() <= 2 * p - 1);
   // and the mutex is free and usable by plain lock afterwards
   m.lock(0);
   m.unlock(0);

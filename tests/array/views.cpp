@@ -648,6 +648,77 @@ TEST_CASE("copy lands in destination memory, one get per destination piece") {
   CHECK(ok);
 }
 
+TEST_CASE("copy with a broadcast source: NumPy's values, the source piece fetched once per rank") {
+  garray::Context ctx;
+  using A2 = garray::GlobalArray<double, 2>;
+  const auto seed = test::shared_seed();
+  INFO("seed " << seed);
+  test::Rng g(seed);
+  const Shape<2> shape{9, 7};
+  for (int round = 0; round < 4; ++round) {
+    A2 a(ctx, shape, test::random_distribution<2>(g, shape, ctx.size()));
+    A2 b(ctx, shape, test::random_distribution<2>(g, shape, ctx.size()), {1, 1});
+    test::Reference<double, 2> ra(shape), rb(shape);
+    randomize(g, a, ra);
+    randomize(g, b, rb);
+    const auto av = ra.a;  // a's values before the copies below
+    garray::Stats& st = ctx.stats();
+    // each copy: at most one get per rank (the source piece of its block, then replicated)
+    auto one_fetch = [&](auto&& f) {
+      const auto before = st[garray::Op::get].calls;
+      f();
+      return st[garray::Op::get].calls - before <= 1;
+    };
+    // a column (9, 1) into every column of b
+    CHECK(one_fetch([&] { garray::copy(b.view(), a[idx[all][range(2, 3)]]); }));
+    for (Index i = 0; i < 9; ++i)
+      for (Index j = 0; j < 7; ++j) rb.a[i][j] = av[i][2];
+    CHECK(test::equal_on_all_ranks(b, rb));
+    // a row (1, 7) into rows 1..7 of b
+    CHECK(one_fetch([&] { garray::copy(b[idx[range(1, 8)]], a[idx[range(4, 5)]]); }));
+    for (Index i = 1; i < 8; ++i)
+      for (Index j = 0; j < 7; ++j) rb.a[i][j] = av[4][j];
+    CHECK(test::equal_on_all_ranks(b, rb));
+    // one element (1, 1) into a reversed, strided view of b
+    CHECK(one_fetch([&] { garray::copy(b[idx[range(_, _, -2)][range(5, 0, -3)]], a[idx[range(3, 4)][range(5, 6)]]); }));
+    for (Index i = 8; i >= 0; i -= 2)
+      for (Index j = 5; j > 0; j -= 3) rb.a[i][j] = av[3][5];
+    CHECK(test::equal_on_all_ranks(b, rb));
+    // a reversed column, stretched along the columns
+    CHECK(one_fetch([&] { garray::copy(b.view(), a[idx[range(_, _, -1)][range(6, 7)]]); }));
+    for (Index i = 0; i < 9; ++i)
+      for (Index j = 0; j < 7; ++j) rb.a[i][j] = av[8 - i][6];
+    CHECK(test::equal_on_all_ranks(b, rb));
+    // the same array, overlapping: a = a[0:1] (NumPy: row 0 read before anything is written)
+    CHECK(one_fetch([&] { garray::copy(a.view(), a[idx[range(0, 1)]]); }));
+    for (Index i = 0; i < 9; ++i)
+      for (Index j = 0; j < 7; ++j) ra.a[i][j] = av[0][j];
+    CHECK(test::equal_on_all_ranks(a, ra));
+  }
+}
+
+TEST_CASE("copy completes every rank's earlier writes to both arrays before it reads") {
+  // No fence or sync between the puts and the copy: copy's handshake completes them (the
+  // writer's outstanding puts to the source, and to the destination, which copy overwrites
+  // only where it writes). On rma windows a put stays outstanding until completed.
+  garray::Context ctx;
+  using A2 = garray::GlobalArray<double, 2>;
+  const int p = ctx.size(), last = p - 1;
+  A2 src(ctx, {8, 6}, garray::Distribution<2>::slab(0)), dst(ctx, {8, 6}, garray::Distribution<2>::slab(1));
+  std::vector<double> v(48), w(6, -5.0);
+  for (std::size_t k = 0; k < v.size(); ++k) v[k] = 1.0 + static_cast<double>(k);
+  if (ctx.rank() == last) {
+    src.put(idx[all][all], std::span<const double>(v));     // every owner's block of the source
+    dst.put(idx[range(7, 8)], std::span<const double>(w));  // a row of dst that copy leaves alone
+  }
+  garray::copy(dst[idx[range(0, 7)]], src[idx[range(0, 7)]]);
+  const auto got = dst.view().get();
+  bool ok = true;
+  for (Index i = 0; i < 8; ++i)
+    for (Index j = 0; j < 6; ++j) ok = ok && got[i][j] == (i < 7 ? v[static_cast<std::size_t>(6 * i + j)] : -5.0);
+  CHECK(test::all_ranks(ok));
+}
+
 TEST_CASE("views: bad input throws the documented error and changes nothing") {
   garray::Context ctx;
   using A2 = garray::GlobalArray<double, 2>;

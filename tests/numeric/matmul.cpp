@@ -104,6 +104,7 @@ void random_gemm_cases(int rounds) {
     // C's view has the product, the rest of C's array and A, B are untouched
     GARRAY_TEST_REQUIRE_ALL(equal_everywhere(*c.arr, c.base()));
     GARRAY_TEST_REQUIRE_ALL(equal_everywhere(*a.arr, a.base()));
+    GARRAY_TEST_REQUIRE_ALL(equal_everywhere(*b.arr, b.base()));
   }
 }
 
@@ -153,6 +154,62 @@ TEST_CASE("gemm: C may alias A (a = a @ b), as numpy's a[...] = a @ b") {
   garray::gemm(1.0, *a.arr, *b.arr, 0.0, *a.arr);
   std::vector<double> got(66);
   a.arr->get(idx[garray::all], std::span<double>(got));
+  CHECK(test::all_ranks(got == want));
+}
+
+TEST_CASE("gemm: C may alias B, or overlap a view of A: every operand read before C is written") {
+  garray::Context ctx;
+  auto rng = test::Rng(test::shared_seed());
+  const auto dense_of = [](test::Reference<double, 2>& r, garray::Index i0, garray::Index rows) {
+    std::vector<double> out;
+    for (garray::Index i = i0; i < i0 + rows; ++i)
+      for (garray::Index j = 0; j < static_cast<garray::Index>(r.a.shape()[1]); ++j) out.push_back(r.a[i][j]);
+    return out;
+  };
+  {  // b = a @ b: C is B
+    Operand<double> a(ctx, rng, {6, 6}, false), b(ctx, rng, {6, 5}, false);
+    auto da = a.dense(), db = b.dense();
+    std::vector<double> want(30);
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 6, 5, 6, 1.0, da.data(), 6, db.data(), 5, 0.0, want.data(), 5);
+    garray::gemm(1.0, *a.arr, *b.arr, 0.0, *b.arr);
+    std::vector<double> got(30);
+    b.arr->get(idx[garray::all], std::span<double>(got));
+    CHECK(test::all_ranks(got == want));
+    CHECK(equal_everywhere(*a.arr, a.base()));  // A untouched
+  }
+  {  // a[2:6] = 2 a[2:6] - a[0:4] @ b: C overlaps the rows of A that the product reads
+    Operand<double> a(ctx, rng, {9, 5}, false), b(ctx, rng, {5, 5}, false);
+    const auto a04 = dense_of(a.base(), 0, 4), c = dense_of(a.base(), 2, 4);
+    auto db = b.dense();
+    std::vector<double> want = c;
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 4, 5, 5, -1.0, a04.data(), 5, db.data(), 5, 2.0,
+                want.data(), 5);
+    garray::gemm(-1.0, (*a.arr)[idx[range(0, 4)]], *b.arr, 2.0, (*a.arr)[idx[range(2, 6)]]);
+    for (garray::Index i = 0; i < 4; ++i)
+      for (garray::Index j = 0; j < 5; ++j) a.base().a[2 + i][j] = want[static_cast<std::size_t>(5 * i + j)];
+    CHECK(equal_everywhere(*a.arr, a.base()));  // rows 2..5 the result, the others untouched
+    CHECK(equal_everywhere(*b.arr, b.base()));
+  }
+}
+
+TEST_CASE("gemm completes every rank's earlier writes to A, B and C before it reads") {
+  // The last rank puts all three operands and calls gemm at once: no fence, no sync.
+  garray::Context ctx;
+  auto rng = test::Rng(test::shared_seed());
+  garray::GlobalArray<double, 2> a(ctx, {5, 4}), b(ctx, {4, 3}, garray::Distribution<2>::slab(1)),
+      c(ctx, {5, 3}, garray::Distribution<2>::slab(0));
+  std::vector<double> va(20), vb(12), vc(15);
+  for (auto* v : {&va, &vb, &vc})
+    for (auto& x : *v) x = rand_val<double>(rng);
+  if (ctx.rank() == ctx.size() - 1) {
+    a.put(idx[garray::all], std::span<const double>(va));
+    b.put(idx[garray::all], std::span<const double>(vb));
+    c.put(idx[garray::all], std::span<const double>(vc));
+  }
+  garray::gemm(1.0, a, b, 1.0, c);
+  std::vector<double> want = vc, got(15);
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 5, 3, 4, 1.0, va.data(), 4, vb.data(), 3, 1.0, want.data(), 3);
+  c.get(idx[garray::all], std::span<double>(got));
   CHECK(test::all_ranks(got == want));
 }
 

@@ -94,8 +94,11 @@ class Mutexes {
   void destroy();
 
   /// Local. The most tickets that were ahead of this rank's ticket when one of its lock()
-  /// calls first looked (the FIFO bound: at most P - 1, each another rank's critical
-  /// section to wait for; abandoned try_lock tickets are skipped without one).
+  /// calls first looked. Each rank has at most one ticket it waits or holds with and one it
+  /// abandoned in try_lock (skipped without a critical section) in the queue of a mutex:
+  /// with lock() alone at most P - 1 (the FIFO bound: each ticket another rank's critical
+  /// section to wait for), with try_lock() too at most 2P - 1 tickets, still at most P - 1
+  /// of them critical sections.
   std::int64_t max_queue_ahead() const noexcept { return max_ahead_; }
 
   /// Local. The array holding the lock words (for tests and statistics).
