@@ -63,7 +63,20 @@ void ghost_case(const garray::Context& ctx, test::Rng& g, garray::Index max_exte
     a.fill(sentinel);  // frames too
     auto ref = test::filled_reference<double, N>(shape);
     if (ctx.rank() == 0) a.put_section(garray::Section<N>::full(shape), std::span<const double>(ref.a.data(), ref.a.num_elements()));
+    auto& st = ctx.stats();
+    st.temp_bytes_peak = 0;
+    const auto before = st[garray::Op::get];
     garray::update_ghosts(a, periodic);
+    // straight into the frame: no temporaries, one get per (frame piece, owner)
+    CHECK(st.temp_bytes_peak == 0);
+    std::int64_t pieces = 0;
+    garray::detail::for_each_ghost_piece(a.local_box(), a.ghost(), shape, periodic,
+                                         [&](const garray::Box<N>& src, const Shape<N>&) {
+                                           if (dist.is_replicated()) ++pieces;  // the own copy
+                                           else a.distribution().for_each_block(src, [&](int, const auto&) { ++pieces; });
+                                         });
+    const auto& after = st[garray::Op::get];
+    CHECK(after.local_pieces + after.remote_pieces - before.local_pieces - before.remote_pieces == pieces);
     std::string why;
     CHECK_MESSAGE(test::all_ranks(frame_ok(a, ref, periodic, why)), why);
     // change the interior through access() (local writes), update again: frames follow

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -106,6 +107,33 @@ TEST_CASE("mutex: waiting ranks are served in the order they asked (FIFO)") {
   }
   CAPTURE(me);
   CHECK(mine == me);
+  ctx.barrier();
+}
+
+TEST_CASE("MutexGuard releases the mutex while an exception unwinds: the next rank gets it") {
+  garray::Context ctx;
+  garray::Mutexes m(ctx, 1);
+  if (ctx.rank() == 0) {
+    bool thrown = false;
+    try {
+      garray::MutexGuard g(m, 0);
+      throw std::runtime_error("failure inside the critical section");
+    } catch (const std::runtime_error&) {
+      thrown = true;
+    }
+    CHECK(thrown);
+    CHECK_FALSE(m.held(0));
+  }
+  ctx.barrier();
+  // every rank, rank 0's failed critical section before: each gets the mutex in turn (tries
+  // for at most 10 s: a mutex left held fails the check instead of hanging the test)
+  bool got = false;
+  for (const double t0 = MPI_Wtime(); !got && MPI_Wtime() - t0 < 10.0;) {
+    got = m.try_lock(0);
+    if (!got) let_others_run();
+  }
+  CHECK(got);
+  if (got) m.unlock(0);
   ctx.barrier();
 }
 
