@@ -48,7 +48,8 @@ TEST_CASE("runs and lists beyond MPI's int counts: chunked types, split pieces, 
   if (me == 0) {
     std::vector<double> probe(8), zeros(8, 0.0);
     via_mpi = rma_calls(ctx, [&] { a.get(garray::idx[range(lo, lo + 8)], std::span(probe)); });
-    acc_via_mpi = rma_calls(ctx, [&] { a.accumulate(garray::idx[range(lo, lo + 8)], std::span<const double>(zeros)); });
+    acc_via_mpi =
+        rma_calls(ctx, [&] { a.accumulate(garray::idx[range(lo, lo + 8)], std::span<const double>(zeros)); });
     a.fence();
   }
   INFO("window kind " << garray::to_string(ctx.window_kind()) << ", gets via MPI: " << via_mpi
@@ -74,25 +75,32 @@ TEST_CASE("runs and lists beyond MPI's int counts: chunked types, split pieces, 
   });
   on_rank0([&] {  // a strided run of 15 (step 2): halves until each call has at most 4: 3+4+4+4
     std::vector<double> got(15);
-    CHECK(rma_calls(ctx, [&] { a.get(garray::idx[range(lo + 1, lo + 31, 2)], std::span(got)); }) == expect(4));
-    for (Index k = 0; k < 15; ++k) CHECK(got[static_cast<std::size_t>(k)] == static_cast<double>(lo + 1 + 2 * k));
+    CHECK(rma_calls(ctx, [&] { a.get(garray::idx[range(lo + 1, lo + 31, 2)], std::span(got)); }) ==
+          expect(4));
+    for (Index k = 0; k < 15; ++k)
+      CHECK(got[static_cast<std::size_t>(k)] == static_cast<double>(lo + 1 + 2 * k));
     auto req = a.get_nb(garray::idx[range(lo + 30, lo, -2)], std::span(got));  // reversed too
     req.wait();
-    for (Index k = 0; k < 15; ++k) CHECK(got[static_cast<std::size_t>(k)] == static_cast<double>(lo + 30 - 2 * k));
+    for (Index k = 0; k < 15; ++k)
+      CHECK(got[static_cast<std::size_t>(k)] == static_cast<double>(lo + 30 - 2 * k));
   });
   on_rank0([&] {  // a reversed contiguous run of 30: one dense temporary, one call
     std::vector<double> got(30);
-    CHECK(rma_calls(ctx, [&] { a.get(garray::idx[range(lo + 32, lo + 2, -1)], std::span(got)); }) == expect(1));
-    for (Index k = 0; k < 30; ++k) CHECK(got[static_cast<std::size_t>(k)] == static_cast<double>(lo + 32 - k));
+    CHECK(rma_calls(ctx, [&] { a.get(garray::idx[range(lo + 32, lo + 2, -1)], std::span(got)); }) ==
+          expect(1));
+    for (Index k = 0; k < 30; ++k)
+      CHECK(got[static_cast<std::size_t>(k)] == static_cast<double>(lo + 32 - k));
   });
   on_rank0([&] {  // put and accumulate, strided and contiguous; the elements between untouched
     std::vector<double> v(15, -1.0), w(30, 0.5);
-    CHECK(rma_calls(ctx, [&] { a.put(garray::idx[range(lo, lo + 30, 2)], std::span<const double>(v)); }) == expect(4));
+    CHECK(rma_calls(ctx, [&] { a.put(garray::idx[range(lo, lo + 30, 2)], std::span<const double>(v)); }) ==
+          expect(4));
     CHECK(rma_calls(ctx, [&] {
             a.accumulate(garray::idx[range(lo + 30, lo + 60)], std::span<const double>(w), 2.0);
           }) == expect_acc(1));
-    CHECK(rma_calls(ctx, [&] { a.accumulate(garray::idx[range(lo + 31, lo + 61, 2)], std::span<const double>(v)); }) ==
-          expect_acc(4));
+    CHECK(rma_calls(ctx, [&] {
+            a.accumulate(garray::idx[range(lo + 31, lo + 61, 2)], std::span<const double>(v));
+          }) == expect_acc(4));
     a.fence();
     std::vector<double> got(64);
     a.get(garray::idx[range(lo, lo + 64)], std::span(got));
