@@ -538,7 +538,6 @@ class GlobalArray {
     detail::BlockLayout<N> layout{};
   };
 
-
   /// gather / scatter / scatter_acc over a list of indices: one transport call per owner.
   template <detail::Call C>
   void list_op(std::span<const shape_type> indices, T* vals, T alpha, int) const;

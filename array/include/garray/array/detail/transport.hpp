@@ -171,8 +171,6 @@ class RmaTransport {
       }
       return;
     }
-    if (p.size() > mpi_count_limit) [[unlikely]]
-      if (split<D>(p, buf)) return;
     // Target strides must be positive: flip reversed dimensions, which moves the reversal
     // to the user-buffer side.
     Shape<N> ts = p.block_str, bs = p.buf_str;
@@ -188,6 +186,10 @@ class RmaTransport {
     const auto it = collapse(p.count, ts, bs);
     bool reversed = false;
     for (int d = 0; d < it.nd; ++d) reversed = reversed || it.sb[static_cast<std::size_t>(d)] < 0;
+    if (p.size() > mpi_count_limit && !one_call(it, reversed)) [[unlikely]] {
+      split<D>(p, buf);
+      return;
+    }
     const MPI_Datatype base = D == Dir::acc ? acc_type<T>() : mpi_type<T>();
     MpiRegion target(base, sizeof(T), it.nd, it.count.data(), it.sa.data());
     T* origin = buf + boff;
@@ -252,32 +254,25 @@ class RmaTransport {
     note_target(r);
   }
 
-  /// A piece that one MPI call cannot describe (a strided run of more than mpi_count_limit,
-  /// i.e. INT_MAX, elements: an int counts it; contiguous runs beyond the limit are fine,
-  /// MpiRegion chunks them) is moved as two halves along its outermost dimension of more
-  /// than one element, recursively. Returns false when the piece needs no split. Mirrors
-  /// move()'s regions: target strides made positive, both sides collapsed together, a
-  /// buffer side still reversed packed into one dense (contiguous) temporary.
-  template <Dir D, std::size_t N>
-  bool split(const Piece<N>& p, T* buf) {
-    Shape<N> ts = p.block_str, bs = p.buf_str;
-    for (std::size_t d = 0; d < N; ++d)
-      if (ts[d] < 0) {
-        ts[d] = -ts[d];
-        bs[d] = -bs[d];
-      }
-    const auto it = collapse(p.count, ts, bs);
-    bool reversed = false;
-    for (int d = 0; d < it.nd; ++d) reversed = reversed || it.sb[static_cast<std::size_t>(d)] < 0;
-    bool fits = true;
+  /// True if one MPI call can describe the collapsed regions `it` (target side a, buffer
+  /// side b; a reversed buffer side travels as one dense temporary): every run fits an int
+  /// count (mpi_count_limit, INT_MAX), except a contiguous innermost run, which MpiRegion
+  /// chunks.
+  template <std::size_t N>
+  static bool one_call(const Strided2<N>& it, bool reversed) noexcept {
     for (int d = 0; d < it.nd; ++d) {
       const auto k = static_cast<std::size_t>(d);
       const bool chunkable = d == it.nd - 1 && it.sa[k] == 1 && (reversed || it.sb[k] == 1);
-      fits = fits && (it.count[k] <= mpi_count_limit || chunkable);
+      if (it.count[k] > mpi_count_limit && !chunkable) return false;
     }
-    if (fits) return false;
+    return true;
+  }
+  /// Moves a piece that one MPI call cannot describe (one_call) as two halves along its
+  /// outermost dimension of more than one element; move() splits the halves again as needed.
+  template <Dir D, std::size_t N>
+  void split(const Piece<N>& p, T* buf) {
     std::size_t k = 0;
-    while (p.count[k] <= 1) ++k;  // exists: the piece has more than mpi_count_limit >= 1 elements
+    while (p.count[k] <= 1) ++k;  // exists: the piece has more than mpi_count_limit >= 3 elements
     Piece<N> lo = p, hi = p;
     const Index h = p.count[k] / 2;
     lo.count[k] = h;
@@ -286,7 +281,6 @@ class RmaTransport {
     hi.buf_off += h * p.buf_str[k];
     move<D>(lo, buf);
     move<D>(hi, buf);
-    return true;
   }
 
   /// Nonblocking transfers: issue into `req` (set before the first move()).
