@@ -3,6 +3,12 @@
 // Every rank runs every test in the same order. Rank 0 prints normally; other ranks print
 // only failures, each line prefixed with "[rank r]". At the end the failure count is reduced
 // so rank 0 names the failing ranks, and every rank returns the same exit code.
+//
+// Fail fast: a rank that leaves a test case early (an exception escaped it, or a REQUIRE
+// failed) would leave the other ranks waiting in that test's next collective until ctest's
+// timeout. Once doctest has printed the failure, that rank aborts the job (MPI_Abort) and
+// names the test case; failed CHECKs do not leave the test case and keep the summary above.
+// tests/support/fail_fast.sh checks both.
 
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
@@ -65,6 +71,53 @@ void leak_check() {
 #endif
 }
 
+/// The fail-fast listener (see the top of this file). Listeners run before the console
+/// reporter, so the failure is only noted in log_assert/test_case_exception and acted on at
+/// the next event after it: the test case's end, or its re-entry for the next subcase (a
+/// rank re-entering while the others still wait in the previous subcase would pair
+/// collectives of different subcases).
+class FailFast : public doctest::IReporter {
+ public:
+  explicit FailFast(const doctest::ContextOptions&) {}
+  void report_query(const doctest::QueryData&) override {}
+  void test_run_start() override {}
+  void test_run_end(const doctest::TestRunStats&) override {}
+  void test_case_start(const doctest::TestCaseData& tc) override {
+    name_ = tc.m_name;
+    how_ = nullptr;
+  }
+  void test_case_reenter(const doctest::TestCaseData&) override { abort_if_left(); }
+  void test_case_end(const doctest::CurrentTestCaseStats&) override { abort_if_left(); }
+  void test_case_exception(const doctest::TestCaseException& e) override {
+    // A crash (a signal: SIGSEGV, or mpiexec's SIGTERM after another rank aborted) ends this
+    // process anyway, and mpiexec then ends the job.
+    if (!e.is_crash) how_ = "an exception escaped it";
+  }
+  void subcase_start(const doctest::SubcaseSignature&) override {}
+  void subcase_end() override {}
+  void log_assert(const doctest::AssertData& ad) override {
+    if (ad.m_failed && (ad.m_at & doctest::assertType::is_require) != 0) how_ = "a REQUIRE failed";
+  }
+  void log_message(const doctest::MessageData&) override {}
+  void test_case_skipped(const doctest::TestCaseData&) override {}
+
+ private:
+  void abort_if_left() const {
+    if (!how_) return;
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    std::cout.flush();
+    std::printf("[mpi] rank %d left test case \"%s\" early (%s; reported above): aborting every rank, "
+                "none is left waiting in a collective\n",
+                rank, name_.c_str(), how_);
+    std::fflush(stdout);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  std::string name_;
+  const char* how_ = nullptr;
+};
+REGISTER_LISTENER("mpi_fail_fast", 1, FailFast);
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -106,10 +159,10 @@ int main(int argc, char** argv) {
     const int rc = ctx.run();
     failed = rc != 0 ? 1 : 0;
     if (ctx.shouldExit()) {
-    #if defined(GARRAY_TEST_WITH_GA)
-  GA_Terminate();
+#if defined(GARRAY_TEST_WITH_GA)
+      GA_Terminate();
 #endif
-  MPI_Finalize();
+      MPI_Finalize();
       return rc;
     }
   }

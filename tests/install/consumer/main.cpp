@@ -2,6 +2,12 @@
 // the package has garray::io, write the array to a file and read it back).
 #include <garray/garray.hpp>
 
+// garray leaves the consumer's Boost assertion settings alone (it defined BOOST_DISABLE_ASSERTS
+// for every consumer, silencing BOOST_ASSERT in their debug builds too)
+#if defined(BOOST_DISABLE_ASSERTS) || defined(BOOST_ENABLE_ASSERT_HANDLER)
+#error "garray::garray changed the consumer's Boost assertion settings"
+#endif
+
 #include <cstdio>
 #include <vector>
 
