@@ -517,11 +517,12 @@ void write_section(const Group& loc, const std::string& name, GlobalArray<T, N>&
   sig.add(name).add(static_cast<std::uint64_t>(gd::type_code<T>())).seq(dims).add(a.id()).seq(o.chunk);
   sig.h = gd::section_hash(sig.h, sec);
   sig.add(static_cast<std::uint64_t>(o.transfer)).add(o.overwrite ? 1u : 0u);
+  sig.add(whole ? 1u : 0u);  // a whole array also writes its layout attributes (HDF5 metadata calls)
   const std::string ds = loc.dataset_where(name);
   loc.begin(
       what, sig.h,
       cat("dataset '", name, "', type ", type_name<T>(), ", shape ", gd::seq(dims), ", section ", sec,
-          ", chunk ", gd::seq(o.chunk)),
+          ", chunk ", gd::seq(o.chunk), whole ? ", whole array" : ", view"),
       [&] {
         check_target(loc, ctx, name, what);
         loc.writable(what);
@@ -742,14 +743,26 @@ std::vector<Index> dataset_shape(const Group& loc, const std::string& name, std:
   });
 }
 
+/// The handshake of read_array after its info(): `what` names T and N, so ranks asking for
+/// different ones disagree here; a dataset without N dimensions, or a recorded layout this
+/// N cannot use (`layout`, which may throw), is an error on the ranks where it is, and
+/// every rank throws (a local throw would leave the others in the create that follows).
+template <std::size_t N, class Layout>
+void read_array_begin(const Group& loc, const std::string& name, const DatasetInfo& inf, const std::string& what,
+                      bool recorded, Layout&& layout) {
+  loc.begin(what, Sig(what).add(name).add(recorded ? 1u : 0u).h,
+            cat("dataset '", name, recorded ? "', the recorded layout" : "', a given distribution"), [&] {
+              if (inf.shape.size() != N)
+                gd::raise<SizeMismatch>(what, ": ", loc.dataset_where(name), " has ", inf.shape.size(),
+                                        " dimensions, not ", N);
+              layout();
+            });
+}
+
+/// A new array of the dataset's shape, distributed as `dist` with `ghost`, read from it.
 template <Element T, std::size_t N>
-GlobalArray<T, N> read_array_as(const Group& loc, const std::string& name, const Distribution<N>& dist,
-                                const Shape<N>& ghost) {
-  const std::string what = call_name("read_array", type_name<T>(), N);
-  const DatasetInfo inf = info(loc, name);
-  if (inf.shape.size() != N)
-    gd::raise<SizeMismatch>(what, ": ", loc.dataset_where(name), " has ", inf.shape.size(),
-                            " dimensions, not ", N);
+GlobalArray<T, N> read_new(const Group& loc, const std::string& name, const DatasetInfo& inf,
+                           const Distribution<N>& dist, const Shape<N>& ghost) {
   Shape<N> shape{};
   for (std::size_t d = 0; d < N; ++d) shape[d] = inf.shape[d];
   auto a = gd::make_overwritten<T, N>(loc.context(), shape, dist, ghost);
@@ -758,13 +771,26 @@ GlobalArray<T, N> read_array_as(const Group& loc, const std::string& name, const
 }
 
 template <Element T, std::size_t N>
+GlobalArray<T, N> read_array_as(const Group& loc, const std::string& name, const Distribution<N>& dist,
+                                const Shape<N>& ghost) {
+  const std::string what = call_name("read_array", type_name<T>(), N);
+  const DatasetInfo inf = info(loc, name);
+  read_array_begin<N>(loc, name, inf, what, false, [] {});
+  return read_new<T, N>(loc, name, inf, dist, ghost);
+}
+
+template <Element T, std::size_t N>
 GlobalArray<T, N> read_array_recorded(const Group& loc, const std::string& name) {
   const std::string what = call_name("read_array", type_name<T>(), N);
   const DatasetInfo inf = info(loc, name);
+  std::optional<Distribution<N>> dist;
   Shape<N> ghost{};
-  if (inf.ghost.size() == N)
-    for (std::size_t d = 0; d < N; ++d) ghost[d] = inf.ghost[d];
-  return read_array<T, N>(loc, name, recorded_distribution<N>(inf, what), ghost);
+  read_array_begin<N>(loc, name, inf, what, true, [&] {
+    dist = recorded_distribution<N>(inf, what);
+    if (inf.ghost.size() == N)
+      for (std::size_t d = 0; d < N; ++d) ghost[d] = inf.ghost[d];
+  });
+  return read_new<T, N>(loc, name, inf, *dist, ghost);
 }
 
 }  // namespace garray::io::detail

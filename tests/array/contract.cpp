@@ -470,6 +470,55 @@ TEST_CASE("collectives called with an argument that differs on one rank throw on
     else (void)garray::redistribute(a, garray::Distribution<2>::slab(0));
   });
   mismatch("create shape", [&] { garray::GlobalArray<double, 2> c(ctx, {8, odd ? 7 : 6}); });
+  mismatch("create zeroed vs uninitialized", [&] {  // also the numeric layer's zeros vs empty
+    if (odd) garray::GlobalArray<double, 2> c(ctx, {8, 6}, garray::uninitialized);
+    else garray::GlobalArray<double, 2> c(ctx, {8, 6});
+  });
+  mismatch("zeros vs empty", [&] {
+    if (odd) (void)garray::empty<double>(ctx, Shape<2>{8, 6});
+    else (void)garray::zeros<double>(ctx, Shape<2>{8, 6});
+  });
+  // assign_reduce: the reducer and the functor are part of the call (same output, same data
+  // written, but different partials combined)
+  mismatch("assign_reduce reducer", [&] {
+    if (odd) (void)garray::assign_max_abs_change(b, a);
+    else (void)garray::assign_norm2_change(b, a);
+  });
+  mismatch("assign_reduce functor", [&] {
+    const auto sq = [](double n, double o) { return (n - o) * (n - o); };
+    const auto count = [](double n, double o) { return static_cast<std::int64_t>(n != o); };
+    if (odd) (void)garray::assign_reduce(b, a, garray::sum_reducer{}, count);
+    else (void)garray::assign_reduce(b, a, garray::sum_reducer{}, sq);
+  });
+  // the axis-less scan flattens (other collective calls after the handshake): not axis 0's
+  mismatch("cumsum flattened vs axis 0", [&] {
+    if (odd) (void)garray::cumsum(a);
+    else (void)garray::cumsum(a, garray::Axis{0});
+  });
+  mismatch("cumsum flattened vs axis 0, a view", [&] {
+    if (odd) (void)garray::cumsum(a[idx[range(1, 5)]]);
+    else (void)garray::cumsum(a[idx[range(1, 5)]], garray::Axis{0});
+  });
+  mismatch("create ghost width", [&] {
+    garray::GlobalArray<double, 2> c(ctx, {8, 6}, garray::Distribution<2>::blocked(), {odd ? 1 : 0, 0});
+  });
+  mismatch("eval distribution", [&] {
+    (void)garray::eval(a + 1.0, odd ? garray::Distribution<2>::slab(0) : garray::Distribution<2>::slab(1));
+  });
+  mismatch("linspace start", [&] { (void)garray::linspace<double>(ctx, odd ? 0.5 : 0.0, 1.0, 5); });
+  mismatch("eye diagonal", [&] { (void)garray::eye<double>(ctx, 4, 4, odd ? 1 : 0); });
+  {  // gemm: C is written, so it is among the arrays that must stay unchanged
+    garray::GlobalArray<double, 2> c(ctx, {8, 8});
+    garray::iota(c, 3.0, 0.25);
+    const auto a6 = a[idx[range(0, 6)]], b6 = b[idx[range(2, 8)]];
+    const auto c6 = c[idx[range(0, 6)][range(0, 6)]];
+    expect_mismatch(ctx, "gemm beta", [&] {
+      garray::gemm(garray::MatOp::none, garray::MatOp::transpose, 1.0, a, b, odd ? 0.5 : 0.0, c);
+    }, false, {&a, &b, &c});
+    expect_mismatch(ctx, "gemm op", [&] {
+      garray::gemm(odd ? garray::MatOp::transpose : garray::MatOp::none, garray::MatOp::none, 1.0, a6, b6, 0.0, c6);
+    }, false, {&a, &b, &c});
+  }
   mismatch("barrier vs split", [&] {
     if (odd) ctx.barrier();
     else (void)ctx.split(0);
@@ -671,6 +720,36 @@ TEST_CASE("moved-from arrays, stale views and expressions throw instead of crash
   CHECK_THROWS_AS(dv.get(std::span<double>(buf)), garray::InvalidArgument);
   d.get(idx[range()], std::span<double>(buf));
   check_context_works(ctx);
+}
+
+TEST_CASE("a Context moved from on one rank only stays valid: no rank waits") {
+  // A Context is a shared handle and moving one copies it. Were the source emptied, the
+  // moved-from rank would throw locally in the next collective and leave the others in it.
+  garray::Context world;
+  const int p = world.size(), me = world.rank();
+  garray::Context ctx = world.split(0);
+  std::optional<garray::Context> taken;
+  if (me == p - 1) taken.emplace(std::move(ctx));
+  CHECK(ctx.valid());
+  if (taken) CHECK(*taken == ctx);
+  std::string m;
+  const Got g = outcome(
+      [&] {
+        garray::GlobalArray<double, 1> a(ctx, {Index(3 * p)});
+        garray::iota(a, 1.0, 1.0);
+        CHECK(garray::sum(a) == static_cast<double>(3 * p * (3 * p + 1) / 2));
+        ctx.barrier();
+      },
+      &m);
+  CAPTURE(m);
+  CHECK(g == Got::nothing);
+  garray::Context assigned = world;  // move assignment copies too
+  garray::Context other = world.split(1);
+  if (me == 0) assigned = std::move(other);
+  CHECK(other.valid());
+  CHECK(test::all_ranks(other.valid() && assigned.valid()));
+  check_context_works(ctx);
+  check_context_works(other);
 }
 
 TEST_CASE("an invalid Context throws on use") {

@@ -269,6 +269,9 @@ auto assign_reduce_sweep(O&& out_, const E& e, Red red, F f, const char* what) {
   constexpr std::size_t M = V::dims;
   Plan<M> p;
   p.what = what;
+  // The reducer and the functor are arguments outside the expression: ranks passing
+  // different ones would combine different partials (or partials of different sizes).
+  p.salt = hash_mix(hash_string(typeid(Red).name()), hash_string(typeid(F).name()));
   setup_assign(p, out, e);
   Acc acc = Red::template identity<Acc>();
   run_assign(p, out, e, [&] {

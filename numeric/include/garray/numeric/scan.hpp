@@ -156,18 +156,21 @@ void scan_in_place(GlobalArray<Acc, M>& out, std::size_t ax, std::string_view wh
   out.sync();
 }
 
-/// The handshake of a scan: the operand, the axis and the kind; a bad axis throws
-/// InvalidArgument on this rank (every rank where it is bad; CollectiveMismatch elsewhere).
+/// The handshake of a scan: the operand, the axis (or `flat`: the axis-less form, which
+/// makes other collective calls after it) and the kind; a bad axis throws InvalidArgument on
+/// this rank (every rank where it is bad; CollectiveMismatch elsewhere).
 template <std::size_t M, class E>
-void scan_prepare(Plan<M>& p, const E& e, Axis given, std::string_view what) {
+void scan_prepare(Plan<M>& p, const E& e, Axis given, std::string_view what, bool flat = false) {
   p.what = what;
   set_free_driver(p, e);
   std::exception_ptr bad;
   const std::size_t axis = axis_index<M>(given);  // Axis{-1} and Axis{M - 1} agree
   if (axis >= M) bad = std::make_exception_ptr(InvalidArgument(message(what, ": axis ", given.value, " for a ", M, "-d operand")));
-  p.sig = hash_mix(p.sig, axis);
+  p.sig = hash_mix(p.sig, flat ? ~std::uint64_t{0} : static_cast<std::uint64_t>(axis));
   // A bad axis is this rank's invalid argument at the handshake (see prepare).
-  prepare(p, e, std::string("expression ") + typeid(E).name() + ", axis " + std::to_string(axis), bad);
+  prepare(p, e,
+          std::string("expression ") + typeid(E).name() + (flat ? ", flattened" : ", axis " + std::to_string(axis)),
+          bad);
 }
 
 template <bool Prod, ArrayOperand X, std::size_t M>
@@ -303,7 +306,7 @@ auto scan_flat(const X& x, std::string_view what) {
     return scan_axis<Prod>(x, Axis{0}, std::optional<Distribution<1>>(Distribution<1>::blocked()), what);
   } else {
     Plan<M> p;
-    scan_prepare(p, e, Axis{0}, what);
+    scan_prepare(p, e, Axis{0}, what, true);
     GlobalArray<Acc, M> t(*p.ctx, p.shape, Distribution<M>::blocked(), Shape<M>{}, uninitialized);
     assign(t, cast<Acc>(e));
     GlobalArray<Acc, 1> flat(*p.ctx, Shape<1>{volume(p.shape)}, Distribution<1>::blocked(), Shape<1>{}, uninitialized);

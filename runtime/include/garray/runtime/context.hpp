@@ -97,6 +97,17 @@ class Context {
   /// same order, else every rank throws InvalidArgument.
   Context(MPI_Comm comm, RankOrder order);
 
+  /// Local. Another handle to the same context.
+  Context(const Context&) = default;
+  /// Local. Makes this a handle to `o`'s context.
+  Context& operator=(const Context&) = default;
+  /// Local. A Context is a shared handle, so moving one copies it: the source stays valid
+  /// and refers to the same context. (A moved-from handle that went empty on one rank would
+  /// throw locally in the next collective and leave the other ranks waiting in it.)
+  Context(Context&& o) noexcept : Context(static_cast<const Context&>(o)) {}
+  /// Local. As the copy assignment: `o` stays valid (see the move constructor).
+  Context& operator=(Context&& o) noexcept { return *this = static_cast<const Context&>(o); }
+
   /// Splits into process groups like MPI_Comm_split. **Collective over this context**
   /// (handshaked: a rank calling another collective meanwhile makes every rank throw
   /// CollectiveMismatch). Returns this rank's new context: the ranks that passed the same
@@ -104,8 +115,9 @@ class Context {
   /// empty context (`valid() == false`).
   Context split(int color, int key = 0) const;
 
-  /// Local. False for the empty context split() gives ranks that passed MPI_UNDEFINED (and
-  /// for a moved-from handle). Every operation on an invalid context throws InvalidArgument.
+  /// Local. False for the empty context split() gives ranks that passed MPI_UNDEFINED (a
+  /// moved-from handle stays valid: moving copies). Every operation on an invalid context
+  /// throws InvalidArgument.
   bool valid() const noexcept { return state_ != nullptr; }
   /// Local. Throws InvalidArgument naming `what` unless valid().
   void check_valid(std::string_view what) const {

@@ -118,11 +118,17 @@ GlobalArray<T, N>::GlobalArray(const Context& ctx, const shape_type& shape, cons
     // signature: a rank that destroyed an array the others keep fails here, everywhere.
     plan = cache.plan(slot_, bytes);
     sig = detail::hash_mix(sig, plan.signature);
+    // Zeroing or not is an argument like the others (not part of the key: any window serves
+    // both): ranks that disagree would leave some blocks stale in an array others see as zeros.
+    sig = detail::hash_mix(sig, zero ? 0x7a65726fu : 0x756e696eu);
   }
   // A rank whose arguments are invalid throws its own error, the others CollectiveMismatch.
   detail::agree_signature(
       ctx.comm(), sig, name(detail::Call::create),
-      [&] { return describe_args(shape, dist) + ", " + cache.describe() + (plan.hit ? ", hit" : ", miss"); },
+      [&] {
+        return describe_args(shape, dist) + (zero ? ", zeroed, " : ", uninitialized, ") + cache.describe() +
+               (plan.hit ? ", hit" : ", miss");
+      },
       err);
   dist_ = std::move(*resolved);
   my_box_ = dist_.block(ctx.rank());
