@@ -294,8 +294,12 @@ void File::close() {
 }
 
 DatasetInfo info(const Group& loc, const std::string& name) {
-  const std::string what = "garray::io::info";
-  loc.begin(what, detail::Sig(what).add(name).h, "dataset '" + name + "'", [] {});
+  return detail::info_as(loc, name, "garray::io::info", 0);
+}
+
+DatasetInfo detail::info_as(const Group& loc, const std::string& name, const std::string& what,
+                            std::uint64_t salt) {
+  loc.begin(what, detail::Sig(what).add(name).add(salt).h, "dataset '" + name + "'", [] {});
   return detail::concluded(loc.comm(), what, [&] {
     detail::silence_hdf5();
     const std::string ds = loc.dataset_where(name);

@@ -110,7 +110,6 @@ inline void handshake(const Context& ctx, std::uint64_t sig, std::string_view wh
   for (const gd::Window* w : wins) w->memory_sync();
 }
 
-/// An HDF5 identifier closed on destruction.
 /// Signature of a call and its arguments.
 struct Sig {
   std::uint64_t h;
@@ -130,6 +129,10 @@ struct Sig {
     return *this;
   }
 };
+
+/// info() under another call's name, with `salt` (that call's arguments) in its handshake
+/// (io.cpp).
+DatasetInfo info_as(const Group& loc, const std::string& name, const std::string& what, std::uint64_t salt);
 
 /// The pieces streamed into one string (gd::message without the rank suffix).
 template <class... Args>
@@ -743,22 +746,6 @@ std::vector<Index> dataset_shape(const Group& loc, const std::string& name, std:
   });
 }
 
-/// The handshake of read_array after its info(): `what` names T and N, so ranks asking for
-/// different ones disagree here; a dataset without N dimensions, or a recorded layout this
-/// N cannot use (`layout`, which may throw), is an error on the ranks where it is, and
-/// every rank throws (a local throw would leave the others in the create that follows).
-template <std::size_t N, class Layout>
-void read_array_begin(const Group& loc, const std::string& name, const DatasetInfo& inf, const std::string& what,
-                      bool recorded, Layout&& layout) {
-  loc.begin(what, Sig(what).add(name).add(recorded ? 1u : 0u).h,
-            cat("dataset '", name, recorded ? "', the recorded layout" : "', a given distribution"), [&] {
-              if (inf.shape.size() != N)
-                gd::raise<SizeMismatch>(what, ": ", loc.dataset_where(name), " has ", inf.shape.size(),
-                                        " dimensions, not ", N);
-              layout();
-            });
-}
-
 /// A new array of the dataset's shape, distributed as `dist` with `ghost`, read from it.
 template <Element T, std::size_t N>
 GlobalArray<T, N> read_new(const Group& loc, const std::string& name, const DatasetInfo& inf,
@@ -770,27 +757,35 @@ GlobalArray<T, N> read_new(const Group& loc, const std::string& name, const Data
   return a;
 }
 
+/// read_array's query of the dataset: info() under read_array's own name (which carries T
+/// and N) and with the form (`recorded` layout or a given distribution) in its handshake,
+/// so ranks asking for different ones, or calling info() meanwhile, disagree there. Then
+/// every rank holds the same DatasetInfo and the same N, so the checks on it that follow
+/// throw on every rank alike.
+template <std::size_t N>
+DatasetInfo read_array_info(const Group& loc, const std::string& name, const std::string& what, bool recorded) {
+  DatasetInfo inf = info_as(loc, name, what, recorded ? 2 : 1);
+  if (inf.shape.size() != N)
+    gd::raise<SizeMismatch>(what, ": ", loc.dataset_where(name), " has ", inf.shape.size(), " dimensions, not ",
+                            N);
+  return inf;
+}
+
 template <Element T, std::size_t N>
 GlobalArray<T, N> read_array_as(const Group& loc, const std::string& name, const Distribution<N>& dist,
                                 const Shape<N>& ghost) {
   const std::string what = call_name("read_array", type_name<T>(), N);
-  const DatasetInfo inf = info(loc, name);
-  read_array_begin<N>(loc, name, inf, what, false, [] {});
-  return read_new<T, N>(loc, name, inf, dist, ghost);
+  return read_new<T, N>(loc, name, read_array_info<N>(loc, name, what, false), dist, ghost);
 }
 
 template <Element T, std::size_t N>
 GlobalArray<T, N> read_array_recorded(const Group& loc, const std::string& name) {
   const std::string what = call_name("read_array", type_name<T>(), N);
-  const DatasetInfo inf = info(loc, name);
-  std::optional<Distribution<N>> dist;
+  const DatasetInfo inf = read_array_info<N>(loc, name, what, true);
   Shape<N> ghost{};
-  read_array_begin<N>(loc, name, inf, what, true, [&] {
-    dist = recorded_distribution<N>(inf, what);
-    if (inf.ghost.size() == N)
-      for (std::size_t d = 0; d < N; ++d) ghost[d] = inf.ghost[d];
-  });
-  return read_new<T, N>(loc, name, inf, *dist, ghost);
+  if (inf.ghost.size() == N)
+    for (std::size_t d = 0; d < N; ++d) ghost[d] = inf.ghost[d];
+  return read_new<T, N>(loc, name, inf, recorded_distribution<N>(inf, what), ghost);
 }
 
 }  // namespace garray::io::detail

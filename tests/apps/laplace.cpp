@@ -247,7 +247,7 @@ TEST_CASE("combine_partials: the rank-order sum on every rank; a rank that faile
       what = e.what();
       own = true;
     }
-    CAPTURE(what);
+    INFO("what := " << std::string(what));
     CHECK(what.find("sweep broke on the victim") != std::string::npos);  // every rank learns why
     if (ctx.rank() == victim) {
       CHECK(own);  // the victim rethrows its own error

@@ -825,7 +825,7 @@ TEST_CASE("settings from the environment: GARRAY_CACHE_DEPTH and GARRAY_CACHE_BY
   }
   for (const auto& [name, bad] : {std::pair{"GARRAY_CACHE_WINDOWS", "7K"}, std::pair{"GARRAY_CACHE_IDLE", "x"},
                                   std::pair{"GARRAY_CACHE_DEPTH", "three"}, std::pair{"GARRAY_CACHE_DEPTH", "-1"}}) {
-    CAPTURE(name);
+    INFO("name := " << std::string(name));
     CAPTURE(bad);
     const ScopedEnv env(name, bad);
     CHECK_THROWS_AS(garray::Context{}, garray::InvalidArgument);

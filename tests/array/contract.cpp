@@ -90,7 +90,7 @@ void expect_fault(const garray::Context& ctx, const char* point, int victim, Op&
 template <class Op>
 void expect_mismatch(const garray::Context& ctx, const char* what, Op&& op, bool odd_may_differ = false,
                      std::initializer_list<A2*> unchanged = {}) {
-  CAPTURE(what);
+  INFO("what := " << std::string(what));  // CAPTURE prints a const char* as its address
   const auto before = elements(unchanged);
   std::string msg;
   const Got g = outcome(op, &msg);
@@ -572,7 +572,7 @@ TEST_CASE("an invalid call on one rank meeting a plain collective elsewhere: eve
       {"cache clear", [&] { ctx.cache().clear(); }},
   };
   for (const auto& [name, call] : others) {
-    CAPTURE(name);
+    INFO("name := " << std::string(name));
     std::string m;
     const Got g = outcome(
         [&] {

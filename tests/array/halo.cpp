@@ -209,7 +209,7 @@ TEST_CASE("every spelling of a whole-array fill sets the ghosts too; a partial f
        [&](double v) { a[garray::idx[garray::range(garray::_, garray::_, -1)][garray::range(garray::_, garray::_, -1)]].fill(v); }},
   };
   for (const auto& [name, fill] : spellings) {
-    CAPTURE(name);
+    INFO("name := " << std::string(name));
     a.fill(sentinel);
     fill(2.5);
     CHECK(test::all_ranks(frame_is([](garray::Index, garray::Index) { return 2.5; })));

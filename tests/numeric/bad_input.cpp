@@ -150,7 +150,7 @@ TEST_CASE("an argument bad on one rank only (gemm, arange, linspace, eye): that 
   if (ctx.size() < 2) return;
   const bool odd = ctx.rank() == ctx.size() - 1;
   const auto check = [&](const char* what, const char* part, auto&& f) {
-    CAPTURE(what);
+    INFO("what := " << std::string(what));
     test::expect_one_rank_error<garray::Error>(ctx.rank(), ctx.size() - 1, part, f);
   };
   A2 a(ctx, {4, 3}), b(ctx, {3, 5}), c(ctx, {4, 5}), wrong(ctx, {5, 4});
@@ -177,7 +177,7 @@ TEST_CASE("an array moved from on one rank only: every collective taking it thro
   std::optional<A2> moved;
   if (ctx.rank() == bad) moved.emplace(std::move(a));
   const auto expect = [&](const char* what, auto&& f) {
-    CAPTURE(what);
+    INFO("what := " << std::string(what));
     test::expect_one_rank_error<garray::InvalidArgument>(ctx.rank(), bad, "moved from", f);
   };
   expect("sync", [&] { a.sync(); });

@@ -282,7 +282,7 @@ TEST_CASE("integer arithmetic as NumPy: exact powers, wrapping + * and sums, a n
       {"where", [&] { (void)garray::eval(garray::where(neg > 0, neg, garray::pow(neg, neg))); }},
   };
   for (const auto& [name, use] : uses) {
-    CAPTURE(name);
+    INFO("name := " << std::string(name));
     std::string msg;
     const test::Got g = test::outcome(use, &msg);
     CAPTURE(msg);
