@@ -235,14 +235,15 @@ bool type_matches(hid_t t) {
 }
 
 inline bool link_exists(hid_t loc, const std::string& name) {
-  // H5Lexists fails on a missing intermediate group: walk the path.
-  std::string prefix;
+  // H5Lexists fails on a missing intermediate group: walk the path. A leading '/' is the
+  // file's root, as for every other HDF5 call on `name`.
+  std::string prefix = name.starts_with('/') ? "/" : "";
   std::size_t pos = 0;
   while (pos <= name.size()) {
     const std::size_t slash = name.find('/', pos);
     const std::string part = name.substr(pos, slash == std::string::npos ? std::string::npos : slash - pos);
     if (!part.empty()) {
-      prefix += (prefix.empty() ? "" : "/") + part;
+      prefix += (prefix.empty() || prefix == "/" ? "" : "/") + part;
       if (H5Lexists(loc, prefix.c_str(), H5P_DEFAULT) <= 0) {
         H5Eclear2(H5E_DEFAULT);
         return false;
@@ -554,6 +555,11 @@ void write_section(const Group& loc, const std::string& name, GlobalArray<T, N>&
     if (exists && !o.overwrite)
       gd::raise<FileError>(what, ": ", ds,
                            " already exists (pass WriteOptions{.overwrite = true} to replace it)");
+    if (exists) {  // overwrite replaces a dataset, never a group (with all below it) or a named type
+      Hid obj(H5Oopen(loc.id(), name.c_str(), H5P_DEFAULT), H5Oclose);
+      if (!obj.valid() || H5Iget_type(obj.get()) != H5I_DATASET)
+        gd::raise<FileError>(what, ": ", ds, " exists and is not a dataset (overwrite replaces datasets only)");
+    }
     if (!plan.empty && !plan.direct) tmp.reset(new T[static_cast<std::size_t>(plan.n)]);
     ftype = h5_type<T>();
     const auto hd = to_hsize(dims);
@@ -565,7 +571,8 @@ void write_section(const Group& loc, const std::string& name, GlobalArray<T, N>&
       std::vector<hsize_t> ch;
       for (std::size_t k = 0; k < dims.size(); ++k)
         ch.push_back(static_cast<hsize_t>(std::min(o.chunk[k], dims[k])));
-      H5Pset_chunk(dcpl.get(), static_cast<int>(ch.size()), ch.data());
+      if (H5Pset_chunk(dcpl.get(), static_cast<int>(ch.size()), ch.data()) < 0)
+        gd::raise<FileError>(what, ": ", ds, ": HDF5 rejects chunk ", gd::seq(o.chunk), ": ", hdf5_message());
     }
     H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER);  // every element is written
     lcpl = Hid(H5Pcreate(H5P_LINK_CREATE), H5Pclose);

@@ -161,6 +161,18 @@ TEST_CASE("io: empty blocks (more ranks than rows), replicated arrays, several a
     io::write(f, "fields/a", a3, over);
     io::read(grp, "a", a2);
     CHECK(bitwise_equal(all_of(a2), all_of(a3)));
+    // ... and never a group (it unlinked the group and everything in it)
+    const std::string m = message_of<io::FileError>([&] { io::write(f, "fields", a3, over); });
+    CHECK(contains(m, "is not a dataset"));
+    CHECK(f.contains("fields/a"));
+    CHECK(f.contains("fields/r"));
+    // a leading '/' is the file's root from a subgroup too (existence, overwrite)
+    CHECK(grp.contains("/fields/a"));
+    CHECK_FALSE(grp.contains("/a"));
+    fill_bits(a3, 10);
+    io::write(grp, "/fields/a", a3, over);
+    io::read(grp, "a", a2);
+    CHECK(bitwise_equal(all_of(a2), all_of(a3)));
     // user attributes: scalars of every type, strings, on groups and datasets
     f.set_attribute("title", std::string("test file"));
     grp.set_attribute("step", std::int64_t{250});

@@ -91,7 +91,9 @@ struct WriteOptions {
   /// Chunk extents (one per dataset dimension); empty: contiguous storage.
   std::vector<Index> chunk;
   Transfer transfer = Transfer::collective;  ///< MPI-IO transfer mode of the data
-  /// Replace an existing dataset of that name (otherwise writing over one is an error).
+  /// Replace an existing dataset of that name (otherwise writing over one is an error). Only
+  /// a dataset: a group of that name is a FileError. The old dataset is removed before the
+  /// new one is created (a write failing after that has lost it).
   bool overwrite = false;
 };
 
