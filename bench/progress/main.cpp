@@ -7,6 +7,11 @@
 //   busy  after a barrier the target computes for --busy seconds without calling MPI; the
 //         origin sleeps --delay seconds (so the target is inside its loop) and times the
 //         same get
+//   busy + progress()   the same, the target calling ctx.progress() every --poll seconds
+//   busy + MPI_Iprobe   the same, the target calling MPI_Iprobe on the context's
+//         communicator every --poll seconds (what ctx.progress() did before it also tested
+//         a pending receive: Open MPI's pml/ucx runs its whole progress engine only on every
+//         100th probe)
 // Medians over --reps; the ratio busy/idle is the bar of issue 13 (<= 2 with the progress
 // option on). The progress mode is the environment's (GARRAY_PROGRESS=none|thread): run it
 // once per mode (bench/progress/run_cluster.sh does, across the simulated hosts).
@@ -29,11 +34,19 @@ namespace gb = garray::bench;
 namespace po = boost::program_options;
 
 namespace {
-double compute(double seconds) {  // no MPI call inside (MPI_Wtime is not a progress call)
+// Computes for `seconds`, calling poll() every `every` seconds (never if every <= 0). No
+// other MPI call inside (MPI_Wtime is not a progress call).
+template <class Poll>
+double compute(double seconds, double every, Poll&& poll) {
   const double t0 = MPI_Wtime();
-  double x = 0;
-  while (MPI_Wtime() - t0 < seconds)
+  double x = 0, next = every;
+  while (MPI_Wtime() - t0 < seconds) {
     for (int i = 0; i < 1000; ++i) x += i * 1e-9;
+    if (every > 0 && MPI_Wtime() - t0 >= next) {
+      poll();
+      next += every;
+    }
+  }
   return x;
 }
 }  // namespace
@@ -44,12 +57,13 @@ int main(int argc, char** argv) {
   int status = 0;
   {
     int reps = 7;
-    double busy = 0.1, delay = 0.01;
+    double busy = 0.1, delay = 0.01, poll = 0.001;
     std::string csv, label;
     po::options_description opts("bench_progress options");
     opts.add_options()("help", "show this help")("reps", po::value(&reps)->default_value(reps), "repetitions (medians)")(
         "busy", po::value(&busy)->default_value(busy), "seconds the busy target computes")(
         "delay", po::value(&delay)->default_value(delay), "seconds the origin waits before its get")(
+        "poll", po::value(&poll)->default_value(poll), "seconds between the polling target's progress calls")(
         "label", po::value(&label)->default_value(""), "a tag for the CSV row (e.g. the MPI and settings)")(
         "csv", po::value(&csv)->default_value(""), "append results to this CSV file");
     po::variables_map vm;
@@ -83,9 +97,9 @@ int main(int argc, char** argv) {
     bool ok = true;
     struct Cell {
       std::size_t bytes;
-      std::vector<double> idle, busy;
+      std::vector<double> idle, busy, polled, probed;
     };
-    std::vector<Cell> cells = {{8, {}, {}}, {std::size_t(n) * 8, {}, {}}};
+    std::vector<Cell> cells = {{8, {}, {}, {}, {}}, {std::size_t(n) * 8, {}, {}, {}, {}}};
     for (int r = 0; r < reps + 1; ++r)  // one warm-up rep
       for (auto& c : cells) {
         const garray::Index cnt = static_cast<garray::Index>(c.bytes / 8);
@@ -102,29 +116,42 @@ int main(int argc, char** argv) {
         if (me == 0) s = one();
         MPI_Barrier(ctx.comm());
         if (me == 0 && r > 0) c.idle.push_back(s);
-        // busy: the target computes without MPI calls
-        MPI_Barrier(ctx.comm());
-        if (me == 1) {
-          if (compute(busy) < 0) std::cout << "";
-        } else {
-          std::this_thread::sleep_for(std::chrono::duration<double>(delay));
-          s = one();
-        }
-        MPI_Barrier(ctx.comm());
-        if (me == 0 && r > 0) c.busy.push_back(s);
+        // busy: the target computes without MPI calls (every <= 0), or polling with `poll`
+        const auto busy_get = [&](double every, auto&& poll_fn, std::vector<double>& out) {
+          MPI_Barrier(ctx.comm());
+          if (me == 1) {
+            if (compute(busy, every, poll_fn) < 0) std::cout << "";
+          } else {
+            std::this_thread::sleep_for(std::chrono::duration<double>(delay));
+            s = one();
+          }
+          MPI_Barrier(ctx.comm());
+          if (me == 0 && r > 0) out.push_back(s);
+        };
+        busy_get(0, [] {}, c.busy);
+        busy_get(poll, [&] { ctx.progress(); }, c.polled);
+        busy_get(poll, [&] {
+          int flag = 0;
+          MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, ctx.comm(), &flag, MPI_STATUS_IGNORE);
+        }, c.probed);
       }
     int all_ok = ok ? 1 : 0;
     MPI_Allreduce(MPI_IN_PLACE, &all_ok, 1, MPI_INT, MPI_MIN, ctx.comm());
     if (me == 0) {
-      std::cout << "| progress | get | idle target (us) | busy target (us) | busy/idle |\n|---|---:|---:|---:|---:|\n";
+      std::cout << "| progress | get | idle target (us) | busy target (us) | busy/idle | busy, progress() every "
+                << poll * 1e3 << " ms (us) | busy, MPI_Iprobe every " << poll * 1e3
+                << " ms (us) |\n|---|---:|---:|---:|---:|---:|---:|\n";
       for (const auto& c : cells) {
         const double i = gb::median(c.idle) * 1e6, b = gb::median(c.busy) * 1e6;
+        const double pp = gb::median(c.polled) * 1e6, pi = gb::median(c.probed) * 1e6;
         std::cout << "| " << garray::to_string(ctx.progress_mode()) << " | " << gb::format_bytes(c.bytes) << " | "
                   << std::fixed << std::setprecision(1) << i << " | " << b << " | " << std::setprecision(2) << b / i
-                  << " |\n";
+                  << " | " << std::setprecision(1) << pp << " | " << pi << " |\n";
         if (!csv.empty()) {
-          gb::CsvWriter w(csv, "bench,label,progress,bytes,idle_s,busy_s,busy_over_idle");
-          w.row("progress", label, garray::to_string(ctx.progress_mode()), c.bytes, i * 1e-6, b * 1e-6, b / i);
+          gb::CsvWriter w(csv, "bench,label,progress,bytes,idle_s,busy_s,busy_over_idle,busy_progress_calls_s,"
+                               "busy_iprobe_calls_s,poll_s");
+          w.row("progress", label, garray::to_string(ctx.progress_mode()), c.bytes, i * 1e-6, b * 1e-6, b / i,
+                pp * 1e-6, pi * 1e-6, poll);
         }
       }
       std::cout << "check=" << (all_ok ? "pass" : "FAIL") << '\n';

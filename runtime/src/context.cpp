@@ -602,8 +602,7 @@ std::uint64_t Context::next_array_id() {
 
 void Context::progress() const {
   check_valid("Context::progress");
-  int flag = 0;
-  detail::check_mpi(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm_, &flag, MPI_STATUS_IGNORE), "MPI_Iprobe");
+  detail::poll_progress(comm_);
 }
 
 bool Context::agree(bool ok) const {

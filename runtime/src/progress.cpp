@@ -50,6 +50,42 @@ std::chrono::microseconds progress_interval() {
 }
 
 namespace {
+// poll_progress's receive: made on first use, freed by an MPI_COMM_SELF attribute, whose
+// deletion MPI_Finalize starts with (as the thread's below).
+struct PollReceive {
+  MPI_Comm self = MPI_COMM_NULL;
+  MPI_Request req = MPI_REQUEST_NULL;
+  int sink = 0;
+};
+PollReceive poll_receive;
+int poll_keyval = MPI_KEYVAL_INVALID;
+int free_poll_receive(MPI_Comm, int, void*, void*) {
+  if (poll_receive.req != MPI_REQUEST_NULL) {
+    MPI_Cancel(&poll_receive.req);
+    MPI_Wait(&poll_receive.req, MPI_STATUS_IGNORE);
+  }
+  if (poll_receive.self != MPI_COMM_NULL) MPI_Comm_free(&poll_receive.self);
+  return MPI_SUCCESS;
+}
+}  // namespace
+
+void poll_progress(MPI_Comm comm) {
+  int flag = 0;
+  check_mpi(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &flag, MPI_STATUS_IGNORE), "MPI_Iprobe");
+  if (poll_receive.req == MPI_REQUEST_NULL) {
+    if (poll_keyval == MPI_KEYVAL_INVALID)
+      check_mpi(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, free_poll_receive, &poll_keyval, nullptr),
+                "MPI_Comm_create_keyval");
+    if (poll_receive.self == MPI_COMM_NULL) check_mpi(MPI_Comm_dup(MPI_COMM_SELF, &poll_receive.self), "MPI_Comm_dup");
+    check_mpi(MPI_Irecv(&poll_receive.sink, 1, MPI_INT, 0, 0, poll_receive.self, &poll_receive.req), "MPI_Irecv");
+    check_mpi(MPI_Comm_set_attr(MPI_COMM_SELF, poll_keyval, nullptr), "MPI_Comm_set_attr");
+  }
+  // Open MPI's pml/ucx runs its whole progress engine (which drives osc/ucx) only on every
+  // 100th probe; testing an incomplete request runs it on every call (ProgressThread::run).
+  check_mpi(MPI_Test(&poll_receive.req, &flag, MPI_STATUS_IGNORE), "MPI_Test");
+}
+
+namespace {
 // MPI_Finalize deletes MPI_COMM_SELF's attributes first: the callback stops the thread
 // there, so a program that finalises MPI while contexts still exist (garray's destructors
 // check MPI_Finalized) never has the thread calling MPI after MPI_Finalize. That is enough

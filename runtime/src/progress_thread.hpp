@@ -40,6 +40,12 @@ class ProgressThread {
   std::thread thread_;
 };
 
+/// Context::progress(): one poll that enters the whole progress engine, also under Open MPI's
+/// pml/ucx (see ProgressThread::run): MPI_Iprobe on `comm`, then MPI_Test on a receive on a
+/// private duplicate of MPI_COMM_SELF that nothing matches (made on first use, freed when
+/// MPI_Finalize starts). For the calling thread only: the progress thread has its own.
+void poll_progress(MPI_Comm comm);
+
 /// The process's progress thread, started on first use (needs MPI_THREAD_MULTIPLE).
 std::shared_ptr<ProgressThread> acquire_progress_thread();
 /// GARRAY_PROGRESS_INTERVAL in microseconds (default 30; 0 = yield between polls).

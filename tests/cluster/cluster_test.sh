@@ -9,10 +9,13 @@
 #   ompi      test binaries under Open MPI (`--mca osc ^ucx`) at np=2 (1 rank per host),
 #             np=4 block (ranks 0,1 on host 1) and np=4 round robin (--map-by node, the
 #             contexts renumbered node by node: GARRAY_RANK_ORDER=node); and
-#             test_runtime's progress cases over UCX with GARRAY_PROGRESS=thread
+#             test_runtime's progress cases over UCX with GARRAY_PROGRESS=thread; and
+#             without the thread, over osc/pt2pt and over UCX, its case of a target that
+#             calls ctx.progress() (served within 200 calls)
 #   mpich     the same binaries from the MPICH build tree (MPICH_BUILD_DIR), np=2, np=4
 #             block and round robin (with the tree's yield module preloaded), and
 #             test_runtime's progress cases with GARRAY_PROGRESS=thread (a busy target)
+#             and without it (a target calling ctx.progress())
 #   laplace   apps/laplace --variant kernel|fused|numpy across hosts (Open MPI np=2, np=4
 #             block and round robin, the latter renumbered node by node, laplace's default,
 #             and with --rank-order given; MPICH np=2 and np=4 block from MPICH_BUILD_DIR)
@@ -129,6 +132,7 @@ ARRAY_FILTER='-sf=*transfers.cpp,*lists_atomics.cpp,*movement.cpp,*halo.cpp,*gro
 CACHE_FILTER='-tc=*1000 create/destroy*,*from the cache behaves exactly*,*byte cap*,*injected failure in acquire*'
 NUMERIC_FILTER='-sf=*expressions.cpp,*reductions.cpp'
 IO_FILTER='-tc=*node-local*'
+POLL_FILTER='-tc=*ctx.progress() calls*'
 suite_bins() { # KIND DIR NP PLACE
   local kind=$1 dir=$2 np=$3 place=$4 tag="$1.np$3.$4"
   doctest_run "$tag.test_array" "$kind" "$np" "$place" "$dir/tests/test_array" "$ARRAY_FILTER"
@@ -150,6 +154,11 @@ case $suite in
     SIM_OMPI_OSC="--mca pml ucx --mca osc ucx --mca pml_ucx_tls any --mca pml_ucx_devices any -x GARRAY_PROGRESS=thread" \
       doctest_run "ompi.np2.ucx.progress_thread.test_runtime" ompi 2 block "$build/tests/test_runtime" \
       '-tc=*GARRAY_PROGRESS*,*progress thread*,*while the target computes*'
+    # no thread: a target that calls ctx.progress() is served within 200 calls (over UCX a
+    # probe alone ran the whole progress engine every 100th call: never served in the budget)
+    doctest_run "ompi.np2.progress_calls.test_runtime" ompi 2 block "$build/tests/test_runtime" "$POLL_FILTER"
+    SIM_OMPI_OSC="--mca pml ucx --mca osc ucx --mca pml_ucx_tls any --mca pml_ucx_devices any" \
+      doctest_run "ompi.np2.ucx.progress_calls.test_runtime" ompi 2 block "$build/tests/test_runtime" "$POLL_FILTER"
     ;;
   mpich)
     suite_bins mpich "$mpich_build" 2 block
@@ -159,6 +168,7 @@ case $suite in
     SIM_MPICH_EXTRA="-genv GARRAY_PROGRESS thread" \
       doctest_run "mpich.np2.progress_thread.test_runtime" mpich 2 block "$mpich_build/tests/test_runtime" \
       '-tc=*GARRAY_PROGRESS*,*progress thread*,*while the target computes*'
+    doctest_run "mpich.np2.progress_calls.test_runtime" mpich 2 block "$mpich_build/tests/test_runtime" "$POLL_FILTER"
     # np=4 (2 ranks per 1-core host): MPICH busy-polls without yielding (each subset ran past
     # 120 s); with the test-only yield module (tests/support/mpich_yield_when_idle.cpp,
     # built in the MPICH tree) preloaded, each subset takes 1-5 s (measured)

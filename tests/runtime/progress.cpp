@@ -65,6 +65,22 @@ std::pair<bool, double> compute_until(const std::int64_t* flag) {
   return {__atomic_load_n(flag, __ATOMIC_ACQUIRE) != 0, std::chrono::duration<double>(Clock::now() - start).count()};
 }
 
+/// The polling target: computes in slices of about 1 ms and calls ctx.progress() after each,
+/// until `*flag` (in its own block) becomes non-zero or `budget` calls were made. Returns
+/// whether the flag arrived, and the calls made.
+std::pair<bool, int> compute_polling(const garray::Context& ctx, const std::int64_t* flag, int budget) {
+  volatile double sink = 0;
+  int calls = 0;
+  while (__atomic_load_n(flag, __ATOMIC_ACQUIRE) == 0 && calls < budget) {
+    const auto slice = Clock::now() + std::chrono::milliseconds(1);
+    while (Clock::now() < slice)
+      for (int i = 0; i < 1000; ++i) sink = sink + i * 1e-9;
+    ctx.progress();
+    ++calls;
+  }
+  return {__atomic_load_n(flag, __ATOMIC_ACQUIRE) != 0, calls};
+}
+
 int world_rank() {
   int r = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &r);
@@ -303,4 +319,47 @@ TEST_CASE("mixed windows: a get and a put to a rank of the same node complete wh
   MPI_Bcast(&seen, 1, MPI_INT, target, ctx.comm());
   if (me == 0) CHECK(got == 42);
   CHECK(seen == 1);  // served by memory copies, not by the target's next MPI call
+}
+
+TEST_CASE("a get, accumulate, read_inc and put complete within a bounded number of ctx.progress() calls") {
+  // The promise of ctx.progress() (semantics.md, "Progress"): each call lets MPI serve the
+  // one-sided operations waiting for this rank. The origin's six steps need a few target
+  // calls each; the target stops polling after 200. Across hosts over Open MPI's UCX, a
+  // progress() that only probed ran the whole progress engine every 100th call and never
+  // served them within the budget (bench_progress: an 8 B get from a target probing every
+  // 1 ms took the whole 90 ms busy period; with the pending-receive test, 0.9 ms).
+  garray::Context ctx;
+  const int p = ctx.size(), me = ctx.rank();
+  if (p < 2) return;
+  const int origin = 0, target = p - 1;
+  auto [a, t0] = busy_target_array(ctx, target, 4);
+  int seen = 1, calls = 0;
+  std::int64_t got = -1, old = -1;
+  if (me == target) {
+    auto blk = a.access();
+    const auto [arrived, n] = compute_polling(ctx, &blk.view()[t0 + 3], 200);
+    seen = arrived ? 1 : 0;
+    calls = n;
+  } else if (me == origin) {
+    got = a.get(garray::idx[t0]);
+    const std::int64_t five = 5, one = 1;
+    a.accumulate(garray::idx[garray::range(t0 + 1, t0 + 2)], std::span<const std::int64_t>(&five, 1));
+    old = a.read_inc({t0 + 2}, 3);
+    a.fence();
+    a.put(garray::idx[garray::range(t0 + 3, t0 + 4)], std::span<const std::int64_t>(&one, 1));
+    a.fence();
+  }
+  a.sync();
+  MPI_Bcast(&seen, 1, MPI_INT, target, ctx.comm());
+  MPI_Bcast(&calls, 1, MPI_INT, target, ctx.comm());
+  if (me == 0)
+    MESSAGE("window=" << garray::to_string(ctx.window_kind()) << ": the target saw the flag: " << std::string(seen ? "yes" : "no")
+                      << " after " << calls << " ctx.progress() calls");
+  CHECK(seen == 1);
+  if (me == origin) {
+    CHECK(got == 42);
+    CHECK(old == 0);
+  }
+  CHECK(a.get(garray::idx[t0 + 1]) == 5);
+  CHECK(a.get(garray::idx[t0 + 2]) == 3);
 }

@@ -162,8 +162,10 @@ class Context {
   std::uint64_t next_array_id();
 
   /// Local. Lets the MPI library make progress on one-sided requests that target this
-  /// rank. Call it in long local loops when running where MPI RMA needs the target's help
-  /// (e.g. Open MPI osc/pt2pt or MPICH over TCP across hosts); a no-op cost elsewhere.
+  /// rank: one pass of its whole progress engine (an MPI_Iprobe, then an MPI_Test of a
+  /// receive of garray's own that nothing matches, which Open MPI's pml/ucx needs). Call it
+  /// in long local loops when running where MPI RMA needs the target's help (Open MPI
+  /// osc/pt2pt or UCX, MPICH, over TCP across hosts); a no-op cost elsewhere.
   void progress() const;
 
   /// **Collective** barrier over the context, handshaked like every collective (a rank
