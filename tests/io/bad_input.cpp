@@ -111,13 +111,19 @@ TEST_CASE("io bad input: datasets, shapes, types; the array is unchanged") {
     CHECK(contains(m, "[5, 6]"));
     CHECK(bitwise_equal(all_of(wrong_shape), ws_before));
     GlobalArray<float, 2> wrong_type(ctx, {6, 5});
+    fill_bits(wrong_type, 44);
+    const auto wt_before = all_of(wrong_type);
     m = message_of<garray::TypeMismatch>([&] { io::read(f, "u", wrong_type); });
     CHECK(contains(m, "float64"));
     CHECK(contains(m, "float32"));
     CHECK(contains(m, "'/u'"));
+    CHECK(bitwise_equal(all_of(wrong_type), wt_before));
     GlobalArray<double, 1> wrong_rank(ctx, {4});
+    fill_bits(wrong_rank, 45);
+    const auto wr_before = all_of(wrong_rank);
     m = message_of<garray::TypeMismatch>([&] { io::read(f, "k", wrong_rank); });
     CHECK(contains(m, "int32"));
+    CHECK(bitwise_equal(all_of(wrong_rank), wr_before));
     m = message_of<io::FileError>([&] { io::write(f, "v", a); });  // read-only
     CHECK(contains(m, "read-only"));
     // a view of the wrong shape, a file selection of the wrong shape

@@ -1,6 +1,7 @@
 # garray::io tests (issue 14), included by tests/CMakeLists.txt when parallel HDF5 was found.
 #
-#   test_io.np1-4            round trips, bad input, the failure rule (tests/io/*.cpp)
+#   test_io.np1-4            round trips, bad input, the failure rule (tests/io/*.cpp); also
+#                            test_io.rma.np2/3 (GARRAY_WINDOW=rma) and test_io.mixed (mixed windows)
 #   io_interop               np 3 writes cross.h5; h5py/NumPy check it; h5dump -H shows the
 #                            layout; h5py writes py.h5 and garray reads it (interop.sh)
 #   io_cross_read.np1/2/4    cross.h5 (written at np 3) read at other rank counts (fixture)
@@ -14,6 +15,12 @@ target_link_libraries(test_io PRIVATE garray_io)
 # printed (garray turns HDF5's printing off and reports through exceptions).
 garray_add_mpi_test(test_io TIMEOUT 120 RANKS ${GARRAY_TEST_IO_RANK_LIST} ENV "${GARRAY_TEST_YIELD_ENV}"
                     FAIL_REGEX "HDF5-DIAG")
+# ... over RMA windows and mixed windows too: on shared windows a put is a memory copy, so
+# "io::write completes every rank's outstanding puts first" could not fail there
+garray_add_mpi_test(test_io VARIANT rma TIMEOUT 120 RANKS 2 3 ENV "GARRAY_WINDOW=rma;${GARRAY_TEST_YIELD_ENV}"
+                    FAIL_REGEX "HDF5-DIAG")
+garray_add_mpi_test(test_io VARIANT mixed TIMEOUT 120 RANKS ${GARRAY_MIXED_TOP}
+                    ENV "${GARRAY_MIXED_ENV};${GARRAY_TEST_YIELD_ENV}" FAIL_REGEX "HDF5-DIAG")
 if(TARGET garray_mpich_yield)
   add_dependencies(test_io garray_mpich_yield)
 endif()
