@@ -9,13 +9,14 @@
 namespace boost {
 
 void assertion_failed(char const* expr, char const* function, char const* file, long line) {
-  garray::detail::raise<garray::BoundsError>("bounds check failed: ", expr, " in ", function, " (", file, ":", line,
-                                             ")");
+  garray::detail::raise<garray::BoundsError>("bounds check failed: ", expr, " in ", function, " (", file, ":",
+                                             line, ")");
 }
 
-void assertion_failed_msg(char const* expr, char const* msg, char const* function, char const* file, long line) {
-  garray::detail::raise<garray::BoundsError>("bounds check failed: ", expr, " (", msg, ") in ", function, " (", file,
-                                             ":", line, ")");
+void assertion_failed_msg(char const* expr, char const* msg, char const* function, char const* file,
+                          long line) {
+  garray::detail::raise<garray::BoundsError>("bounds check failed: ", expr, " (", msg, ") in ", function,
+                                             " (", file, ":", line, ")");
 }
 
 }  // namespace boost

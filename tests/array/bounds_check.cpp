@@ -2,9 +2,9 @@
 // in every build type (this binary is built like a consumer of that option: Release, so
 // NDEBUG, with BOOST_ENABLE_ASSERT_HANDLER and array/src/bounds_check.cpp), and an index
 // outside the block (ghosts included) throws garray::BoundsError naming the rank.
-#include "support/test_support.hpp"
-
 #include <string>
+
+#include "support/test_support.hpp"
 
 #if !defined(NDEBUG) || !defined(BOOST_ENABLE_ASSERT_HANDLER)
 #error "test_bounds_check must be built with NDEBUG and BOOST_ENABLE_ASSERT_HANDLER"
