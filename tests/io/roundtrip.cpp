@@ -4,6 +4,9 @@
 // bitwise equal.
 #include "io/io_support.hpp"
 
+#include <cstdio>
+#include <cstdlib>
+
 using namespace iotest;
 using garray::Distribution;
 using garray::GlobalArray;
@@ -166,6 +169,16 @@ TEST_CASE("io: empty blocks (more ranks than rows), replicated arrays, several a
     CHECK(contains(m, "is not a dataset"));
     CHECK(f.contains("fields/a"));
     CHECK(f.contains("fields/r"));
+    // create_group makes missing intermediate groups and opens an existing group
+    {
+      io::Group deep = f.create_group("runs/r1/fields");
+      CHECK(f.contains("runs/r1"));
+      CHECK(f.contains("runs/r1/fields"));
+      io::write(deep, "a", a3);
+      io::Group again = f.create_group("runs/r1");  // exists: opened, its contents kept
+      CHECK(again.contains("fields/a"));
+      CHECK(io::info(f.group("runs"), "r1/fields/a").shape == std::vector<garray::Index>{2, 5});
+    }
     // a leading '/' is the file's root from a subgroup too (existence, overwrite)
     CHECK(grp.contains("/fields/a"));
     CHECK_FALSE(grp.contains("/a"));
@@ -196,4 +209,41 @@ TEST_CASE("io: empty blocks (more ranks than rows), replicated arrays, several a
     CHECK(f.mode() == io::Mode::read_only);
   }
   remove_file(ctx, fname);
+}
+
+TEST_CASE("File::flush writes HDF5's buffers out: another process reads the dataset while the file stays open") {
+  garray::Context ctx;
+  int have_h5py = 0;
+  if (ctx.rank() == 0) have_h5py = std::system("/usr/bin/python3 -c 'import h5py, numpy' 2>/dev/null") == 0;
+  MPI_Bcast(&have_h5py, 1, MPI_INT, 0, ctx.comm());
+  if (!have_h5py) {
+    MESSAGE("skipped: /usr/bin/python3 has no h5py and NumPy (apt-get install python3-h5py python3-numpy)");
+    return;
+  }
+  const std::string name = tmp_name(ctx, "flush"), raw = name + ".raw";
+  GlobalArray<double, 2> a(ctx, {7, 5});
+  fill_bits(a, 21);
+  const std::vector<double> want = all_of(a);
+  io::File f(ctx, name, io::Mode::create);
+  io::write(f, "a", a);
+  f.set_attribute("step", std::int64_t{3});
+  f.flush();
+  int rc = 0;
+  if (ctx.rank() == 0) {  // h5py (its own, serial HDF5) in another process, bit for bit
+    std::FILE* out = std::fopen(raw.c_str(), "wb");
+    REQUIRE(out != nullptr);
+    REQUIRE(std::fwrite(want.data(), sizeof(double), want.size(), out) == want.size());
+    std::fclose(out);
+    const std::string cmd = "/usr/bin/python3 -c \"import h5py, numpy, sys; f = h5py.File(sys.argv[1], 'r'); "
+                            "d = f['a'][...]; w = numpy.fromfile(sys.argv[2], dtype='<f8').reshape(7, 5); "
+                            "sys.exit(0 if d.shape == (7, 5) and (d.view('<u8') == w.view('<u8')).all() and "
+                            "int(f.attrs['step']) == 3 else 3)\" " +
+                            name + " " + raw;
+    rc = std::system(cmd.c_str());
+    std::remove(raw.c_str());
+  }
+  MPI_Bcast(&rc, 1, MPI_INT, 0, ctx.comm());
+  CHECK(rc == 0);
+  f.close();
+  remove_file(ctx, name);
 }
