@@ -87,8 +87,7 @@ void guard(bool poison, std::byte* base, std::size_t bytes, std::size_t padded,
 }  // namespace
 
 Window::Window(const Context& ctx, std::size_t bytes)
-    : stats_(&ctx.stats()), bytes_(bytes), kind_(ctx.window_kind()),
-      uncaught_at_creation_(std::uncaught_exceptions()) {
+    : stats_(&ctx.stats()), bytes_(bytes), kind_(ctx.window_kind()) {
   MPI_Info info = make_info(kind_);
   void* base = nullptr;
   // Segments are padded to whole cache lines: no false sharing between neighbouring ranks'
@@ -292,8 +291,13 @@ void free_deferred_windows() noexcept {
 
 Window::~Window() {
   auto& st = *stats_;
-  if (abandoned_ || std::uncaught_exceptions() > uncaught_at_creation_) {
-    ++st.leaked_windows;  // unwinding (here or elsewhere): other ranks may never reach MPI_Win_free
+  // Not "skip while this rank unwinds": a window is destroyed only at a point every rank
+  // agreed on (a create's or clear()'s agreement, a context teardown that agreed nobody
+  // unwinds), where the others free it too. A rank running such a create inside a
+  // destructor while an exception unwound its stack skipped the free the others made, and
+  // the job hung (test: "a create inside a destructor ... frees pending windows").
+  if (abandoned_) {
+    ++st.leaked_windows;  // handed to the deferred list (defer_free): freed at MPI_Finalize
     return;
   }
   int fin = 0;

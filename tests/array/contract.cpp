@@ -407,6 +407,44 @@ TEST_CASE("destroying an array while one rank unwinds never hangs (cache depth 3
   ctx.cache().set_depth(garray::WindowCache::default_depth);
 }
 
+namespace {
+/// Creates an array in its destructor (a user's RAII type doing collective work on exit).
+struct CreatesOnExit {
+  const garray::Context& ctx;
+  ~CreatesOnExit() {
+    garray::GlobalArray<double, 1> t(ctx, {7});
+    t.fill(2.0);
+  }
+};
+}  // namespace
+
+TEST_CASE("a create inside a destructor that runs while one rank unwinds frees pending windows with the others") {
+  // At depth 0 the destroyed array's window is pending and the next create frees it
+  // (collective MPI_Win_free). On the victim that create runs during stack unwinding; it
+  // used to skip the free there (a window destructor's "unwinding" guard) while the others
+  // freed it: the job hung. Every rank agreed on that create, so every rank frees.
+  garray::Context ctx;
+  const int me = ctx.rank(), victim = ctx.size() - 1;
+  ctx.cache().set_depth(0);
+  {
+    garray::GlobalArray<double, 2> a(ctx, {6, 5});
+    garray::iota(a, 0.0, 1.0);
+  }  // pending on every rank
+  const garray::Stats before = ctx.stats();
+  bool caught = false;
+  try {
+    CreatesOnExit c{ctx};
+    if (me == victim) throw std::runtime_error("error on one rank");
+  } catch (const std::runtime_error&) {
+    caught = true;
+  }
+  CHECK(caught == (me == victim));
+  CHECK(ctx.stats().windows_freed - before.windows_freed >= 1);  // a's window, freed by every rank
+  CHECK(ctx.stats().leaked_windows == before.leaked_windows);
+  check_context_works(ctx);
+  ctx.cache().set_depth(garray::WindowCache::default_depth);
+}
+
 // ---- every collective checks its arguments across ranks ---------------------------------
 
 TEST_CASE("collectives called with an argument that differs on one rank throw on every rank") {

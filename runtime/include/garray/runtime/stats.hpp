@@ -39,7 +39,7 @@ struct Stats {
   std::int64_t window_bytes = 0;       ///< bytes currently held in live windows on this rank
   std::int64_t arrays_created = 0;     ///< GlobalArray constructions (cached or not)
   std::int64_t arrays_destroyed = 0;   ///< GlobalArray destructions (window cached or freed)
-  std::int64_t leaked_windows = 0;     ///< windows not freed because a destructor ran during unwinding
+  std::int64_t leaked_windows = 0;     ///< windows not freed now: left by a failed allocation elsewhere, or deferred to MPI_Finalize by a context teardown while some rank unwound
   std::int64_t cache_hits = 0;         ///< array creations served by the window cache
   std::int64_t cache_misses = 0;       ///< array creations that allocated a new window
   std::int64_t cache_evictions = 0;    ///< cached windows freed (depth, byte cap, clear, context end)

@@ -83,9 +83,9 @@ class Window {
   /// MPI call itself failed somewhere they leak it (Stats::leaked_windows) rather than call
   /// a collective MPI_Win_free the failed ranks cannot match.
   Window(const Context& ctx, std::size_t bytes);
-  /// Unlocks and frees the window. **Collective** (the WindowCache calls it only at points
-  /// every rank reaches). Never throws; if called while an exception unwinds the stack, the
-  /// window is leaked (counted in Stats::leaked_windows) instead.
+  /// Unlocks and frees the window. **Collective** (the WindowCache destroys windows only at
+  /// points every rank agreed to reach, so it frees also while this rank unwinds). Never
+  /// throws. After defer_free() it makes no MPI call.
   ~Window();
   Window(const Window&) = delete;
   Window& operator=(const Window&) = delete;
@@ -180,7 +180,6 @@ class Window {
   int me_ = 0;
   bool unified_ = true;
   bool abandoned_ = false;
-  int uncaught_at_creation_;
 };
 
 }  // namespace garray::detail

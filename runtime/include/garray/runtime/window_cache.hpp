@@ -86,9 +86,9 @@ class WindowCache {
   /// every rank if a value is malformed on any rank. Made by Context; users reach it as
   /// `ctx.cache()`.
   WindowCache(MPI_Comm comm, Stats& stats);
-  /// Frees every cached window. **Collective** (runs at the Context's destruction, which is
-  /// collective anyway). On return no cached window is held. Never throws; during stack unwinding the windows are leaked and
-  /// counted in Stats::leaked_windows instead (see detail::Window).
+  /// Frees every cached window. **Collective** (runs at the Context's destruction, after its
+  /// teardown agreement; when some rank unwinds there, defer_all() has handed the windows to
+  /// MPI_Finalize first). On return no cached window is held. Never throws.
   ~WindowCache();
   /// Local. Hands every cached window to the deferred list (detail::Window::defer_free, keyed
   /// by `context_serial` and the window's serial, identical on every rank), freed when
