@@ -13,6 +13,32 @@
 
 namespace garray::detail {
 
+/// A receive on a private duplicate of MPI_COMM_SELF that nothing matches. Testing it enters
+/// the MPI library's whole progress engine on every call: Open MPI's pml/ucx runs that
+/// engine (opal_progress, which drives osc/ucx's own UCX worker) only on every 100th
+/// MPI_Iprobe (pml_ucx_progress_iterations) but on every test of an incomplete request.
+/// Used by the progress thread and by Context::progress() (poll_progress).
+class UnmatchedReceive {
+ public:
+  /// Duplicates MPI_COMM_SELF (once) and posts the receive. Throws MpiError; what was made
+  /// before a failure stays for close() (or a later post()).
+  void post();
+  bool posted() const noexcept { return req_ != MPI_REQUEST_NULL; }
+  /// One MPI_Test of the receive (it never completes): returns MPI's code.
+  int test() noexcept {
+    int flag = 0;
+    return MPI_Test(&req_, &flag, MPI_STATUS_IGNORE);
+  }
+  /// Cancels the receive and frees the communicator (idempotent; MPI-safe from
+  /// MPI_Finalize's attribute callbacks).
+  void close() noexcept;
+
+ private:
+  MPI_Comm self_ = MPI_COMM_NULL;
+  MPI_Request req_ = MPI_REQUEST_NULL;
+  int sink_ = 0;
+};
+
 class ProgressThread {
  public:
   explicit ProgressThread(std::chrono::microseconds interval);
@@ -34,16 +60,14 @@ class ProgressThread {
   std::atomic<bool> stopping_{false};
   std::atomic<std::uint64_t> polls_{0};
   std::mutex stop_mutex_;
-  MPI_Comm self_ = MPI_COMM_NULL;           // a private duplicate of MPI_COMM_SELF
-  MPI_Request pending_ = MPI_REQUEST_NULL;  // a receive on self_ nobody matches (tested per poll)
-  int sink_ = 0;
+  UnmatchedReceive receive_;  // tested per poll
   std::thread thread_;
 };
 
 /// Context::progress(): one poll that enters the whole progress engine, also under Open MPI's
-/// pml/ucx (see ProgressThread::run): MPI_Iprobe on `comm`, then MPI_Test on a receive on a
-/// private duplicate of MPI_COMM_SELF that nothing matches (made on first use, freed when
-/// MPI_Finalize starts). For the calling thread only: the progress thread has its own.
+/// pml/ucx: MPI_Iprobe on `comm`, then a test of an UnmatchedReceive (posted on first use,
+/// closed when MPI_Finalize starts). For the calling thread only: the progress thread has
+/// its own.
 void poll_progress(MPI_Comm comm);
 
 /// The process's progress thread, started on first use (needs MPI_THREAD_MULTIPLE).
