@@ -8,15 +8,143 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <mutex>
 #include <random>
 
 namespace garray::io {
 
 namespace detail {
 
-FileState::~FileState() {
-  if (fid >= 0) H5Fclose(fid);  // collective: every rank destroys its handles together
+// ---- closing a file when some rank unwinds ----------------------------------------------
+// H5Fclose is collective (MPI_File_close and the metadata flush). A rank that drops its last
+// handle while an exception unwinds its stack must not block in it: the others may be on
+// their way to another collective, which would then wait for that rank forever. So the last
+// handle first runs the teardown agreement (detail::agree_teardown) on the file's own
+// communicator: the unwinding rank does not wait, the others do and close only if nobody
+// unwinds. Otherwise every rank hands the open file to this list, in the same order (every
+// rank drops the file at the same point of the program). The files of a context are closed
+// at its next io call, after that call's handshake (whose signature covers the list, so the
+// ranks agree first), or, for files left over, when MPI_Finalize starts. Leaving the file
+// open until MPI_Finalize would not do: the MPI-IO driver does not recognise a file it
+// already has open, so reopening the path would give a second, independent metadata cache,
+// and the later close of the first one could overwrite what the second wrote. io::File
+// therefore closes a file left on its own context before it opens anything, and refuses a
+// path left open on another context.
+namespace {
+
+struct DeferredFile {
+  hid_type fid = invalid_hid;
+  std::uint64_t context = 0;  // the context's serial
+  std::string path;
+  bool known = false;  // dev/ino valid
+  dev_t dev = 0;
+  ino_t ino = 0;
+};
+
+std::mutex deferred_mutex;
+std::vector<DeferredFile>& deferred() {
+  static auto* v = new std::vector<DeferredFile>;  // never destroyed: used at finalize
+  return *v;
 }
+int deferred_keyval = MPI_KEYVAL_INVALID;
+
+// At the start of MPI_Finalize (an attribute of MPI_COMM_SELF, set after HDF5 registered its
+// own: MPI calls them in reverse order, so HDF5 is still there). Every rank closes the files
+// left over, in the order they were left.
+int close_deferred_at_finalize(MPI_Comm, int, void*, void*) {
+  std::vector<DeferredFile> v;
+  {
+    std::lock_guard lock(deferred_mutex);
+    v.swap(deferred());
+  }
+  for (auto& d : v) H5Fclose(d.fid);
+  return MPI_SUCCESS;
+}
+
+void defer_close(hid_type fid, std::uint64_t context, const std::string& path) noexcept {
+  try {
+    DeferredFile d;
+    d.fid = fid;
+    d.context = context;
+    d.path = path;
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0) {
+      d.known = true;
+      d.dev = st.st_dev;
+      d.ino = st.st_ino;
+    }
+    std::lock_guard lock(deferred_mutex);
+    if (deferred_keyval == MPI_KEYVAL_INVALID &&
+        MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, close_deferred_at_finalize, &deferred_keyval, nullptr) ==
+            MPI_SUCCESS)
+      MPI_Comm_set_attr(MPI_COMM_SELF, deferred_keyval, nullptr);
+    deferred().push_back(std::move(d));
+  } catch (...) {
+    // out of memory: the file stays open until HDF5 closes it at MPI_Finalize
+  }
+}
+
+}  // namespace
+
+FileState::~FileState() {
+  int fin = 0;
+  MPI_Finalized(&fin);
+  if (fin) return;
+  if (fid >= 0) {
+    const bool unwinding = std::uncaught_exceptions() > uncaught_at_creation;
+    if (close_comm == MPI_COMM_NULL || gd::agree_teardown(close_comm, unwinding, true))
+      H5Fclose(fid);
+    else
+      defer_close(fid, ctx.serial(), path);
+    fid = invalid_hid;
+  }
+  if (close_comm != MPI_COMM_NULL) MPI_Comm_free(&close_comm);
+}
+
+DeferredSig deferred_signature(std::uint64_t context) {
+  DeferredSig r;
+  r.h = gd::hash_string("garray::io deferred closes");
+  std::lock_guard lock(deferred_mutex);
+  for (const auto& d : deferred())
+    if (d.context == context) {
+      ++r.count;
+      r.h = gd::hash_mix(r.h, gd::hash_string(d.path));
+    }
+  return r;
+}
+
+void close_deferred(std::uint64_t context) {
+  std::vector<DeferredFile> mine;
+  {
+    std::lock_guard lock(deferred_mutex);
+    auto& v = deferred();
+    for (auto& d : v)
+      if (d.context == context) mine.push_back(std::move(d));
+    std::erase_if(v, [&](const DeferredFile& d) { return d.context == context; });
+  }
+  for (auto& d : mine) H5Fclose(d.fid);  // errors are not reported, as at ~File
+}
+
+std::size_t deferred_files() {
+  std::lock_guard lock(deferred_mutex);
+  return deferred().size();
+}
+
+namespace {
+
+/// Local, part of File's validation: a file left open on another context (see above).
+void check_not_deferred_elsewhere(std::string_view what, const std::string& path, std::uint64_t context) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return;
+  std::lock_guard lock(deferred_mutex);
+  for (const auto& d : deferred())
+    if (d.context != context && d.known && d.dev == st.st_dev && d.ino == st.st_ino)
+      gd::raise<FileError>(what, ": file '", path, "' is still open on context ", d.context,
+                           " (its last handle was dropped while a rank unwound; it closes at that context's "
+                           "next io call, or when MPI_Finalize starts)");
+}
+
+}  // namespace
 
 std::string call_name(std::string_view fn, std::string_view type, std::size_t n) {
   return cat("garray::io::", fn, "<", type, ",", n, ">");
@@ -170,9 +298,13 @@ void Group::agree(const std::string& what, std::uint64_t sig, const std::string&
   detail::Sig s(what);
   s.h = gd::hash_mix(sig, gd::hash_string(file_name()));
   s.add(path_);
+  const std::uint64_t serial = ctx_->serial();
+  const auto left = detail::deferred_signature(serial);
+  s.add(left.h);
   const gd::Window* wins[1] = {win};
-  detail::handshake(*ctx_, s.h, what, where(".") + ", " + args, err,
+  detail::handshake(*ctx_, s.h, what, where(".") + ", " + args + detail::deferred_note(left), err,
                     std::span<const gd::Window* const>(wins, win ? 1 : 0));
+  if (left.count > 0) detail::close_deferred(serial);
 }
 
 void Group::writable(std::string_view what) const {
@@ -230,15 +362,35 @@ File::File(const Context& ctx, const std::string& path, Mode mode) {
 #endif
     if (path.empty()) gd::raise<InvalidArgument>(what, ": empty file name");
     detail::check_path(what, path, mode, mode_names[static_cast<int>(mode)]);
+    detail::check_not_deferred_elsewhere(what, path, ctx.serial());
   } catch (const Error&) {
     err = std::current_exception();
   }
-  detail::handshake(ctx, sig.h, what, "file '" + path + "', mode " + mode_names[static_cast<int>(mode)],
+  const std::uint64_t serial = ctx.serial();
+  const auto left = detail::deferred_signature(serial);
+  sig.add(left.h);
+  detail::handshake(ctx, sig.h, what,
+                    "file '" + path + "', mode " + mode_names[static_cast<int>(mode)] + detail::deferred_note(left),
                     err);
+  if (left.count > 0) detail::close_deferred(serial);  // before anything is opened
   if (mode == Mode::create) detail::check_shared_directory(ctx, what, path);
   auto st = std::make_shared<detail::FileState>(ctx, path, mode);
-  std::shared_ptr<detail::Hid> root;  // declared after st: on a throw it closes first
+  std::shared_ptr<detail::Hid> root;
+  // A failure below reaches every rank (run_concluded), so every rank closes what it opened
+  // here (not deferred: no rank unwinds past this point alone).
+  struct CloseOnThrow {
+    detail::FileState& st;
+    std::shared_ptr<detail::Hid>& root;
+    bool armed = true;
+    ~CloseOnThrow() {
+      if (!armed) return;
+      root.reset();
+      if (st.fid >= 0) H5Fclose(st.fid);
+      st.fid = H5I_INVALID_HID;
+    }
+  } close_on_throw{*st, root};
   gd::run_concluded(ctx.comm(), what, [&] {
+    gd::check_mpi(MPI_Comm_dup(ctx.comm(), &st->close_comm), "MPI_Comm_dup");
     detail::silence_hdf5();
     detail::Hid fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
 #ifdef H5_HAVE_PARALLEL
@@ -260,6 +412,7 @@ File::File(const Context& ctx, const std::string& path, Mode mode) {
     root = std::make_shared<detail::Hid>(g, H5Gclose);
     gd::fault_point("io.open");  // after the collective open: every rank closes it again
   });
+  close_on_throw.armed = false;
   gid_ = std::move(root);
   file_ = std::move(st);
   path_ = "/";
@@ -287,6 +440,7 @@ void File::close() {
     gid_.reset();
     const herr_t rc = H5Fclose(file_->fid);
     file_->fid = H5I_INVALID_HID;
+    if (file_->close_comm != MPI_COMM_NULL) MPI_Comm_free(&file_->close_comm);
     gd::fault_point("io.close");
     if (rc < 0)
       gd::raise<FileError>(what, ": cannot close file '", file_->path, "': ", detail::hdf5_message());

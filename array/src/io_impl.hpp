@@ -130,6 +130,21 @@ struct Sig {
   }
 };
 
+/// The files of a context whose last handle was dropped while some rank unwound, left open
+/// (io.cpp): how many, and a hash of their names, for the handshake of the context's next io
+/// call, which then closes them (close_deferred) on every rank.
+struct DeferredSig {
+  std::uint64_t h = 0;
+  std::size_t count = 0;
+};
+DeferredSig deferred_signature(std::uint64_t context);
+/// Closes the files left open on the context with this serial (collective over it).
+void close_deferred(std::uint64_t context);
+/// ", 1 file(s) left open while a rank unwound" for a handshake's description ("" if none).
+inline std::string deferred_note(const DeferredSig& d) {
+  return d.count == 0 ? std::string() : ", " + std::to_string(d.count) + " file(s) left open while a rank unwound";
+}
+
 /// info() under another call's name, with `salt` (that call's arguments) in its handshake
 /// (io.cpp).
 DatasetInfo info_as(const Group& loc, const std::string& name, const std::string& what, std::uint64_t salt);

@@ -115,9 +115,7 @@ void park(std::unique_ptr<ParkedAgreement> p) noexcept {
   }
 }
 
-// True if this rank may free its cached windows at the context's destruction: no rank is
-// unwinding. Blocks only when `must_know` (this rank holds windows) and it is not unwinding.
-// A parked request takes `comm` along (set to MPI_COMM_NULL here) and frees it later.
+// (context.hpp) At a context's destruction, `must_know` is "this rank holds windows".
 bool agree_teardown(MPI_Comm& comm, bool unwinding, bool must_know) noexcept {
   std::unique_ptr<ParkedAgreement> p(new (std::nothrow) ParkedAgreement);
   if (!p) return false;
@@ -642,6 +640,11 @@ std::istream& operator>>(std::istream& in, RankOrder& o) {
 }
 
 std::ostream& operator<<(std::ostream& out, RankOrder o) { return out << to_string(o); }
+
+std::uint64_t Context::serial() const {
+  check_valid("Context::serial");
+  return static_cast<std::uint64_t>(state_->serial);
+}
 
 RankOrder Context::rank_order() const {
   check_valid("Context::rank_order");

@@ -493,3 +493,74 @@ TEST_CASE("io failure rule: a rank failing inside every collective") {
   }
   remove_file(ctx, name);
 }
+
+namespace {
+struct UserFailure {};  // an exception from outside garray
+}  // namespace
+
+TEST_CASE("io: a File dropped while one rank unwinds blocks no rank and closes at the context's next io call") {
+  // The last handle's H5Fclose is collective. The victim drops the file while unwinding from
+  // a failure of its own; the others are on their way to the next write, and the victim
+  // tells them by joining a collective of its own. Had the victim blocked in H5Fclose, the
+  // others would wait in the write's handshake forever.
+  garray::Context ctx;
+  const std::string name = make_file(ctx);
+  const int victim = ctx.size() - 1;
+  GlobalArray<double, 2> a(ctx, {6, 5});
+  fill_bits(a, 11);
+  REQUIRE(io::detail::deferred_files() == 0);
+  bool user = false, mismatch = false;
+  try {
+    io::File f(ctx, name, io::Mode::read_write);
+    io::write(f, "before", a);
+    if (ctx.rank() == victim) throw UserFailure{};
+    io::write(f, "after", a);  // meets the victim's agree() below
+  } catch (const UserFailure&) {
+    user = true;
+  } catch (const garray::CollectiveMismatch&) {
+    mismatch = true;  // the others unwind too, past the same File
+  }
+  if (ctx.rank() == victim && ctx.size() > 1) CHECK_THROWS_AS(ctx.agree(false), garray::CollectiveMismatch);
+  CHECK(user == (ctx.rank() == victim));
+  CHECK(mismatch == (ctx.rank() != victim));
+  CHECK(io::detail::deferred_files() == 1);  // every rank left it open
+  {
+    io::File g(ctx, name);  // closes the file left open first (on every rank), then opens it again
+    CHECK(io::detail::deferred_files() == 0);
+    CHECK(g.contains("before"));
+    CHECK_FALSE(g.contains("after"));
+    GlobalArray<double, 2> b(ctx, {6, 5});
+    io::read(g, "before", b);
+    CHECK(bitwise_equal(all_of(b), all_of(a)));
+  }
+  remove_file(ctx, name);
+  CHECK(context_works(ctx));
+}
+
+TEST_CASE("io: a file left open on one context while ranks unwound is refused on another until it is closed") {
+  garray::Context ctx;
+  garray::Context other = ctx.split(0);  // the same ranks, another context
+  const std::string name = make_file(ctx);
+  try {
+    io::File f(other, name, io::Mode::read_write);
+    throw UserFailure{};  // every rank unwinds: nobody closes now
+  } catch (const UserFailure&) {
+  }
+  CHECK(io::detail::deferred_files() == 1);
+  // Reopened on ctx, the MPI-IO driver would not see that `other` still has it open: refused.
+  const std::string m = message_of<io::FileError>([&] { io::File g(ctx, name); });
+  CHECK(contains(m, name));
+  CHECK(contains(m, "still open on context " + std::to_string(other.serial())));
+  CHECK(io::detail::deferred_files() == 1);
+  {
+    io::File g(other, name);  // `other`'s next io call closes it first
+    CHECK(io::detail::deferred_files() == 0);
+    CHECK(g.contains("u"));
+  }
+  {
+    io::File g(ctx, name);
+    CHECK(g.contains("u"));
+  }
+  remove_file(ctx, name);
+  CHECK(context_works(ctx));
+}

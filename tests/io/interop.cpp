@@ -4,6 +4,7 @@
 //                      formula of the global index both garray and NumPy compute
 //   read   (np 1,2,4)  cross.h5 read back into other distributions and the recorded layout
 //   h5py   (any np)    py.h5, written by h5py (tests/io/interop.py), read and compared
+//   left   (np 2)      left.h5, left open past the end: closed when MPI_Finalize starts
 #include "io/io_support.hpp"
 
 #include <cstdlib>
@@ -161,6 +162,25 @@ TEST_CASE("io fixture: read cross.h5 at another rank count") {
   garray::Context ctx;
   io::File f(ctx, dir() + "cross.h5");
   all_types(f, ctx, false);
+}
+
+TEST_CASE("io fixture: a file left open while every rank unwound is closed when MPI_Finalize starts") {
+  // Stage "left": every rank unwinds past the last handle, so nobody closes the file then
+  // (docs/semantics.md, "Dropping a file while unwinding"), and no io call follows: the
+  // callback at MPI_Finalize must close it, or h5py (interop.sh, after this process ended)
+  // finds no dataset: its metadata would still be in this process's cache.
+  if (stage() != "left") return;
+  garray::Context ctx;
+  struct Unwind {};
+  try {
+    io::File f(ctx, dir() + "left.h5", io::Mode::create);
+    GlobalArray<double, 2> a(ctx, {5, 4});
+    fill_formula(a);
+    io::write(f, "a", a);
+    throw Unwind{};
+  } catch (const Unwind&) {
+  }
+  CHECK(io::detail::deferred_files() == 1);
 }
 
 TEST_CASE("io interop: read files written by h5py") {

@@ -3,6 +3,7 @@
   interop.py check DIR/cross.h5   files garray wrote: values, dtypes (complex as NumPy
                                   complex), layout attributes, user attributes
   interop.py write DIR/py.h5      a file for garray to read (same formula of the index)
+  interop.py left DIR/left.h5     the file garray left open until MPI_Finalize: complete
 """
 import sys
 
@@ -68,5 +69,12 @@ def write(path):
     print(f"h5py: wrote {path}")
 
 
+def left(path):
+    with h5py.File(path, "r") as f:
+        if not same(f["a"][...], formula((5, 4), "float64")):
+            sys.exit(f"left.h5: a is {f['a'][...]}")
+    print(f"h5py: {path} is complete")
+
+
 if __name__ == "__main__":
-    {"check": check, "write": write}[sys.argv[1]](sys.argv[2])
+    {"check": check, "write": write, "left": left}[sys.argv[1]](sys.argv[2])

@@ -23,4 +23,9 @@ echo "$hdr" | grep -q 'H5T_COMPOUND' && echo "$hdr" | grep -q '"r"' && echo "$hd
 "$PY" "$(dirname "$0")/interop.py" write "$DIR/py.h5" || fail "h5py writer"
 GARRAY_IO_STAGE=h5py GARRAY_IO_DIR=$DIR timeout 120 "$MPIEXEC" -n 2 "$TEST_IO" -tc="io interop*" \
   || fail "garray reading h5py's file (np 2)"
+# a file every rank unwound past, closed only when MPI_Finalize starts
+rm -f "$DIR/left.h5"
+GARRAY_IO_STAGE=left GARRAY_IO_DIR=$DIR timeout 120 "$MPIEXEC" -n 2 "$TEST_IO" -tc="io fixture: a file left*" \
+  || fail "garray leaving a file open to MPI_Finalize (np 2)"
+"$PY" "$(dirname "$0")/interop.py" left "$DIR/left.h5" || fail "h5py reading the file closed at MPI_Finalize"
 echo "interop: pass"

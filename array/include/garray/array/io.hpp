@@ -150,8 +150,12 @@ struct FileState {
   std::string path;
   Mode mode = Mode::read_only;
   hid_type fid = invalid_hid;
+  MPI_Comm close_comm = MPI_COMM_NULL;  ///< the close agreement's own duplicate of ctx's communicator
+  int uncaught_at_creation = std::uncaught_exceptions();
   FileState(const Context& c, std::string p, Mode m) : ctx(c), path(std::move(p)), mode(m) {}
-  ~FileState();  // H5Fclose (collective: every rank destroys its handles together)
+  /// Collective (every rank destroys its handles together): agree_teardown on close_comm,
+  /// then H5Fclose if no rank unwinds; otherwise every rank defers the close (io.cpp).
+  ~FileState();
   FileState(const FileState&) = delete;
   FileState& operator=(const FileState&) = delete;
 };
@@ -193,6 +197,10 @@ struct FileSel {
     return r;
   }
 };
+
+/// Local. How many files this process holds open because their last handle was dropped
+/// while some rank unwound (closed at their context's next io call, or at MPI_Finalize).
+std::size_t deferred_files();
 
 /// "garray::io::write<double,2>": the name of a call in messages.
 std::string call_name(std::string_view fn, std::string_view type, std::size_t n);
@@ -362,7 +370,10 @@ class File : public Group {
   /// the last handle on its file, that closes it, which is collective).
   File& operator=(File&&) noexcept = default;
   /// Local, except that the last handle on the file (File or Group) closes it, which is
-  /// **Collective**: every rank destroys its handles together. Never throws.
+  /// **Collective**: every rank destroys its handles together. Never throws, and never
+  /// blocks a rank whose stack an exception unwinds: when any rank drops its last handle
+  /// while unwinding, every rank leaves the file open and it is closed at the next io call on
+  /// the context, or when MPI_Finalize starts (docs/semantics.md, "Files").
   ~File() = default;
 
   /// Local. True until close().

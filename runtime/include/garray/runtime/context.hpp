@@ -142,6 +142,9 @@ class Context {
   /// Local. Identical on every rank: GARRAY_PROGRESS, agreed when the context was made
   /// (progress.hpp; with `thread`, the process's progress thread runs while the context lives).
   ProgressMode progress_mode() const;
+  /// Local. Identical on every rank: the context's serial, different for any two contexts
+  /// this process ever made (arrays' ids and messages carry it: "array #5 of context 2").
+  std::uint64_t serial() const;
 
   /// Local. This rank's counters (writable, e.g. to reset; a Context is a handle, so the
   /// counters are shared by all copies and are not part of its constness).
@@ -217,6 +220,16 @@ inline constexpr int array_id_bits = 40;
 /// How messages name an array: "array #5", or "array #5 of context 2" after the first
 /// context.
 std::string array_label(std::uint64_t id);
+
+/// The agreement a teardown that would block runs first (a context's MPI_Win_free, an
+/// io::File's H5Fclose): every rank starts an MPI_Iallreduce of "am I unwinding?" over
+/// `comm`, a communicator used for nothing else. Returns true iff nobody unwinds, so the
+/// caller may go on with the blocking collective. A rank that unwinds, or that does not
+/// need the answer (`must_know` false), does not wait and gets `!unwinding`: its request is
+/// parked and completed by later MPI calls, at the latest when MPI_Finalize starts, and it
+/// takes `comm` along (set to MPI_COMM_NULL here) and frees it then. A rank that waited
+/// keeps `comm`. **Collective**, but blocks only a rank that is not unwinding and must know.
+bool agree_teardown(MPI_Comm& comm, bool unwinding, bool must_know) noexcept;
 
 /// True on every rank iff `ok` is true on every rank of `comm`. **Collective.**
 bool all_ok(MPI_Comm comm, bool ok);
