@@ -1,8 +1,6 @@
 // garray::io, the parts that do not depend on the element type or the number of dimensions
 // (issue 17: compiled once into garray_io). The templates are instantiated for the six
 // element types at 1-4 dimensions by the units generated from io_instantiate.cpp.in.
-#include "io_impl.hpp"
-
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,6 +8,8 @@
 #include <cerrno>
 #include <mutex>
 #include <random>
+
+#include "io_impl.hpp"
 
 namespace garray::io {
 
@@ -75,8 +75,8 @@ void defer_close(hid_type fid, std::uint64_t context, const std::string& path) n
     }
     std::lock_guard lock(deferred_mutex);
     if (deferred_keyval == MPI_KEYVAL_INVALID &&
-        MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, close_deferred_at_finalize, &deferred_keyval, nullptr) ==
-            MPI_SUCCESS)
+        MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, close_deferred_at_finalize, &deferred_keyval,
+                               nullptr) == MPI_SUCCESS)
       MPI_Comm_set_attr(MPI_COMM_SELF, deferred_keyval, nullptr);
     deferred().push_back(std::move(d));
   } catch (...) {
@@ -369,9 +369,9 @@ File::File(const Context& ctx, const std::string& path, Mode mode) {
   const std::uint64_t serial = ctx.serial();
   const auto left = detail::deferred_signature(serial);
   sig.add(left.h);
-  detail::handshake(ctx, sig.h, what,
-                    "file '" + path + "', mode " + mode_names[static_cast<int>(mode)] + detail::deferred_note(left),
-                    err);
+  detail::handshake(
+      ctx, sig.h, what,
+      "file '" + path + "', mode " + mode_names[static_cast<int>(mode)] + detail::deferred_note(left), err);
   if (left.count > 0) detail::close_deferred(serial);  // before anything is opened
   if (mode == Mode::create) detail::check_shared_directory(ctx, what, path);
   auto st = std::make_shared<detail::FileState>(ctx, path, mode);

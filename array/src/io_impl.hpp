@@ -142,7 +142,8 @@ DeferredSig deferred_signature(std::uint64_t context);
 void close_deferred(std::uint64_t context);
 /// ", 1 file(s) left open while a rank unwound" for a handshake's description ("" if none).
 inline std::string deferred_note(const DeferredSig& d) {
-  return d.count == 0 ? std::string() : ", " + std::to_string(d.count) + " file(s) left open while a rank unwound";
+  return d.count == 0 ? std::string()
+                      : ", " + std::to_string(d.count) + " file(s) left open while a rank unwound";
 }
 
 /// info() under another call's name, with `salt` (that call's arguments) in its handshake

@@ -498,7 +498,8 @@ namespace {
 struct UserFailure {};  // an exception from outside garray
 }  // namespace
 
-TEST_CASE("io: a File dropped while one rank unwinds blocks no rank and closes at the context's next io call") {
+TEST_CASE(
+    "io: a File dropped while one rank unwinds blocks no rank and closes at the context's next io call") {
   // The last handle's H5Fclose is collective. The victim drops the file while unwinding from
   // a failure of its own; the others are on their way to the next write, and the victim
   // tells them by joining a collective of its own. Had the victim blocked in H5Fclose, the
@@ -537,7 +538,8 @@ TEST_CASE("io: a File dropped while one rank unwinds blocks no rank and closes a
   CHECK(context_works(ctx));
 }
 
-TEST_CASE("io: a file left open on one context while ranks unwound is refused on another until it is closed") {
+TEST_CASE(
+    "io: a file left open on one context while ranks unwound is refused on another until it is closed") {
   garray::Context ctx;
   garray::Context other = ctx.split(0);  // the same ranks, another context
   const std::string name = make_file(ctx);
