@@ -566,3 +566,39 @@ TEST_CASE(
   remove_file(ctx, name);
   CHECK(context_works(ctx));
 }
+
+TEST_CASE("io: ranks that disagree on the files left open meet with CollectiveMismatch, then close them together") {
+  // The victim drops its handle while unwinding; the others still hold theirs. An io call in
+  // between must not close the file on the victim alone (H5Fclose is collective): the
+  // handshake's signature covers the files left open.
+  garray::Context ctx;
+  if (ctx.size() < 2) return;
+  const std::string name = make_file(ctx);
+  const std::string meet = tmp_name(ctx, "meet");
+  io::File other(ctx, meet, io::Mode::create);
+  const int victim = ctx.size() - 1;
+  std::optional<io::File> f(std::in_place, ctx, name, io::Mode::read_write);
+  try {
+    if (ctx.rank() == victim) {
+      io::File dropped = std::move(*f);  // its last handle, destroyed while unwinding
+      f.reset();
+      throw UserFailure{};
+    }
+  } catch (const UserFailure&) {
+  }
+  CHECK(io::detail::deferred_files() == (ctx.rank() == victim ? 1u : 0u));
+  const std::string m = message_of<garray::CollectiveMismatch>([&] { (void)other.contains("x"); });
+  if (ctx.rank() == victim) CHECK(contains(m, "1 file(s) left open while a rank unwound"));
+  f.reset();  // the others drop theirs now: the agreement tells them the victim unwound
+  CHECK(io::detail::deferred_files() == 1);
+  CHECK_FALSE(other.contains("x"));  // agreed: closes the file left open on every rank
+  CHECK(io::detail::deferred_files() == 0);
+  {
+    io::File g(ctx, name);
+    CHECK(g.contains("u"));
+  }
+  other.close();
+  remove_file(ctx, meet);
+  remove_file(ctx, name);
+  CHECK(context_works(ctx));
+}
