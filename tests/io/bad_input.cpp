@@ -567,7 +567,8 @@ TEST_CASE(
   CHECK(context_works(ctx));
 }
 
-TEST_CASE("io: ranks that disagree on the files left open meet with CollectiveMismatch, then close them together") {
+TEST_CASE(
+    "io: ranks that disagree on the files left open meet with CollectiveMismatch, then close them together") {
   // The victim drops its handle while unwinding; the others still hold theirs. An io call in
   // between must not close the file on the victim alone (H5Fclose is collective): the
   // handshake's signature covers the files left open.
