@@ -97,9 +97,10 @@ Window::Window(const Context& ctx, std::size_t bytes)
   // addresses no longer match (operations land on another rank's segment). Observed with
   // Debian's MPICH 4.0.2 at 4, 8, 12, 24 and 56 bytes; test_array.rma caught it.
   constexpr std::size_t line = 64;
-  // Shared windows get one more line per rank, after the block: its accumulate lock.
-  const auto size = static_cast<MPI_Aint>((bytes + line - 1) / line * line +
-                                          (kind_ == WindowKind::shared ? line : 0));
+  // One more line per rank, after the block: its accumulate lock and replica word (shared
+  // windows), its replica word (rma and mixed windows; see lock_replicas).
+  const auto padded = (bytes + line - 1) / line * line;
+  const auto size = static_cast<MPI_Aint>(padded + line);
   const char* call = kind_ == WindowKind::shared ? "MPI_Win_allocate_shared" : "MPI_Win_allocate";
   int rc = MPI_SUCCESS;
   bool skipped = false;  // mixed: another rank's shared allocation failed, no MPI_Win_create
@@ -213,12 +214,20 @@ Window::Window(const Context& ctx, std::size_t bytes)
       }
       check_mpi(MPI_Win_lock_all(MPI_MODE_NOCHECK, win_), "MPI_Win_lock_all");
       locked = true;
+      // Each rank clears its own lock words; the agreement below orders every clear before
+      // anybody's first lock.
       if (kind_ == WindowKind::shared) {
-        // Each rank clears its own lock; the agreement below orders every clear before
-        // anybody's first lock.
-        std::atomic_ref<std::uint32_t>(*locks_[static_cast<std::size_t>(ctx.rank())]).store(0, std::memory_order_release);
-        check_mpi(MPI_Win_sync(win_), "MPI_Win_sync");
+        std::uint32_t* l = locks_[static_cast<std::size_t>(ctx.rank())];
+        std::atomic_ref<std::uint32_t>(l[1]).store(0, std::memory_order_release);
+        std::atomic_ref<std::uint32_t>(l[0]).store(0, std::memory_order_release);
+      } else {
+        replica_disp_ = static_cast<MPI_Aint>(padded);
+        std::int64_t* words = reinterpret_cast<std::int64_t*>(base_ + padded);
+        std::atomic_ref<std::int64_t>(words[0]).store(0, std::memory_order_release);
+        std::atomic_ref<std::int64_t>(words[1]).store(0, std::memory_order_release);
+        if (shm_win_ != MPI_WIN_NULL) check_mpi(MPI_Win_sync(shm_win_), "MPI_Win_sync");
       }
+      check_mpi(MPI_Win_sync(win_), "MPI_Win_sync");
       fault_point("window.setup");
     } catch (...) {
       err = std::current_exception();
@@ -312,6 +321,60 @@ Window::~Window() {
   }
   ++st.windows_freed;
   st.window_bytes -= static_cast<std::int64_t>(bytes_);
+}
+
+void Window::lock_replicas() const {
+  if (kind_ == WindowKind::shared) {
+    std::uint32_t* l = locks_[0] + 1;
+    for (unsigned spins = 0;; ++spins) {
+      if (__atomic_load_n(l, __ATOMIC_RELAXED) == 0 && __atomic_exchange_n(l, 1u, __ATOMIC_ACQUIRE) == 0)
+        return;
+      if (spins >= 64) yield_cpu();
+    }
+  }
+  // A ticket lock on rank 0's two replica words (next ticket, now serving), with
+  // MPI_Fetch_and_op(MPI_SUM) only, the operation of every other atomic on this window
+  // (accumulate_ops=same_op_no_op; a "+0" is the atomic read). Not MPI_Compare_and_swap:
+  // Open MPI 4.1's osc/rdma crashes in btl/vader's emulated 64-bit compare-and-swap
+  // (open-mpi/ompi#7967).
+  const std::int64_t one = 1, nothing = 0;
+  std::int64_t ticket = 0, serving = -1;
+  check_mpi(MPI_Fetch_and_op(&one, &ticket, MPI_INT64_T, 0, replica_disp_, MPI_SUM, win_),
+            "MPI_Fetch_and_op");
+  check_mpi(MPI_Win_flush(0, win_), "MPI_Win_flush");
+  for (unsigned spins = 0;; ++spins) {
+    // (an error here leaves our ticket drawn: the lock is lost for everyone, as a holder
+    // that fails is; MPI errors on a window are not recoverable)
+    check_mpi(MPI_Fetch_and_op(&nothing, &serving, MPI_INT64_T, 0, replica_disp_ + 8, MPI_SUM, win_),
+              "MPI_Fetch_and_op");
+    check_mpi(MPI_Win_flush(0, win_), "MPI_Win_flush");
+    if (serving == ticket) break;
+    backoff(spins);
+  }
+  // The previous holder's writes are complete at their targets (its unlock flushed them):
+  // order them before our loads and stores of node-local copies.
+  try {
+    memory_sync();
+  } catch (...) {
+    unlock_replicas();
+    throw;
+  }
+}
+
+void Window::unlock_replicas() const noexcept {
+  try {
+    complete_all();  // every copy's update complete at its target before the next holder
+  } catch (...) {
+    // an MPI error here is reported by the next operation that completes on this window
+  }
+  if (kind_ == WindowKind::shared) {
+    __atomic_store_n(locks_[0] + 1, 0u, __ATOMIC_RELEASE);
+    return;
+  }
+  const std::int64_t one = 1;
+  std::int64_t old = 0;
+  if (MPI_Fetch_and_op(&one, &old, MPI_INT64_T, 0, replica_disp_ + 8, MPI_SUM, win_) == MPI_SUCCESS)
+    MPI_Win_flush(0, win_);
 }
 
 void yield_cpu() noexcept { std::this_thread::yield(); }

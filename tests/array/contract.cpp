@@ -3,17 +3,17 @@
 // failure point of every collective, arguments that differ across ranks, and bad input
 // from the outside (moved-from arrays, stale views, an invalid Context, int64 limits).
 // Every test must fail (or hang: ctest's timeout) if the promise is broken.
-#include "support/outcome.hpp"
-#include "support/test_support.hpp"
-
-#include <garray/runtime/fault.hpp>
-
 #include <complex>
+#include <cstring>
 #include <functional>
+#include <garray/runtime/fault.hpp>
 #include <limits>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
+
+#include "support/outcome.hpp"
+#include "support/test_support.hpp"
 
 using garray::Index;
 
@@ -188,6 +188,52 @@ TEST_CASE_TEMPLATE("every pair of atomic operations racing on the same elements 
       }
     }
   }
+}
+
+TEST_CASE_TEMPLATE("replicated copies stay bitwise identical while rounding accumulates and puts race", T,
+                   float, double, std::complex<float>) {
+  // Floating-point sums depend on their order, and a put's winner on the order of the puts:
+  // the copies are identical only if every copy receives all ranks' writes in one order.
+  garray::Context ctx;
+  const int p = ctx.size(), me = ctx.rank();
+  constexpr Index n = 3;  // accumulated elements [0, n); put elements [n, 2n)
+  const Index iters = p <= 2 ? 3000 : 1200;
+  garray::GlobalArray<T, 1> a(ctx, {2 * n}, garray::Distribution<1>::replicated());
+  for (Index it = 0; it < iters; ++it) {
+    const double mag = it % 3 == 0 ? 1e7 : it % 3 == 1 ? 1e-3 : 0.7;
+    const T v = static_cast<T>((me + 1) * 0.1 * mag * (it % 2 ? 1.0 : -1.0));
+    const Index k = it % n;
+    switch (it % 4) {
+      case 0:
+        a.accumulate(idx[range(k, k + 1)], std::span<const T>(&v, 1));
+        break;
+      case 1: {
+        const Shape<1> at{k};
+        a.scatter_acc(std::span<const Shape<1>>(&at, 1), std::span<const T>(&v, 1));
+        break;
+      }
+      case 2:
+        a.acc_nb(idx[range(k, k + 1)], std::span<const T>(&v, 1)).wait();
+        break;
+      default: {
+        const T w = static_cast<T>(me * 100000 + it);
+        a.put(idx[range(n + k, n + k + 1)], std::span<const T>(&w, 1));
+      }
+    }
+  }
+  a.sync();
+  std::vector<T> mine(static_cast<std::size_t>(2 * n)), all(static_cast<std::size_t>(2 * n * p));
+  {
+    auto blk = a.access();
+    for (Index k = 0; k < 2 * n; ++k) mine[static_cast<std::size_t>(k)] = blk.view()[k];
+  }
+  MPI_Allgather(mine.data(), static_cast<int>(mine.size() * sizeof(T)), MPI_BYTE, all.data(),
+                static_cast<int>(mine.size() * sizeof(T)), MPI_BYTE, ctx.comm());
+  int differing = 0;
+  for (int r = 0; r < p; ++r)
+    differing += std::memcmp(all.data() + static_cast<std::size_t>(r) * mine.size(), mine.data(),
+                             mine.size() * sizeof(T)) != 0;
+  CHECK(differing == 0);
 }
 
 TEST_CASE("read_inc tickets stay unique while accumulates hit the same counter") {

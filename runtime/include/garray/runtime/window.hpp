@@ -26,7 +26,12 @@
 // Destruction frees the window (MPI_Win_free, collective): only the WindowCache destroys
 // windows, at collective points every rank has agreed to reach (failure rule).
 //
-//   shared segment of rank r:  [ block: bytes, padded to 64 ][ lock word | unused ]
+// Replicated arrays' writes hold the window's replica lock (`lock_replicas`) across their
+// updates of every copy, so that every copy receives the writes in the same order.
+//
+//   shared segment of rank r:    [ block: bytes, padded to 64 ][ lock word | replica word | unused ]
+//   rma/mixed segment of rank r: [ block: bytes, padded to 64 ][ next ticket | now serving (int64) | unused ]
+//   (the replica words of rank 0 are the lock; the others are unused)
 
 #include <garray/runtime/context.hpp>
 #include <garray/runtime/error.hpp>
@@ -128,6 +133,18 @@ class Window {
   void unlock_segment(int r) const noexcept {
     __atomic_store_n(locks_[static_cast<std::size_t>(r)], 0u, __ATOMIC_RELEASE);
   }
+  /// The replica lock (docs/semantics.md, "Replicated arrays"): held by every write to a
+  /// replicated array across its updates of all the copies, so that the copies receive the
+  /// writes in one order and stay identical. Every rank's block must have the same size (a
+  /// replicated array's). Shared windows: the replica word of rank 0's lock line, spun on
+  /// like the segment locks (which stay free to take inside). rma and mixed windows: a
+  /// ticket lock on rank 0's two replica words with MPI_Fetch_and_op(MPI_SUM) and flushes,
+  /// then MPI_Win_sync. Throws MpiError.
+  void lock_replicas() const;
+  /// Completes this rank's writes everywhere (complete_all: remote completion, MPI_Win_sync),
+  /// then releases the replica lock. Never throws.
+  void unlock_replicas() const noexcept;
+
   /// Memory barrier between this process' loads/stores and the window's public copy.
   void memory_sync() const {
     check_mpi(MPI_Win_sync(win_), "MPI_Win_sync");
@@ -174,7 +191,8 @@ class Window {
   std::size_t bytes_ = 0;
   WindowKind kind_;
   std::vector<std::byte*> peers_;
-  std::vector<std::uint32_t*> locks_;  // shared windows: each rank's accumulate lock
+  std::vector<std::uint32_t*> locks_;  // shared windows: each rank's accumulate lock (and replica word)
+  MPI_Aint replica_disp_ = 0;          // rma and mixed windows: the replica word's displacement
   mutable std::vector<unsigned char> dirty_;
   mutable int ndirty_ = 0;
   int me_ = 0;

@@ -298,6 +298,8 @@ T GlobalArray<T, N>::fetch_add(const shape_type& i, T inc) {
   auto& oc = ctx_.stats()[Op::read_inc];
   ++oc.calls;
   count_piece(oc, r, sizeof(T));
+  std::optional<detail::ReplicaLock> serial;  // replicated: every copy gets the writes in one order
+  if (rep) serial.emplace(*win_);
   return with_transport([&](auto& tp) {
     const T old = tp.fetch_add(r, off, inc);
     if (rep)
@@ -479,6 +481,14 @@ void GlobalArray<T, N>::transfer(const Section<N>& sec, T* buf, T alpha, Request
       note_temp(n * sizeof(T));
     }
   }
+  // A write to a replicated array holds the replica lock until it is complete at every
+  // copy (so it completes before returning, also when nonblocking): every copy receives the
+  // writes of all ranks in the same order and the copies stay identical.
+  std::optional<detail::ReplicaLock> serial;
+  if (rep && D != detail::Dir::get) {
+    serial.emplace(*win_);
+    req = nullptr;
+  }
   with_transport([&](auto& tp) {
     tp.use_request(req);
     if (!buf_strides && !rep) {
@@ -622,6 +632,8 @@ void GlobalArray<T, N>::list_op(std::span<const shape_type> indices, T* vals, T 
     std::vector<std::size_t> pos(first.begin(), first.end() - 1);
     for (std::size_t j = 0; j < n; ++j) order[pos[static_cast<std::size_t>(owner[j])]++] = j;
   }
+  std::optional<detail::ReplicaLock> serial;  // as in transfer()
+  if (rep && C != detail::Call::gather) serial.emplace(*win_);
   with_transport([&](auto& tp) {
     try {
       for (int r = 0; r < p; ++r) {

@@ -71,6 +71,15 @@ MPI_Datatype acc_type() {
   }
 }
 
+/// Holds a window's replica lock (Window::lock_replicas) for a write to a replicated array.
+struct ReplicaLock {
+  const Window& w;
+  explicit ReplicaLock(const Window& win) : w(win) { w.lock_replicas(); }
+  ~ReplicaLock() { w.unlock_replicas(); }
+  ReplicaLock(const ReplicaLock&) = delete;
+  ReplicaLock& operator=(const ReplicaLock&) = delete;
+};
+
 /// Shared-memory window transport (see the file comment).
 template <class T>
 class ShmTransport {
