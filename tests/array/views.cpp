@@ -689,11 +689,39 @@ TEST_CASE("copy with a broadcast source: NumPy's values, the source piece fetche
     for (Index i = 0; i < 9; ++i)
       for (Index j = 0; j < 7; ++j) rb.a[i][j] = av[8 - i][6];
     CHECK(test::equal_on_all_ranks(b, rb));
+    // the same array, not overlapping: a[0:5] = a[8:9] (a bounding-box test alone took
+    // the direct path, which read rows 8..12 instead of repeating row 8)
+    CHECK(one_fetch([&] { garray::copy(a[idx[range(0, 5)]], a[idx[range(8, 9)]]); }));
+    for (Index i = 0; i < 5; ++i)
+      for (Index j = 0; j < 7; ++j) ra.a[i][j] = av[8][j];
+    CHECK(test::equal_on_all_ranks(a, ra));
+    // ... and a[1:, 2] = a[0:1, 2] through view assignment (NumPy's a[1:, 2:3] = a[:1, 2:3])
+    const auto av2 = ra.a;
+    a[idx[range(1, _)][range(2, 3)]] = a[idx[range(0, 1)][range(2, 3)]];
+    for (Index i = 1; i < 9; ++i) ra.a[i][2] = av2[0][2];
+    CHECK(test::equal_on_all_ranks(a, ra));
     // the same array, overlapping: a = a[0:1] (NumPy: row 0 read before anything is written)
+    const auto av3 = ra.a;
     CHECK(one_fetch([&] { garray::copy(a.view(), a[idx[range(0, 1)]]); }));
     for (Index i = 0; i < 9; ++i)
-      for (Index j = 0; j < 7; ++j) ra.a[i][j] = av[0][j];
+      for (Index j = 0; j < 7; ++j) ra.a[i][j] = av3[0][j];
     CHECK(test::equal_on_all_ranks(a, ra));
+  }
+}
+
+TEST_CASE("copy: a broadcast within one 1-d array, x[1:] = x[0:1], repeats the element") {
+  garray::Context ctx;
+  for (Index n : {Index{4}, Index{11}}) {
+    garray::GlobalArray<double, 1> x(ctx, {n});
+    {
+      auto blk = x.access();
+      for (Index i = blk.lo(0); i < blk.hi(0); ++i) blk.view()[i] = static_cast<double>(i) + 1.0;
+    }
+    x.sync();
+    x[idx[range(1, _)]] = x[idx[range(0, 1)]];
+    std::vector<double> got(static_cast<std::size_t>(n));
+    x.get(idx[range()], std::span<double>(got));
+    for (Index i = 0; i < n; ++i) CHECK(got[static_cast<std::size_t>(i)] == 1.0);
   }
 }
 

@@ -111,7 +111,7 @@ void copy(const View<T, N1, M>& dst, const View<T, N2, M>& src) {
   if constexpr (N1 == N2) {
     if (same) {
       const Box<N1> b = intersect(dst.section().bounding_box(), src.section().bounding_box());
-      overlap = !b.empty() && dst.size() > 0;
+      overlap = bcast || (!b.empty() && dst.size() > 0);  // a broadcast source never takes the direct path
     }
   }
 
