@@ -579,6 +579,13 @@ TEST_CASE("collectives called with an argument that differs on one rank throw on
     if (odd) (void)garray::cumsum(a);
     else (void)garray::cumsum(a, garray::Axis{0});
   });
+  mismatch("cumsum flattened vs axis 0, 1-d", [&] {
+    garray::GlobalArray<double, 1> v(ctx, {10});
+    if (odd)
+      (void)garray::cumsum(v);
+    else
+      (void)garray::cumsum(v, garray::Axis{0});
+  });
   mismatch("cumsum flattened vs axis 0, a view", [&] {
     if (odd) (void)garray::cumsum(a[idx[range(1, 5)]]);
     else (void)garray::cumsum(a[idx[range(1, 5)]], garray::Axis{0});

@@ -20,17 +20,22 @@ struct Operand {
   garray::GlobalArray<T, K> base;
   garray::View<T, K, K> view;
   std::string js;  // the operand's values (the view's elements) as JSON
+  // (The view is bound in the initializer: assigning a View copies elements into the view
+  // it is assigned to, it never rebinds it.)
   Operand(const garray::Context& ctx, const garray::Shape<K>& sh, test::Rng& rng)
-      : base(ctx, sh, test::random_distribution<K>(rng, sh, ctx.size())), view(base.view()) {
+      : base(ctx, sh, test::random_distribution<K>(rng, sh, ctx.size())), view(base, reversals(sh, rng)) {
     randomize(base, rng(), test::uniform(rng, 0, 2) == 0);
+    js = dump(garray::eval(view));
+  }
+  /// The whole shape, each dimension reversed with probability 1/2.
+  static garray::Section<K> reversals(const garray::Shape<K>& sh, test::Rng& rng) {
     garray::Section<K> s = garray::Section<K>::full(sh);
     for (std::size_t d = 0; d < K; ++d)
-      if (test::uniform(rng, 0, 1) == 1) {
+      if (test::uniform(rng, 0, 1) == 1 && sh[d] > 0) {
         s.start[d] = sh[d] - 1;
         s.step[d] = -1;
       }
-    view = garray::View<T, K, K>(base, s);
-    js = dump(garray::eval(view));
+    return s;
   }
 };
 

@@ -4,10 +4,11 @@
 // /usr/bin/python3, which has NumPy) recomputes each with NumPy and compares dtype, shape
 // and values (integers and creation routines exactly, floating point within 1e-10, float32
 // within 1e-4). Random shapes, distributions, dtypes and axes; the same on every rank.
+#include <functional>
+#include <limits>
+
 #include "numeric/numpy_cases.hpp"
 #include "support/outcome.hpp"
-
-#include <functional>
 
 namespace {
 using namespace nptest;
@@ -271,6 +272,15 @@ TEST_CASE("integer arithmetic as NumPy: exact powers, wrapping + * and sums, a n
   auto w = garray::eval(b * std::int64_t{2} + b);
   CHECK(w.get(garray::idx[2]) == -big);  // 3 * 2^62 mod 2^64, as a signed value
   CHECK(garray::sum(b) == -big);         // 3 * 2^62 again, through the reduction
+  // unary minus and abs wrap too (never signed overflow): -np.int32(-2**31) and
+  // np.abs(np.int64(-2**63)) are the minimum again
+  auto m32 = garray::full<std::int32_t>(ctx, garray::Shape<1>{2}, std::numeric_limits<std::int32_t>::min());
+  auto m64 = garray::full<std::int64_t>(ctx, garray::Shape<1>{2}, std::numeric_limits<std::int64_t>::min());
+  CHECK(garray::eval(-m32).get(garray::idx[1]) == std::numeric_limits<std::int32_t>::min());
+  CHECK(garray::eval(garray::abs(m32)).get(garray::idx[0]) == std::numeric_limits<std::int32_t>::min());
+  CHECK(garray::eval(-m64).get(garray::idx[0]) == std::numeric_limits<std::int64_t>::min());
+  CHECK(garray::eval(garray::abs(m64)).get(garray::idx[1]) == std::numeric_limits<std::int64_t>::min());
+  CHECK(garray::eval(garray::abs(-b)).get(garray::idx[0]) == big);
   // A negative integer exponent: the rank owning it throws InvalidArgument, the others
   // CollectiveFailure with its message (NumPy: ValueError).
   garray::GlobalArray<std::int32_t, 1> neg(ctx, {static_cast<garray::Index>(2 * p)});

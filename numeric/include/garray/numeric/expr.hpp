@@ -284,8 +284,27 @@ using Max = Extreme<true>;
       return expr;                              \
     }                                           \
   };
-GARRAY_DETAIL_UNOP(Neg, -a)
-GARRAY_DETAIL_UNOP(Abs, std::abs(a))
+/// -a; for signed integers wrapping modulo 2^bits as NumPy (-INT_MIN is INT_MIN), never
+/// signed overflow.
+struct Neg {
+  template <class A>
+  constexpr auto operator()(const A& a) const {
+    if constexpr (std::is_integral_v<A> && std::is_signed_v<A>)
+      return static_cast<A>(std::make_unsigned_t<A>{0} - static_cast<std::make_unsigned_t<A>>(a));
+    else
+      return -a;
+  }
+};
+/// |a|; for signed integers as NumPy: abs(INT_MIN) wraps to INT_MIN.
+struct Abs {
+  template <class A>
+  constexpr auto operator()(const A& a) const {
+    if constexpr (std::is_integral_v<A> && std::is_signed_v<A>)
+      return a < 0 ? Neg{}(a) : a;
+    else
+      return std::abs(a);
+  }
+};
 GARRAY_DETAIL_UNOP(Sqrt, std::sqrt(a))
 GARRAY_DETAIL_UNOP(Exp, std::exp(a))
 GARRAY_DETAIL_UNOP(Log, std::log(a))

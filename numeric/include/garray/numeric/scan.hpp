@@ -174,13 +174,14 @@ void scan_prepare(Plan<M>& p, const E& e, Axis given, std::string_view what, boo
 }
 
 template <bool Prod, ArrayOperand X, std::size_t M>
-auto scan_axis(const X& x, Axis axis, const std::optional<Distribution<M>>& dist, std::string_view what) {
+auto scan_axis(const X& x, Axis axis, const std::optional<Distribution<M>>& dist, std::string_view what,
+               bool flat = false) {
   const auto e = as_expr(x);
   using E = decltype(e);
   static_assert(E::rank == static_cast<int>(M), "garray: the distribution's rank differs from the operand's");
   using Acc = sum_t<typename E::value_type>;
   Plan<M> p;
-  scan_prepare(p, e, axis, what);
+  scan_prepare(p, e, axis, what, flat);
   Distribution<M> d = Distribution<M>::blocked();
   if (dist) d = *dist;
   else
@@ -303,7 +304,9 @@ auto scan_flat(const X& x, std::string_view what) {
   constexpr std::size_t M = static_cast<std::size_t>(E::rank);
   using Acc = sum_t<typename E::value_type>;
   if constexpr (M == 1) {
-    return scan_axis<Prod>(x, Axis{0}, std::optional<Distribution<1>>(Distribution<1>::blocked()), what);
+    // (flat: the handshake tells it from cumsum(x, Axis{0}), whose result is distributed like x)
+    return scan_axis<Prod>(x, Axis{0}, std::optional<Distribution<1>>(Distribution<1>::blocked()), what,
+                           true);
   } else {
     Plan<M> p;
     scan_prepare(p, e, Axis{0}, what, true);
