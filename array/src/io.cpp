@@ -298,13 +298,9 @@ void Group::agree(const std::string& what, std::uint64_t sig, const std::string&
   detail::Sig s(what);
   s.h = gd::hash_mix(sig, gd::hash_string(file_name()));
   s.add(path_);
-  const std::uint64_t serial = ctx_->serial();
-  const auto left = detail::deferred_signature(serial);
-  s.add(left.h);
   const gd::Window* wins[1] = {win};
-  detail::handshake(*ctx_, s.h, what, where(".") + ", " + args + detail::deferred_note(left), err,
+  detail::handshake(*ctx_, s.h, what, where(".") + ", " + args, err,
                     std::span<const gd::Window* const>(wins, win ? 1 : 0));
-  if (left.count > 0) detail::close_deferred(serial);
 }
 
 void Group::writable(std::string_view what) const {
@@ -366,13 +362,8 @@ File::File(const Context& ctx, const std::string& path, Mode mode) {
   } catch (const Error&) {
     err = std::current_exception();
   }
-  const std::uint64_t serial = ctx.serial();
-  const auto left = detail::deferred_signature(serial);
-  sig.add(left.h);
-  detail::handshake(
-      ctx, sig.h, what,
-      "file '" + path + "', mode " + mode_names[static_cast<int>(mode)] + detail::deferred_note(left), err);
-  if (left.count > 0) detail::close_deferred(serial);  // before anything is opened
+  detail::handshake(ctx, sig.h, what, "file '" + path + "', mode " + mode_names[static_cast<int>(mode)],
+                    err);  // (closes the files left open on ctx, before anything is opened)
   if (mode == Mode::create) detail::check_shared_directory(ctx, what, path);
   auto st = std::make_shared<detail::FileState>(ctx, path, mode);
   std::shared_ptr<detail::Hid> root;

@@ -82,6 +82,22 @@ std::invoke_result_t<F&> concluded(MPI_Comm comm, std::string_view what, F&& wor
   return std::move(*r);
 }
 
+/// The files of a context whose last handle was dropped while some rank unwound, left open
+/// (io.cpp): how many, and a hash of their names, for the handshake of the context's next io
+/// call, which then closes them (close_deferred) on every rank.
+struct DeferredSig {
+  std::uint64_t h = 0;
+  std::size_t count = 0;
+};
+DeferredSig deferred_signature(std::uint64_t context);
+/// Closes the files left open on the context with this serial (collective over it).
+void close_deferred(std::uint64_t context);
+/// ", 1 file(s) left open while a rank unwound" for a handshake's description ("" if none).
+inline std::string deferred_note(const DeferredSig& d) {
+  return d.count == 0 ? std::string()
+                      : ", " + std::to_string(d.count) + " file(s) left open while a rank unwound";
+}
+
 /// The front of every io collective: the handshake every garray collective uses
 /// (detail::agree_with_errors: ONE allreduce of the call's signature, all arguments, and of
 /// this rank's local outcome `err`), so an io call on one rank meets any other collective,
@@ -90,9 +106,13 @@ std::invoke_result_t<F&> concluded(MPI_Comm comm, std::string_view what, F&& wor
 /// its message; signatures that differ: CollectiveMismatch everywhere; a rank that could
 /// not complete its operations on `wins`: its error, CollectiveFailure elsewhere. `wins`:
 /// windows whose outstanding operations complete first (the allreduce then doubles as
-/// sync()'s barrier).
+/// sync()'s barrier). The signature also covers the files left open on the context
+/// (deferred_signature), which are closed on every rank once the ranks agreed.
 inline void handshake(const Context& ctx, std::uint64_t sig, std::string_view what, const std::string& args,
                       std::exception_ptr err, std::span<const gd::Window* const> wins = {}) {
+  const std::uint64_t serial = ctx.serial();
+  const DeferredSig left = deferred_signature(serial);
+  sig = gd::hash_mix(sig, left.h);
   gd::LocalFault fault = err ? gd::LocalFault::invalid : gd::LocalFault::none;
   try {
     for (const gd::Window* w : wins) {
@@ -106,7 +126,8 @@ inline void handshake(const Context& ctx, std::uint64_t sig, std::string_view wh
     }
   }
   const gd::Agreement a = gd::agree_with_errors(ctx.comm(), sig, fault);
-  gd::throw_if_disagreed(ctx.comm(), a, err, what, args);  // (first: every rank takes part in its broadcast)
+  gd::throw_if_disagreed(ctx.comm(), a, err, what, args + deferred_note(left));  // (first: every rank takes part in its broadcast)
+  if (left.count > 0) close_deferred(serial);  // before the call opens or touches anything
   for (const gd::Window* w : wins) w->memory_sync();
 }
 
@@ -129,22 +150,6 @@ struct Sig {
     return *this;
   }
 };
-
-/// The files of a context whose last handle was dropped while some rank unwound, left open
-/// (io.cpp): how many, and a hash of their names, for the handshake of the context's next io
-/// call, which then closes them (close_deferred) on every rank.
-struct DeferredSig {
-  std::uint64_t h = 0;
-  std::size_t count = 0;
-};
-DeferredSig deferred_signature(std::uint64_t context);
-/// Closes the files left open on the context with this serial (collective over it).
-void close_deferred(std::uint64_t context);
-/// ", 1 file(s) left open while a rank unwound" for a handshake's description ("" if none).
-inline std::string deferred_note(const DeferredSig& d) {
-  return d.count == 0 ? std::string()
-                      : ", " + std::to_string(d.count) + " file(s) left open while a rank unwound";
-}
 
 /// info() under another call's name, with `salt` (that call's arguments) in its handshake
 /// (io.cpp).

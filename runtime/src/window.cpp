@@ -325,12 +325,8 @@ Window::~Window() {
 
 void Window::lock_replicas() const {
   if (kind_ == WindowKind::shared) {
-    std::uint32_t* l = locks_[0] + 1;
-    for (unsigned spins = 0;; ++spins) {
-      if (__atomic_load_n(l, __ATOMIC_RELAXED) == 0 && __atomic_exchange_n(l, 1u, __ATOMIC_ACQUIRE) == 0)
-        return;
-      if (spins >= 64) yield_cpu();
-    }
+    spin_lock(locks_[0] + 1);
+    return;
   }
   // A ticket lock on rank 0's two replica words (next ticket, now serving), with
   // MPI_Fetch_and_op(MPI_SUM) only, the operation of every other atomic on this window
@@ -368,7 +364,7 @@ void Window::unlock_replicas() const noexcept {
     // an MPI error here is reported by the next operation that completes on this window
   }
   if (kind_ == WindowKind::shared) {
-    __atomic_store_n(locks_[0] + 1, 0u, __ATOMIC_RELEASE);
+    spin_unlock(locks_[0] + 1);
     return;
   }
   const std::int64_t one = 1;

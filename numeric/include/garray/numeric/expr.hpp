@@ -232,6 +232,17 @@ struct BoundIndex {
   }
 };
 
+/// op(a, b) for + - * as NumPy computes them on integers: modulo 2^bits (in the unsigned
+/// type, where wrapping is defined, not signed overflow); other types unchanged.
+template <class Op, class V>
+constexpr V wrapping(const V& a, const V& b) {
+  if constexpr (std::is_integral_v<V> && !std::is_same_v<V, bool>) {
+    using U = std::make_unsigned_t<V>;
+    return static_cast<V>(Op{}(static_cast<U>(a), static_cast<U>(b)));
+  } else {
+    return static_cast<V>(Op{}(a, b));
+  }
+}
 }  // namespace detail
 
 /// Anything that is an expression node.
@@ -284,13 +295,13 @@ using Max = Extreme<true>;
       return expr;                              \
     }                                           \
   };
-/// -a; for signed integers wrapping modulo 2^bits as NumPy (-INT_MIN is INT_MIN), never
+/// -a; for integers 0 - a wrapping modulo 2^bits as NumPy (-INT_MIN is INT_MIN), never
 /// signed overflow.
 struct Neg {
   template <class A>
   constexpr auto operator()(const A& a) const {
-    if constexpr (std::is_integral_v<A> && std::is_signed_v<A>)
-      return static_cast<A>(std::make_unsigned_t<A>{0} - static_cast<std::make_unsigned_t<A>>(a));
+    if constexpr (std::is_integral_v<A> && !std::is_same_v<A, bool>)
+      return detail::wrapping<Sub>(A{0}, a);
     else
       return -a;
   }
@@ -381,17 +392,6 @@ using where_t = std::conditional_t<AW && BW && kind_of<promote_t<A, B, AW, BW>>(
 }  // namespace detail
 
 namespace detail {
-/// op(a, b) for + - * as NumPy computes them on integers: modulo 2^bits (in the unsigned
-/// type, where wrapping is defined, not signed overflow); other types unchanged.
-template <class Op, class V>
-constexpr V wrapping(const V& a, const V& b) {
-  if constexpr (std::is_integral_v<V> && !std::is_same_v<V, bool>) {
-    using U = std::make_unsigned_t<V>;
-    return static_cast<V>(Op{}(static_cast<U>(a), static_cast<U>(b)));
-  } else {
-    return static_cast<V>(Op{}(a, b));
-  }
-}
 /// a ** b for integers, as NumPy: exact, modulo 2^bits (squaring in the unsigned type);
 /// a negative exponent throws InvalidArgument, as NumPy raises ValueError.
 template <class P>

@@ -123,16 +123,8 @@ class Window {
   }
   /// Shared windows only: takes rank r's accumulate lock (spins, then yields: ranks may be
   /// oversubscribed). Held only around a local load-add-store loop; never across MPI calls.
-  void lock_segment(int r) const noexcept {
-    std::uint32_t* l = locks_[static_cast<std::size_t>(r)];
-    for (int spins = 0;; ++spins) {
-      if (__atomic_load_n(l, __ATOMIC_RELAXED) == 0 && __atomic_exchange_n(l, 1u, __ATOMIC_ACQUIRE) == 0) return;
-      if (spins >= 64) yield_cpu();
-    }
-  }
-  void unlock_segment(int r) const noexcept {
-    __atomic_store_n(locks_[static_cast<std::size_t>(r)], 0u, __ATOMIC_RELEASE);
-  }
+  void lock_segment(int r) const noexcept { spin_lock(locks_[static_cast<std::size_t>(r)]); }
+  void unlock_segment(int r) const noexcept { spin_unlock(locks_[static_cast<std::size_t>(r)]); }
   /// The replica lock (docs/semantics.md, "Replicated arrays"): held by every write to a
   /// replicated array across its updates of all the copies, so that the copies receive the
   /// writes in one order and stay identical. Every rank's block must have the same size (a
@@ -184,6 +176,15 @@ class Window {
   }
 
  private:
+  /// A lock word in shared memory: spins, then yields (ranks may be oversubscribed).
+  static void spin_lock(std::uint32_t* l) noexcept {
+    for (int spins = 0;; ++spins) {
+      if (__atomic_load_n(l, __ATOMIC_RELAXED) == 0 && __atomic_exchange_n(l, 1u, __ATOMIC_ACQUIRE) == 0) return;
+      if (spins >= 64) yield_cpu();
+    }
+  }
+  static void spin_unlock(std::uint32_t* l) noexcept { __atomic_store_n(l, 0u, __ATOMIC_RELEASE); }
+
   Stats* stats_;  // the owning context's counters (not a Context: the cache lives inside it)
   MPI_Win win_ = MPI_WIN_NULL;
   MPI_Win shm_win_ = MPI_WIN_NULL;  // mixed windows: the node's shared allocation
