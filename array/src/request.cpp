@@ -1,6 +1,7 @@
 // Request (request.hpp), compiled once into libgarray_array.
 #include <garray/array/request.hpp>
 #include <garray/runtime/error.hpp>
+#include <garray/runtime/window.hpp>
 
 #include <exception>
 #include <utility>
@@ -49,6 +50,10 @@ void Request::add_finisher(std::function<void()> f) { finishers_.push_back(std::
 void Request::run_finishers() {
   auto fs = std::move(finishers_);
   finishers_.clear();
+  if (win_) {  // the MPI side is complete: nothing outstanding on the window any more
+    win_->detach(this);
+    win_ = nullptr;
+  }
   for (auto& f : fs) f();
 }
 
@@ -63,9 +68,21 @@ void Request::finish_noexcept() noexcept {
 void Request::swap(Request& o) noexcept {
   reqs_.swap(o.reqs_);
   finishers_.swap(o.finishers_);
+  std::swap(win_, o.win_);
+  // The windows know requests by address: the registrations follow the contents (two
+  // requests registered with one window stay as they are).
+  if (win_ != o.win_) {
+    if (win_) win_->rebind(&o, this);
+    if (o.win_) o.win_->rebind(this, &o);
+  }
 }
 
 MPI_Request* detail::RequestAccess::add_mpi(Request& r) { return r.add_mpi(); }
 void detail::RequestAccess::add_finisher(Request& r, std::function<void()> f) { r.add_finisher(std::move(f)); }
+void detail::RequestAccess::attach(Request& r, Window& w) {
+  if (r.done() || r.win_) return;
+  w.attach(&r);
+  r.win_ = &w;
+}
 
 }  // namespace garray

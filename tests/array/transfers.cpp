@@ -242,6 +242,105 @@ TEST_CASE("a Request destroyed or move-assigned over without wait() completes it
   }
 }
 
+TEST_CASE("sync() and fill() complete an unwaited get_nb: it reads what was there before them") {
+  // semantics.md: sync() (and every collective on the array) completes every operation of
+  // every rank, an unwaited get included. Each rank reads its right neighbour's whole block
+  // (large: on rma windows the get may still be moving when the collective is entered), does
+  // not wait, and the neighbour then overwrites the block (by the collective fill, or by
+  // local stores right after a sync). wait() must find the values from before.
+  garray::Context ctx;
+  const int p = ctx.size(), me = ctx.rank();
+  const garray::Index per = 1 << 18;  // 2 MiB of int64 per rank
+  garray::GlobalArray<std::int64_t, 1> a(ctx, {per * p});
+  for (int round = 0; round < 6; ++round) {
+    const bool by_fill = round % 2 == 0;
+    {
+      auto blk = a.access();
+      for (garray::Index i = blk.lo(0); i < blk.hi(0); ++i) blk.view()[i] = i + round;
+    }
+    a.sync();
+    const int nb = (me + 1) % p;
+    std::vector<std::int64_t> got(static_cast<std::size_t>(per), -1);
+    auto sec = garray::Section<1>{{nb * per}, {1}, {per}};
+    if (round >= 4) sec = garray::Section<1>{{nb * per + per - 1}, {-1}, {per}};  // reversed: a temporary
+    auto r = a.get_section_nb(sec, got);
+    if (by_fill) {
+      a.fill(-7);
+    } else {
+      a.sync();
+      auto blk = a.access();
+      for (garray::Index i = blk.lo(0); i < blk.hi(0); ++i) blk.view()[i] = -7;
+    }
+    r.wait();
+    bool ok = true;
+    for (garray::Index k = 0; k < per; ++k) {
+      const garray::Index i = sec.start[0] + k * sec.step[0];
+      ok = ok && got[static_cast<std::size_t>(k)] == i + round;
+    }
+    INFO("round " << round << std::string(by_fill ? " (fill)" : " (sync, then local stores)"));
+    CHECK(ok);
+    a.sync();
+  }
+}
+
+TEST_CASE("destroying an array completes its outstanding requests; they are then done") {
+  // A Request that outlives its array (here: declared before it) is completed, as by its
+  // wait(), when the array is destroyed or another array is moved over it; its buffer then
+  // holds the data and wait() has nothing left to do. The registration follows the Request
+  // through moves (assignment, a growing vector). Each rank's block is two halves: the gets
+  // read the first half of the right neighbour's, the accumulates add to the second.
+  garray::Context ctx;
+  const int p = ctx.size(), me = ctx.rank();
+  const garray::Index per = 1000, n = 2 * per * p;
+  auto fill_index = [&](garray::GlobalArray<double, 1>& a, double off) {
+    auto blk = a.access();
+    for (garray::Index i = blk.lo(0); i < blk.hi(0); ++i) blk.view()[i] = static_cast<double>(i) + off;
+  };
+  const garray::Index lo = 2 * per * ((me + 1) % p);  // the neighbour's block
+  std::vector<double> fwd(static_cast<std::size_t>(per), -1), rev(fwd);
+  std::vector<double> ones(static_cast<std::size_t>(per), 1.0);
+  auto expected = [&](double off) {
+    bool ok = true;
+    for (garray::Index k = 0; k < per; ++k) {
+      ok = ok && fwd[static_cast<std::size_t>(k)] == static_cast<double>(lo + k) + off;
+      ok = ok &&
+           (off != 0.5 || rev[static_cast<std::size_t>(k)] == static_cast<double>(lo + per - 1 - k) + off);
+    }
+    return ok;
+  };
+  garray::Request r0;
+  std::vector<garray::Request> rs;
+  {
+    garray::GlobalArray<double, 1> a(ctx, {n});
+    fill_index(a, 0.5);
+    a.sync();
+    r0 = a.get_nb(idx[range(lo, lo + per)], fwd);
+    for (int k = 0; k < 5; ++k) {  // the vector reallocates: every Request moves
+      if (k == 2)
+        rs.push_back(a.get_section_nb(garray::Section<1>{{lo + per - 1}, {-1}, {per}}, rev));
+      else
+        rs.push_back(a.acc_nb(idx[range(lo + per, lo + 2 * per)], ones));
+    }
+  }  // ~GlobalArray completes r0 and rs
+  CHECK(r0.done());
+  bool all_done = true;
+  for (auto& r : rs) all_done = all_done && r.done();
+  CHECK(all_done);
+  CHECK(expected(0.5));
+  r0.wait();  // nothing left to do
+  // Moving another array over one with a request outstanding completes it the same way; the
+  // window may then be reused (the cache) without the old get seeing the new contents.
+  garray::GlobalArray<double, 1> b(ctx, {n});
+  fill_index(b, 0.25);
+  b.sync();
+  std::fill(fwd.begin(), fwd.end(), -1.0);
+  garray::Request r1 = b.get_nb(idx[range(lo, lo + per)], fwd);
+  b = garray::GlobalArray<double, 1>(ctx, {n});
+  CHECK(r1.done());
+  CHECK(expected(0.25));
+  b.sync();
+}
+
 TEST_CASE(
     "read your own writes: a get or gather right after this rank's accumulate sees it, no fence between") {
   garray::Context ctx;

@@ -7,6 +7,7 @@
 // destroyed without wait() waits in its destructor. With MPICH, test() may block until the
 // operation is locally complete (see detail::request_ops_ok).
 
+#include <garray/runtime/outstanding.hpp>
 #include <mpi.h>
 
 #include <functional>
@@ -28,10 +29,15 @@ inline constexpr bool request_ops_ok = true;
 
 class Request;
 namespace detail {
+class Window;
 /// The array layer's access to a Request under construction.
 struct RequestAccess {
   static MPI_Request* add_mpi(Request& r);
   static void add_finisher(Request& r, std::function<void()> f);
+  /// Registers r with the window it was issued on if it has anything outstanding (once, at
+  /// the end of the issuing call): the window's collectives then complete it, and the
+  /// array completes it before giving the window up.
+  static void attach(Request& r, Window& w);
 };
 }  // namespace detail
 
@@ -39,8 +45,11 @@ struct RequestAccess {
 /// test() returning true, gives the blocking call's guarantee: get: the data is in the
 /// buffer; put/accumulate: the buffer may be reused (remote completion still needs fence()
 /// or sync()). Nonblocking operations are unordered with respect to each other. Every member
-/// is Local. Move-only; destroying an unfinished Request waits for it.
-class [[nodiscard]] Request {
+/// is Local. Move-only; destroying an unfinished Request waits for it. A collective on its
+/// array (sync(), fill(), ...) completes the MPI side of it (a get then read the data as it
+/// was before the collective; its buffer is filled at wait()), and destroying the array (or
+/// moving another over it) completes it as wait() would: the Request is then done.
+class [[nodiscard]] Request : private detail::Outstanding {
  public:
   /// Local. A request with nothing outstanding (done() is true).
   Request() = default;
@@ -77,8 +86,10 @@ class [[nodiscard]] Request {
   void run_finishers();
   void finish_noexcept() noexcept;
   void swap(Request& o) noexcept;
+  void complete_now() noexcept override { finish_noexcept(); }
   std::vector<MPI_Request> reqs_;
   std::vector<std::function<void()>> finishers_;
+  detail::Window* win_ = nullptr;  // registered there while something is outstanding
 };
 
 }  // namespace garray

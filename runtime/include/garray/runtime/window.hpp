@@ -36,6 +36,7 @@
 #include <garray/runtime/context.hpp>
 #include <garray/runtime/error.hpp>
 #include <garray/runtime/fault.hpp>
+#include <garray/runtime/outstanding.hpp>
 
 #include <mpi.h>
 
@@ -162,14 +163,33 @@ class Window {
       if (r == me_ || peer(r)) memory_sync();
     }
   }
+  /// Nonblocking requests issued on this window and not yet complete (Request registers
+  /// itself while it has something outstanding; it moves, so it re-registers under its new
+  /// address). complete_all() flushes while any is registered, so a collective completes an
+  /// unwaited get too; the array completes them all before giving up the window.
+  void attach(Outstanding* r) { outstanding_.push_back(r); }
+  void detach(Outstanding* r) noexcept {
+    auto it = std::find(outstanding_.begin(), outstanding_.end(), r);
+    if (it != outstanding_.end()) outstanding_.erase(it);
+  }
+  void rebind(Outstanding* from, Outstanding* to) noexcept {
+    std::replace(outstanding_.begin(), outstanding_.end(), from, to);
+  }
+  /// Completes every registered request (each detaches itself). Never throws: a failure
+  /// aborts, as in a Request's destructor.
+  void complete_outstanding() noexcept {
+    while (!outstanding_.empty()) outstanding_.back()->complete_now();
+  }
   /// True if this rank has puts/accumulates not yet remotely completed (see mark_dirty).
   bool has_pending_writes() const noexcept { return ndirty_ > 0; }
-  /// Remote completion of everything this rank issued (fence), then MPI_Win_sync: stores
+  /// Remote completion of everything this rank issued (fence; a flush also while nonblocking
+  /// requests are registered, so that an unwaited get has read before the collective that
+  /// called this lets anyone write), then MPI_Win_sync: stores
   /// this rank made directly (shared-memory puts, its own block) are ordered before any
   /// synchronisation that follows (MPI-3.1 section 11.7: a barrier after fence() makes
   /// them visible).
   void complete_all() const {
-    if (ndirty_ > 0) flush_all();
+    if (ndirty_ > 0 || !outstanding_.empty()) flush_all();
     std::fill(dirty_.begin(), dirty_.end(), 0);
     ndirty_ = 0;
     memory_sync();
@@ -196,6 +216,7 @@ class Window {
   MPI_Aint replica_disp_ = 0;          // rma and mixed windows: the replica word's displacement
   mutable std::vector<unsigned char> dirty_;
   mutable int ndirty_ = 0;
+  std::vector<Outstanding*> outstanding_;  // this rank's incomplete nonblocking requests
   int me_ = 0;
   bool unified_ = true;
   bool abandoned_ = false;

@@ -348,6 +348,7 @@ std::string_view GlobalArray<T, N>::name(detail::Call c) {
 template <Element T, std::size_t N>
 void GlobalArray<T, N>::release() noexcept {
   if (!win_) return;
+  win_->complete_outstanding();  // requests outliving the array: done before the memory goes
   ++ctx_.stats().arrays_destroyed;
   ctx_.cache().release(slot_, std::move(win_));
 }
@@ -549,6 +550,7 @@ void GlobalArray<T, N>::transfer(const Section<N>& sec, T* buf, T alpha, Request
     if (tp.temp_bytes()) note_temp(tp.temp_bytes());
   });
   if (req && scaled) detail::RequestAccess::add_finisher(*req, [s = std::move(scaled)] {});
+  if (req) detail::RequestAccess::attach(*req, *win_);
 }
 
 template <Element T, std::size_t N>
