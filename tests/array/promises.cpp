@@ -1,0 +1,896 @@
+// Promises of docs/semantics.md that no other test could catch breaking:
+//
+// 1. Completion of atomic operations without fence() or sync() ("Atomicity": "Accumulates
+//    are complete (locally and remotely) on return on shared windows, locally on rma and
+//    mixed windows"; the table: read_inc's "fetch-and-add is done at the owner"; replicated
+//    arrays: "A nonblocking write to a replicated array is therefore complete when it
+//    returns"), and local completion with visibility after the writer's fence() plus a
+//    barrier (the table's "`in` may be reused", visibility rule 2). The ranks synchronise
+//    only by a plain MPI_Barrier on ctx.comm(): no garray collective completes anything.
+// 2. "Slicing a view composes ... and no data moves until a get/put": making, composing and
+//    querying views (a different number on every rank) changes no counter of garray::Stats;
+//    one get, put or accumulate through a view then moves exactly its selection (one piece
+//    per owner holding selected elements, its bytes, MPI calls by the window kind as
+//    "Windows and data paths" says).
+// 3. The window kind GARRAY_WINDOW asks for (unset, auto, shared, rma, mixed) changes no
+//    result: one random sequence of every one-sided operation run on a context of each kind,
+//    compared bitwise with a serial reference and across the kinds; `auto` and `shared` on
+//    one node are the same request.
+//
+// Every rank draws the same random numbers where it matters (shared seed), so each can
+// apply every rank's operations to its reference and execute only its own.
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "support/test_support.hpp"
+
+using garray::_;
+using garray::all;
+using garray::idx;
+using garray::Index;
+using garray::range;
+using garray::Shape;
+
+namespace {
+
+/// A 1-d distribution of n elements over p ranks whose last rank owns nothing (p > 1).
+garray::Distribution<1> last_rank_owns_nothing(Index n, int p) {
+  std::array<std::vector<Index>, 1> starts{};
+  starts[0].push_back(0);
+  for (int r = 1; r < p; ++r) starts[0].push_back(r == p - 1 ? n : n * r / (p - 1));
+  return garray::Distribution<1>::irregular(starts);
+}
+
+/// What rank r adds to element i in round `round`: positive, different per rank and round.
+Index contribution(int r, int round, Index i) { return (r + 1) * 100 + round * 7 + i % 5; }
+
+}  // namespace
+
+// ---- 1. completion without fence() or sync() ----------------------------------------------
+
+TEST_CASE(
+    "shared windows: accumulate, scatter_acc, acc_nb (at wait) and read_inc are complete at the owner on return: "
+    "after a plain MPI_Barrier, no fence() or sync(), the owner's block and every rank's get hold every contribution") {
+  // semantics.md, Atomicity: "Accumulates are complete (locally and remotely) on return on
+  // shared windows, locally on rma and mixed windows." Fails if a shared-window accumulate
+  // were deferred (batched, left to fence()/sync()) or done outside the target's memory.
+  garray::Context ctx;
+  const int p = ctx.size(), me = ctx.rank();
+  const Index n = 5 * p + 3;
+  garray::GlobalArray<std::int64_t, 1> a(ctx, {n}, last_rank_owns_nothing(n, p));
+  if (a.window_kind() != garray::WindowKind::shared) {
+    MESSAGE("window kind " << garray::to_string(a.window_kind())
+                           << ": skipped (semantics.md, Atomicity: accumulates are remotely complete on return on "
+                              "shared windows only, on rma and mixed windows only locally)");
+    return;
+  }
+  const auto un = static_cast<std::size_t>(n);
+  std::vector<std::int64_t> want(un, 0);
+  bool ok = true;
+  for (int round = 0; round < 10; ++round) {
+    const int kind = round % 5;
+    INFO("round " << round << " (0 accumulate, 1 reversed accumulate alpha 3, 2 scatter_acc, 3 acc_nb, 4 read_inc): "
+                  << kind);
+    std::vector<std::int64_t> mine(un);
+    for (Index i = 0; i < n; ++i) mine[static_cast<std::size_t>(i)] = contribution(me, round, i);
+    switch (kind) {
+      case 0: a.accumulate(idx[all], std::span<const std::int64_t>(mine)); break;
+      case 1: {  // element i receives 3 * rev[n - 1 - i] = 3 * mine[i]
+        const std::vector<std::int64_t> rev(mine.rbegin(), mine.rend());
+        a.accumulate(idx[range(_, _, -1)], std::span<const std::int64_t>(rev), std::int64_t{3});
+        break;
+      }
+      case 2: {  // every index twice (repeats all add), in reverse order
+        std::vector<Shape<1>> list;
+        std::vector<std::int64_t> vals;
+        for (Index i = n - 1; i >= 0; --i) {
+          list.push_back({i});
+          vals.push_back(mine[static_cast<std::size_t>(i)] - 1);
+          list.push_back({i});
+          vals.push_back(1);
+        }
+        a.scatter_acc(list, vals);
+        break;
+      }
+      case 3: {
+        auto r = a.acc_nb(idx[all], std::span<const std::int64_t>(mine));
+        r.wait();  // "Request::wait() gives the blocking call's guarantee"
+        break;
+      }
+      default:
+        for (Index k = 0; k < n; ++k) {
+          const Index i = (k + me) % n;  // ranks start at different elements
+          (void)a.read_inc({i}, mine[static_cast<std::size_t>(i)]);
+        }
+    }
+    const std::int64_t factor = kind == 1 ? 3 : 1;
+    for (int r = 0; r < p; ++r)
+      for (Index i = 0; i < n; ++i) want[static_cast<std::size_t>(i)] += factor * contribution(r, round, i);
+    MPI_Barrier(ctx.comm());  // orders the ranks only: no fence(), no sync(), no garray call
+    {
+      auto blk = a.access();  // the owner's loads
+      for (Index i = blk.lo(0); i < blk.hi(0); ++i) ok = ok && blk.view()[i] == want[static_cast<std::size_t>(i)];
+    }
+    std::vector<std::int64_t> got(un, -1);
+    a.get(idx[all], std::span<std::int64_t>(got));  // every rank's loads of every block
+    ok = ok && got == want;
+    MPI_Barrier(ctx.comm());  // every rank has read before anyone adds again
+  }
+  CHECK(test::all_ranks(ok, ctx.comm()));
+  a.sync();
+}
+
+TEST_CASE_TEMPLATE(
+    "read_inc is done at the owner on return on every window kind: after a plain MPI_Barrier the owner's block and "
+    "every rank's read_inc(i, 0) see every increment, and each returned old value is a possible one",
+    T, std::int32_t, std::int64_t) {
+  // semantics.md, the table: "read_inc(index, inc) | one-sided | the atomic fetch-and-add is
+  // done at the owner; the old value is returned" (no window kind excepted), and Mutexes:
+  // "read_inc(i, 0) is an atomic read". Fails if a fetch-and-add were only locally complete
+  // (an MPI_Fetch_and_op without its flush) or returned a value it never saw.
+  garray::Context ctx;
+  const int p = ctx.size(), me = ctx.rank();
+  const Index n = 3 * p + 2;
+  garray::GlobalArray<T, 1> a(ctx, {n}, last_rank_owns_nothing(n, p));
+  INFO("window kind " << garray::to_string(a.window_kind()));
+  std::vector<std::int64_t> want(static_cast<std::size_t>(n), 0);
+  bool ok = true, olds_ok = true;
+  for (int round = 0; round < 6; ++round) {
+    INFO("round " << round);
+    const std::vector<std::int64_t> before = want;
+    for (Index i = 0; i < n; ++i)
+      for (int r = 0; r < p; ++r) want[static_cast<std::size_t>(i)] += contribution(r, round, i);
+    for (Index k = 0; k < n; ++k) {
+      const Index i = (k + 2 * me) % n;
+      const auto u = static_cast<std::size_t>(i);
+      const std::int64_t inc = contribution(me, round, i);
+      const auto old = static_cast<std::int64_t>(a.read_inc({i}, static_cast<T>(inc)));
+      // what the element held before this round plus some other ranks' increments of it
+      olds_ok = olds_ok && old >= before[u] && old <= want[u] - inc;
+    }
+    MPI_Barrier(ctx.comm());
+    {
+      auto blk = a.access();
+      for (Index i = blk.lo(0); i < blk.hi(0); ++i)
+        ok = ok && static_cast<std::int64_t>(blk.view()[i]) == want[static_cast<std::size_t>(i)];
+    }
+    MPI_Barrier(ctx.comm());  // the owners' loads before anyone's read_inc(i, 0)
+    for (Index i = 0; i < n; ++i)
+      ok = ok && static_cast<std::int64_t>(a.read_inc({i}, T{0})) == want[static_cast<std::size_t>(i)];
+    MPI_Barrier(ctx.comm());
+  }
+  CHECK(test::all_ranks(ok, ctx.comm()));
+  CHECK(test::all_ranks(olds_ok, ctx.comm()));
+  a.sync();
+}
+
+TEST_CASE(
+    "a write to a replicated array is complete at every copy when it returns, acc_nb unwaited too, on every window "
+    "kind: after a plain MPI_Barrier every rank's own copy holds every rank's writes") {
+  // semantics.md, Replicated arrays: every write "holds the array's replica lock from before
+  // its first copy is touched until it is complete at every copy ... A nonblocking write to
+  // a replicated array is therefore complete when it returns." Fails if a copy were updated
+  // later (at fence()/sync()/wait()) or only locally completed.
+  garray::Context ctx;
+  const int p = ctx.size(), me = ctx.rank();
+  constexpr Index n = 6;  // [0, n) accumulated by everyone; [n, 2n): element n + j put by rank j % p
+  garray::GlobalArray<std::int64_t, 1> a(ctx, {2 * n}, garray::Distribution<1>::replicated());
+  INFO("window kind " << garray::to_string(a.window_kind()));
+  std::vector<std::int64_t> want(2 * n, 0);
+  std::vector<garray::Request> pending;          // unwaited acc_nb
+  std::vector<std::vector<std::int64_t>> keep;   // their buffers, untouched until wait()
+  keep.reserve(16);
+  bool ok = true;
+  for (int round = 0; round < 10; ++round) {
+    const int kind = round % 5;
+    INFO("round " << round << " (0 accumulate alpha 2, 1 scatter_acc, 2 read_inc, 3 acc_nb unwaited, 4 put): "
+                  << kind);
+    std::vector<std::int64_t> mine(n);
+    for (Index i = 0; i < n; ++i) mine[static_cast<std::size_t>(i)] = contribution(me, round, i);
+    std::int64_t factor = 1;
+    switch (kind) {
+      case 0:
+        a.accumulate(idx[range(0, n)], std::span<const std::int64_t>(mine), std::int64_t{2});
+        factor = 2;
+        break;
+      case 1: {
+        std::vector<Shape<1>> list;
+        std::vector<std::int64_t> vals;
+        for (Index i = 0; i < n; ++i) {
+          list.push_back({i});
+          vals.push_back(mine[static_cast<std::size_t>(i)] - 3);
+          list.push_back({i - 2 * n});  // the same element, counted from the end
+          vals.push_back(3);
+        }
+        a.scatter_acc(list, vals);
+        break;
+      }
+      case 2:
+        for (Index i = 0; i < n; ++i) (void)a.read_inc({(i + me) % n}, mine[static_cast<std::size_t>((i + me) % n)]);
+        break;
+      case 3:
+        keep.push_back(mine);
+        pending.push_back(a.acc_nb(idx[range(0, n)], std::span<const std::int64_t>(keep.back())));
+        break;
+      default: {
+        std::vector<std::int64_t> vals;
+        for (Index j = me; j < n; j += p) vals.push_back(1000 * round + j + 1);
+        a.put(idx[range(n + me, 2 * n, p)], std::span<const std::int64_t>(vals));
+      }
+    }
+    if (kind == 4) {
+      for (Index j = 0; j < n; ++j) want[static_cast<std::size_t>(n + j)] = 1000 * round + j + 1;
+    } else {
+      for (int r = 0; r < p; ++r)
+        for (Index i = 0; i < n; ++i) want[static_cast<std::size_t>(i)] += factor * contribution(r, round, i);
+    }
+    MPI_Barrier(ctx.comm());  // no fence(), no sync(), no wait()
+    {
+      auto blk = a.access();  // this rank's own copy
+      for (Index i = 0; i < 2 * n; ++i) ok = ok && blk.view()[i] == want[static_cast<std::size_t>(i)];
+    }
+    MPI_Barrier(ctx.comm());
+  }
+  for (auto& r : pending) r.wait();
+  CHECK(test::all_ranks(ok, ctx.comm()));
+  a.sync();
+}
+
+TEST_CASE(
+    "put, accumulate, acc_nb and scatter_acc are locally complete on return on every window kind (the buffer is "
+    "overwritten at once), and the writer's fence() plus a barrier make them visible to every rank") {
+  // semantics.md, the table: put / accumulate: "`in` may be reused (local completion)";
+  // scatter / scatter_acc "as put / accumulate"; acc_nb at wait() "the blocking call's
+  // guarantee". Visibility rule 2: "Other ranks' writes become visible to a reader after a
+  // sync() (or after the writer's fence() plus any synchronisation that orders it before
+  // the read, e.g. a barrier)". Fails if a buffer were still read after the call returned
+  // (the garbage written into it would land), or if fence() did not complete the writes.
+  garray::Context ctx;
+  const int p = ctx.size(), me = ctx.rank();
+  const Index per = Index{1} << 14, n = per * p;  // 128 KiB of doubles per rank and operation
+  const auto un = static_cast<std::size_t>(n);
+  garray::GlobalArray<double, 1> summed(ctx, {n});                                // accumulated by every rank
+  garray::GlobalArray<double, 1> written(ctx, {n}, last_rank_owns_nothing(n, p));  // element i put by rank i % p
+  INFO("window kind " << garray::to_string(summed.window_kind()));
+  const double garbage = -77777.0;
+  std::vector<double> want_acc(un, 0.0), want_put(un, 0.0);
+  auto value = [](int r, int round, Index i) { return static_cast<double>(contribution(r, round, i)); };
+  bool ok = true;
+  for (int round = 0; round < 8; ++round) {
+    const int kind = round % 4;
+    INFO("round " << round << " (0 accumulate, 1 scatter_acc, 2 acc_nb, 3 reversed accumulate): " << kind);
+    std::vector<double> buf(un);
+    for (Index i = 0; i < n; ++i) buf[static_cast<std::size_t>(i)] = value(me, round, i);
+    std::vector<double>* sent = &buf;  // the buffer the call was given
+    std::vector<double> other;
+    switch (kind) {
+      case 0: summed.accumulate(idx[all], std::span<const double>(buf)); break;
+      case 1: {
+        std::vector<Shape<1>> list(un);
+        other.assign(buf.rbegin(), buf.rend());
+        for (Index j = 0; j < n; ++j) list[static_cast<std::size_t>(j)] = {n - 1 - j};
+        summed.scatter_acc(list, other);
+        sent = &other;
+        break;
+      }
+      case 2: {
+        auto r = summed.acc_nb(idx[all], std::span<const double>(buf));
+        r.wait();
+        break;
+      }
+      default:
+        other.assign(buf.rbegin(), buf.rend());
+        summed.accumulate(idx[range(_, _, -1)], std::span<const double>(other));
+        sent = &other;
+    }
+    std::fill(sent->begin(), sent->end(), garbage);  // "in may be reused"
+    std::vector<double> mine;
+    for (Index i = me; i < n; i += p) mine.push_back(value(me, round, i) + 0.5);
+    written.put(idx[range(me, _, p)], std::span<const double>(mine));
+    std::fill(mine.begin(), mine.end(), garbage);
+    summed.fence();
+    written.fence();
+    MPI_Barrier(ctx.comm());  // the synchronisation that orders the fences before the reads
+    for (Index i = 0; i < n; ++i) {
+      const auto u = static_cast<std::size_t>(i);
+      for (int r = 0; r < p; ++r) want_acc[u] += value(r, round, i);
+      want_put[u] = value(static_cast<int>(i % p), round, i) + 0.5;
+    }
+    {
+      auto blk = summed.access();
+      for (Index i = blk.lo(0); i < blk.hi(0); ++i) ok = ok && blk.view()[i] == want_acc[static_cast<std::size_t>(i)];
+    }
+    {
+      auto blk = written.access();
+      for (Index i = blk.lo(0); i < blk.hi(0); ++i) ok = ok && blk.view()[i] == want_put[static_cast<std::size_t>(i)];
+    }
+    std::vector<double> got(un);
+    summed.get(idx[all], std::span<double>(got));
+    ok = ok && got == want_acc;
+    written.get(idx[all], std::span<double>(got));
+    ok = ok && got == want_put;
+    MPI_Barrier(ctx.comm());  // every rank has read before anyone writes again
+  }
+  CHECK(test::all_ranks(ok, ctx.comm()));
+  summed.sync();
+  written.sync();
+}
+
+// ---- 2. slicing moves no data -------------------------------------------------------------
+
+namespace {
+
+// Every counter of Stats is compared below: a counter added to Stats must be added there.
+static_assert(sizeof(garray::Stats) == (14 + 5 * garray::op_count) * sizeof(std::int64_t),
+              "garray::Stats changed: compare the new counter in stats_diff()");
+
+/// The counters that differ between x and y ("" if none).
+std::string stats_diff(const garray::Stats& x, const garray::Stats& y) {
+  std::ostringstream os;
+  auto field = [&](const std::string& name, std::int64_t a, std::int64_t b) {
+    if (a != b) os << name << " " << a << " -> " << b << "; ";
+  };
+  field("windows_allocated", x.windows_allocated, y.windows_allocated);
+  field("windows_freed", x.windows_freed, y.windows_freed);
+  field("window_bytes", x.window_bytes, y.window_bytes);
+  field("arrays_created", x.arrays_created, y.arrays_created);
+  field("arrays_destroyed", x.arrays_destroyed, y.arrays_destroyed);
+  field("leaked_windows", x.leaked_windows, y.leaked_windows);
+  field("cache_hits", x.cache_hits, y.cache_hits);
+  field("cache_misses", x.cache_misses, y.cache_misses);
+  field("cache_evictions", x.cache_evictions, y.cache_evictions);
+  field("cache_bytes", x.cache_bytes, y.cache_bytes);
+  field("syncs", x.syncs, y.syncs);
+  field("fences", x.fences, y.fences);
+  field("mpi_rma_calls", x.mpi_rma_calls, y.mpi_rma_calls);
+  field("temp_bytes_peak", x.temp_bytes_peak, y.temp_bytes_peak);
+  for (int k = 0; k < garray::op_count; ++k) {
+    const auto op = static_cast<garray::Op>(k);
+    const std::string n(garray::op_name(op));
+    field(n + ".calls", x[op].calls, y[op].calls);
+    field(n + ".local_pieces", x[op].local_pieces, y[op].local_pieces);
+    field(n + ".remote_pieces", x[op].remote_pieces, y[op].remote_pieces);
+    field(n + ".local_bytes", x[op].local_bytes, y[op].local_bytes);
+    field(n + ".remote_bytes", x[op].remote_bytes, y[op].remote_bytes);
+  }
+  return os.str();
+}
+
+using A3 = garray::GlobalArray<double, 3>;
+using Ids3 = std::array<std::vector<Index>, 3>;  // per base dimension, the indices a view selects
+
+double value_at(const Shape<3>& i) {
+  return 100.0 * static_cast<double>(i[0]) + 10.0 * static_cast<double>(i[1]) + static_cast<double>(i[2]) + 0.25;
+}
+
+/// A selection's pieces as the contract describes them, found by brute force: which rank
+/// holds each selected element (one piece per rank holding any), and how many are ours.
+struct Pieces {
+  Index total = 0, local = 0;
+  std::vector<char> has;  // rank r holds at least one selected element
+};
+
+Pieces pieces_of(const A3& a, const Ids3& ids) {
+  const int p = a.context().size(), me = a.context().rank();
+  Pieces e;
+  e.has.assign(static_cast<std::size_t>(p), 0);
+  test::for_each_selected<3>(ids, [&](const Shape<3>& i, Index) {
+    ++e.total;
+    for (int r = 0; r < p; ++r) {
+      const garray::Box<3> b = a.box_of(r);
+      bool in = !b.empty();
+      for (std::size_t d = 0; d < 3 && in; ++d) in = i[d] >= b.lo[d] && i[d] < b.hi[d];
+      if (in) {
+        e.has[static_cast<std::size_t>(r)] = 1;
+        if (r == me) ++e.local;
+        break;
+      }
+    }
+  });
+  return e;
+}
+
+/// The ranks of ctx that share this rank's node (what mixed windows reach by memory copies).
+std::vector<char> node_local_ranks(const garray::Context& ctx) {
+  std::vector<char> local(static_cast<std::size_t>(ctx.size()), 0);
+  MPI_Group all_g = MPI_GROUP_NULL, node_g = MPI_GROUP_NULL;
+  MPI_Comm_group(ctx.comm(), &all_g);
+  MPI_Comm_group(ctx.node_comm(), &node_g);
+  int nn = 0;
+  MPI_Group_size(node_g, &nn);
+  std::vector<int> in(static_cast<std::size_t>(nn)), out(static_cast<std::size_t>(nn));
+  std::iota(in.begin(), in.end(), 0);
+  MPI_Group_translate_ranks(node_g, nn, in.data(), all_g, out.data());
+  for (int r : out)
+    if (r != MPI_UNDEFINED) local[static_cast<std::size_t>(r)] = 1;
+  MPI_Group_free(&all_g);
+  MPI_Group_free(&node_g);
+  return local;
+}
+
+/// MPI calls one transfer makes (semantics.md, "Windows and data paths"): none on shared
+/// windows; on rma windows one per remote piece (the own piece a memory copy, unified model),
+/// for accumulates one per piece (atomics always through MPI); on mixed windows get and put
+/// of a block on this node are memory copies, accumulates all MPI.
+std::int64_t mpi_calls_of(garray::WindowKind kind, garray::Op op, const Pieces& e, int me,
+                          const std::vector<char>& node_local) {
+  if (kind == garray::WindowKind::shared) return 0;
+  std::int64_t c = 0;
+  for (std::size_t r = 0; r < e.has.size(); ++r) {
+    if (!e.has[r]) continue;
+    if (op == garray::Op::acc) ++c;
+    else if (kind == garray::WindowKind::rma) c += static_cast<int>(r) != me ? 1 : 0;
+    else c += node_local[r] ? 0 : 1;
+  }
+  return c;
+}
+
+/// The statistics after one transfer of kind `op` of the selection `e`: one call, one piece
+/// per owner holding selected elements, exactly the selection's bytes, the MPI calls of the
+/// window kind; nothing else (the largest temporary is the transport's business).
+garray::Stats after_transfer(garray::Stats s, garray::Op op, const Pieces& e, int me, std::int64_t mpi_calls,
+                             std::int64_t temp_peak) {
+  auto& oc = s[op];
+  ++oc.calls;
+  for (std::size_t r = 0; r < e.has.size(); ++r) {
+    if (!e.has[r]) continue;
+    if (static_cast<int>(r) == me) ++oc.local_pieces;
+    else ++oc.remote_pieces;
+  }
+  oc.local_bytes += e.local * static_cast<Index>(sizeof(double));
+  oc.remote_bytes += (e.total - e.local) * static_cast<Index>(sizeof(double));
+  s.mpi_rma_calls += mpi_calls;
+  s.temp_bytes_peak = temp_peak;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "slicing moves no data: making, composing and querying views changes no statistic, whatever each rank slices; "
+    "a get, put or accumulate through a view then moves exactly its selection") {
+  // semantics.md, Slices: "Slicing a view composes: a[s1][s2] selects exactly the elements
+  // numpy's a[s1][s2] selects (slice arithmetic), and no data moves until a get/put";
+  // GlobalArray::operator[] and View::operator[] are Local. Every rank slices a different
+  // number of times (a collective or a message would hang or mismatch), and no counter of
+  // Stats may move: no window, array, cache entry, sync, fence, MPI call or byte. Then one
+  // transfer through the final view is checked against the selection found by brute force.
+  garray::Context ctx;
+  const int p = ctx.size(), me = ctx.rank();
+  const auto seed = test::shared_seed();
+  INFO("seed " << seed << " (rerun with GARRAY_TEST_SEED=" << seed << ")");
+  INFO("window kind " << garray::to_string(ctx.window_kind()));
+  test::Rng shared(seed);
+  const Shape<3> shape{7, 6, 5};
+  A3 a(ctx, shape, test::random_distribution<3>(shared, shape, p), {1, 0, 1});
+  A3 b(ctx, shape, test::random_distribution<3>(shared, shape, p));
+  A3 c(ctx, shape, test::random_distribution<3>(shared, shape, p), {0, 1, 0});
+  {
+    auto blk = a.access();
+    if (!blk.empty()) {
+      Ids3 own;
+      for (std::size_t d = 0; d < 3; ++d)
+        for (Index i = blk.lo(d); i < blk.hi(d); ++i) own[d].push_back(i);
+      test::for_each_selected<3>(own, [&](const Shape<3>& i, Index) { blk.view()(i) = value_at(i); });
+    }
+  }
+  a.sync();
+  const std::vector<char> node_local = node_local_ranks(ctx);
+  test::Rng g(seed ^ (0x9e3779b97f4a7c15ULL * static_cast<std::uint64_t>(me + 1)));  // this rank's own slicing
+
+  const garray::Stats before = ctx.stats();
+  // ---- slicing only ----------------------------------------------------------------------
+  // A random chain of compositions (negative steps, clamped bounds, empty selections),
+  // mirrored on an independent reference: per base dimension the base indices selected.
+  Ids3 ids;
+  for (std::size_t d = 0; d < 3; ++d)
+    for (Index i = 0; i < shape[d]; ++i) ids[d].push_back(i);
+  std::optional<garray::View<double, 3, 3>> v;  // re-seated with emplace: `view = view` would copy elements
+  v.emplace(a.view());
+  bool shapes_ok = true, parts_ok = true;
+  const int depth = 2 + 3 * me;
+  for (int k = 0; k < depth; ++k) {
+    const auto rs = test::random_slice<3>(g, v->shape(), false);
+    const auto next = (*v)[rs.slice];
+    for (std::size_t d = 0; d < 3; ++d) {
+      std::vector<Index> sel;
+      for (Index pos : rs.ref[d]) sel.push_back(ids[d][static_cast<std::size_t>(pos)]);
+      ids[d] = std::move(sel);
+    }
+    v.emplace(next);
+    for (std::size_t d = 0; d < 3; ++d) shapes_ok = shapes_ok && v->shape()[d] == static_cast<Index>(ids[d].size());
+    // the local queries of a view: the ranks' parts tile the view
+    Index parts = 0;
+    for (int r = 0; r < p; ++r) parts += v->box_of(r).volume();
+    parts_ok = parts_ok && parts == v->size() && v->local_size() == v->local_box().volume();
+  }
+  // Views of every form, a different number of them on every rank, and bad slices (which
+  // throw before anything could move).
+  for (int k = 0; k <= me; ++k) {
+    auto whole = a.view();
+    auto inner = a[idx[range(1, -1)]];
+    auto rev = a[idx[range(_, _, -1)][all][range(_, _, -2)]];
+    auto plane = a[idx[2]];                        // 2-d
+    auto col = a[idx[all][-1][range(1, 4)]];       // 2-d
+    auto last = a[idx[garray::ellipsis][0]];       // a[..., 0]: 2-d
+    auto elem = a[idx[1][2][3]];                   // 0-d
+    auto none = a[idx[range(3, 3)]];               // empty
+    auto clamped = a[idx[range(-100, 100)][range(_, _, 7)]];
+    auto chain = rev[idx[range(_, _, -1)]][idx[1]][idx[range(_, _, 2)]];  // 2-d
+    const garray::View<double, 3, 3> direct(a, garray::compose(rev.section(), idx[range(1, _)]));
+    const auto copied = chain;  // another handle on the same selection
+    // numpy's shapes for a of shape (7, 6, 5)
+    const bool shapes = whole.shape() == Shape<3>{7, 6, 5} && inner.shape() == Shape<3>{5, 6, 5} &&
+                        rev.shape() == Shape<3>{7, 6, 3} && plane.shape() == Shape<2>{6, 5} &&
+                        col.shape() == Shape<2>{7, 3} && last.shape() == Shape<2>{7, 6} && elem.size() == 1 &&
+                        none.shape() == Shape<3>{0, 6, 5} && clamped.shape() == Shape<3>{7, 1, 5} &&
+                        chain.shape() == Shape<2>{3, 3} && direct.shape() == Shape<3>{6, 6, 3} &&
+                        copied.section() == chain.section();
+    CHECK(shapes);
+    parts_ok = parts_ok && plane.local_size() == plane.local_box().volume() && elem.local_size() <= 1 &&
+               none.local_size() == 0 && a.section(idx[range(_, _, 3)]).size() == 3 * 6 * 5;
+    CHECK_THROWS_AS((void)a[idx[range(_, _, 0)]], garray::InvalidSlice);
+    CHECK_THROWS_AS((void)plane[idx[6]], garray::BoundsError);
+  }
+  const garray::Stats sliced = ctx.stats();
+  {
+    INFO("counters changed by slicing: " << stats_diff(before, sliced));
+    CHECK(stats_diff(before, sliced).empty());
+  }
+  CHECK(shapes_ok);
+  CHECK(parts_ok);
+
+  // ---- one transfer through the final view: exactly its selection ------------------------
+  const auto sec = v->section();
+  const garray::View<double, 3, 3> vb(b, sec), vc(c, sec);
+  const auto n = static_cast<std::size_t>(v->size());
+  const garray::WindowKind kind = a.window_kind();
+  {
+    const Pieces e = pieces_of(a, ids);
+    CHECK(e.total == v->size());
+    CHECK(e.local == v->local_size());
+    std::vector<double> got(n, -1.0);
+    const garray::Stats s0 = ctx.stats();
+    v->get(got);
+    const garray::Stats s1 = ctx.stats();
+    const auto want = after_transfer(s0, garray::Op::get, e, me, mpi_calls_of(kind, garray::Op::get, e, me, node_local),
+                                     s1.temp_bytes_peak);
+    INFO("get through the view, counters not as expected: " << stats_diff(want, s1));
+    CHECK(stats_diff(want, s1).empty());
+    bool values = true;
+    test::for_each_selected<3>(ids, [&](const Shape<3>& i, Index pos) {
+      values = values && got[static_cast<std::size_t>(pos)] == value_at(i);
+    });
+    CHECK(values);
+  }
+  {
+    const Pieces e = pieces_of(b, ids);
+    const std::vector<double> ones(n, 1.0);
+    const garray::Stats s0 = ctx.stats();
+    vb.accumulate(ones);
+    const garray::Stats s1 = ctx.stats();
+    const auto want = after_transfer(s0, garray::Op::acc, e, me, mpi_calls_of(kind, garray::Op::acc, e, me, node_local),
+                                     s1.temp_bytes_peak);
+    INFO("accumulate through the view, counters not as expected: " << stats_diff(want, s1));
+    CHECK(stats_diff(want, s1).empty());
+  }
+  {
+    const Pieces e = pieces_of(c, ids);
+    std::vector<double> vals(n);  // each element's own value: racing puts all write the same
+    test::for_each_selected<3>(ids, [&](const Shape<3>& i, Index pos) { vals[static_cast<std::size_t>(pos)] = value_at(i); });
+    const garray::Stats s0 = ctx.stats();
+    vc.put(vals);
+    const garray::Stats s1 = ctx.stats();
+    const auto want = after_transfer(s0, garray::Op::put, e, me, mpi_calls_of(kind, garray::Op::put, e, me, node_local),
+                                     s1.temp_bytes_peak);
+    INFO("put through the view, counters not as expected: " << stats_diff(want, s1));
+    CHECK(stats_diff(want, s1).empty());
+  }
+  // The data landed exactly on the selections: b counts how many ranks selected each element,
+  // c holds the value of every element some rank selected and zero elsewhere.
+  std::vector<double> count(210, 0.0);
+  test::for_each_selected<3>(ids, [&](const Shape<3>& i, Index) { count[static_cast<std::size_t>((i[0] * 6 + i[1]) * 5 + i[2])] += 1.0; });
+  MPI_Allreduce(MPI_IN_PLACE, count.data(), 210, MPI_DOUBLE, MPI_SUM, ctx.comm());
+  b.sync();
+  c.sync();
+  std::vector<double> gb(210), gc(210);
+  b.get_section(garray::Section<3>::full(shape), gb);
+  c.get_section(garray::Section<3>::full(shape), gc);
+  bool landed = true;
+  for (Index i0 = 0; i0 < 7; ++i0)
+    for (Index i1 = 0; i1 < 6; ++i1)
+      for (Index i2 = 0; i2 < 5; ++i2) {
+        const auto u = static_cast<std::size_t>((i0 * 6 + i1) * 5 + i2);
+        landed = landed && gb[u] == count[u] && gc[u] == (count[u] > 0 ? value_at({i0, i1, i2}) : 0.0);
+      }
+  CHECK(test::all_ranks(landed, ctx.comm()));
+}
+
+// ---- 3. the window kind changes no result ---------------------------------------------------
+
+namespace {
+
+template <class T>
+bool bits_equal(const T& x, const T& y) {
+  return std::memcmp(&x, &y, sizeof(T)) == 0;
+}
+template <class T>
+bool all_bits_equal(const std::vector<T>& x, const std::vector<T>& y) {
+  return x.size() == y.size() && (x.empty() || std::memcmp(x.data(), y.data(), x.size() * sizeof(T)) == 0);
+}
+
+/// A small integer (exact under every sum here, so no order of accumulation can change a
+/// bit), for floating types sometimes -0.0 (its sign must survive every path bitwise).
+template <class T>
+T draw(test::Rng& g) {
+  const Index v = test::uniform(g, -20, 20);
+  if constexpr (std::is_floating_point_v<T>) {
+    if (v == 0 && test::uniform(g, 0, 1) == 1) return -T{0};
+  }
+  return static_cast<T>(v);
+}
+
+/// A random index list over `shape` with repeats and negative indices, and its base indices.
+template <std::size_t N>
+void random_list(test::Rng& g, const Shape<N>& shape, std::vector<Shape<N>>& list, std::vector<Shape<N>>& base) {
+  const auto n = static_cast<std::size_t>(test::uniform(g, 0, 10));
+  list.assign(n, Shape<N>{});
+  base.assign(n, Shape<N>{});
+  for (std::size_t j = 0; j < n; ++j) {
+    for (std::size_t d = 0; d < N; ++d) {
+      base[j][d] = test::uniform(g, 0, shape[d] - 1);
+      list[j][d] = test::uniform(g, 0, 1) ? base[j][d] - shape[d] : base[j][d];
+    }
+    if (j > 0 && test::uniform(g, 0, 3) == 0) {  // a repeat
+      base[j] = base[j - 1];
+      list[j] = list[j - 1];
+    }
+  }
+}
+
+/// One random array (shape, distribution, sometimes replicated, sometimes ghosts) and three
+/// rounds of: puts and a scatter by one rank, each read back at once and fenced; accumulates,
+/// acc_nb, scatter_acc (repeats) and read_inc by every rank; gets, get_nb and gathers by every
+/// rank; every block and the whole array. Everything this rank read goes to `trace`; every
+/// value is compared bitwise with a serial reference (`ok`).
+template <class T, std::size_t N>
+void kind_case(const garray::Context& ctx, test::Rng& g, Index max_extent, std::vector<T>& trace, bool& ok) {
+  const int p = ctx.size(), me = ctx.rank();
+  const Shape<N> shape = test::random_shape<N>(g, max_extent);
+  const bool rep = test::uniform(g, 0, 5) == 0;
+  const garray::Distribution<N> dist =
+      rep ? garray::Distribution<N>::replicated() : test::random_distribution<N>(g, shape, p);
+  Shape<N> ghost{};
+  if (test::uniform(g, 0, 2) == 0)
+    for (auto& w : ghost) w = test::uniform(g, 0, 1);
+  garray::GlobalArray<T, N> a(ctx, shape, dist, ghost);
+  test::Reference<T, N> ref(shape);
+  const auto full = garray::Section<N>::full(shape);
+  for (int round = 0; round < 3; ++round) {
+    const int writer = round % p;
+    for (int k = 0; k < 2; ++k) {  // puts by one rank: read your own writes, fenced (ordered)
+      const auto rs = test::random_slice<N>(g, shape);
+      const auto sec = garray::compose(full, rs.slice);
+      std::vector<T> vals(static_cast<std::size_t>(sec.size()));
+      for (auto& x : vals) x = draw<T>(g);
+      const bool nb = test::uniform(g, 0, 1) == 1;
+      test::for_each_selected<N>(rs.ref, [&](const Shape<N>& i, Index pos) { ref.at(i) = vals[static_cast<std::size_t>(pos)]; });
+      if (me == writer) {
+        if (nb) a.put_section_nb(sec, vals).wait();
+        else a.put_section(sec, vals);
+        std::vector<T> back(vals.size());
+        a.get_section(sec, back);
+        ok = ok && all_bits_equal(back, vals);
+        trace.insert(trace.end(), back.begin(), back.end());
+        a.fence();
+      }
+    }
+    {  // a scatter by the same rank: with a repeated index the last value in the list wins
+      std::vector<Shape<N>> list, base;
+      random_list<N>(g, shape, list, base);
+      std::vector<T> vals(list.size());
+      for (auto& x : vals) x = draw<T>(g);
+      for (std::size_t q = 0; q < list.size(); ++q) ref.at(base[q]) = vals[q];
+      if (me == writer) {
+        a.scatter(list, vals);
+        a.fence();
+      }
+    }
+    a.sync();  // put and accumulate to one element need a sync() between them (rule 4)
+    for (int r = 0; r < p; ++r) {  // every rank's atomic operations
+      const auto rs = test::random_slice<N>(g, shape);
+      const auto sec = garray::compose(full, rs.slice);
+      std::vector<T> vals(static_cast<std::size_t>(sec.size()));
+      for (auto& x : vals) x = draw<T>(g);
+      const T alpha = static_cast<T>(test::uniform(g, -2, 3));
+      const bool nb = test::uniform(g, 0, 1) == 1;
+      test::for_each_selected<N>(rs.ref, [&](const Shape<N>& i, Index pos) {
+        ref.at(i) += alpha * vals[static_cast<std::size_t>(pos)];
+      });
+      std::vector<Shape<N>> list, base;
+      random_list<N>(g, shape, list, base);
+      std::vector<T> lvals(list.size());
+      for (auto& x : lvals) x = draw<T>(g);
+      const T lalpha = static_cast<T>(test::uniform(g, -2, 3));
+      for (std::size_t q = 0; q < list.size(); ++q) ref.at(base[q]) += lalpha * lvals[q];
+      Shape<N> at{};
+      T inc{};
+      if constexpr (std::is_integral_v<T>) {
+        for (std::size_t d = 0; d < N; ++d) at[d] = test::uniform(g, 0, shape[d] - 1);
+        inc = static_cast<T>(test::uniform(g, -5, 5));
+        ref.at(at) += inc;
+      }
+      if (me != r) continue;
+      if (nb) a.acc_section_nb(sec, vals, alpha).wait();
+      else a.acc_section(sec, vals, alpha);
+      a.scatter_acc(list, lvals, lalpha);
+      if constexpr (std::is_integral_v<T>) (void)a.read_inc(at, inc);
+    }
+    a.sync();
+    for (int r = 0; r < p; ++r) {  // every rank's reads
+      const auto rs = test::random_slice<N>(g, shape);
+      const auto sec = garray::compose(full, rs.slice);
+      const bool nb = test::uniform(g, 0, 1) == 1;
+      std::vector<Shape<N>> list, base;
+      random_list<N>(g, shape, list, base);
+      if (me != r) continue;
+      std::vector<T> got(static_cast<std::size_t>(sec.size()));
+      if (nb) a.get_section_nb(sec, got).wait();
+      else a.get_section(sec, got);
+      test::for_each_selected<N>(rs.ref, [&](const Shape<N>& i, Index pos) {
+        ok = ok && bits_equal(got[static_cast<std::size_t>(pos)], ref.at(i));
+      });
+      trace.insert(trace.end(), got.begin(), got.end());
+      std::vector<T> gvals(list.size());
+      a.gather(list, gvals);
+      for (std::size_t q = 0; q < list.size(); ++q) ok = ok && bits_equal(gvals[q], ref.at(base[q]));
+      trace.insert(trace.end(), gvals.begin(), gvals.end());
+    }
+    {  // this rank's block (its copy, replicated) through access()
+      auto blk = a.access();
+      if (!blk.empty()) {
+        std::array<std::vector<Index>, N> own;
+        for (std::size_t d = 0; d < N; ++d)
+          for (Index i = blk.lo(d); i < blk.hi(d); ++i) own[d].push_back(i);
+        test::for_each_selected<N>(own, [&](const Shape<N>& i, Index) {
+          const T x = blk.view()(i);
+          ok = ok && bits_equal(x, ref.at(i));
+          trace.push_back(x);
+        });
+      }
+    }
+    std::vector<T> whole(static_cast<std::size_t>(a.size()));
+    a.get_section(full, whole);
+    ok = ok && all_bits_equal(whole, std::vector<T>(ref.a.data(), ref.a.data() + ref.a.num_elements()));
+    trace.insert(trace.end(), whole.begin(), whole.end());
+    a.sync();  // every read done before the next round writes
+  }
+}
+
+/// The same operations from `seed` on arrays of `ctx`; returns everything this rank read.
+template <class T>
+std::vector<T> run_sequence(const garray::Context& ctx, std::uint64_t seed, bool& ok) {
+  test::Rng g(seed);
+  std::vector<T> trace;
+  const Index big = ctx.size() + 5;
+  for (int c = 0; c < 2; ++c) kind_case<T, 1>(ctx, g, 3 * big, trace, ok);
+  for (int c = 0; c < 3; ++c) kind_case<T, 2>(ctx, g, big, trace, ok);
+  for (int c = 0; c < 2; ++c) kind_case<T, 3>(ctx, g, 6, trace, ok);
+  return trace;
+}
+
+/// What GARRAY_WINDOW (and the testing override GARRAY_NODE_RANKS) can ask for.
+struct WindowRequest {
+  std::string label;
+  std::optional<std::string> window;  // nullopt: unset (auto)
+  std::optional<std::string> nodes;   // GARRAY_NODE_RANKS; nullopt: the real nodes
+};
+
+std::vector<WindowRequest> window_requests(int p) {
+  return {{"unset", std::nullopt, std::nullopt},
+          {"auto", std::string("auto"), std::nullopt},
+          {"shared", std::string("shared"), std::nullopt},
+          {"rma", std::string("rma"), std::nullopt},
+          {"mixed", std::string("mixed"), std::string(p >= 3 ? "2" : "1")},
+          {"auto, GARRAY_NODE_RANKS=2", std::string("auto"), std::string("2")},
+          {"auto, GARRAY_NODE_RANKS=1", std::string("auto"), std::string("1")}};
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE(
+    "the same random one-sided operations give bitwise the same results whatever window kind GARRAY_WINDOW asks for "
+    "(unset, auto, shared, rma, mixed, auto across simulated nodes)",
+    T, double, std::int64_t) {
+  // semantics.md: one table of operations and completion for every window kind ("Windows
+  // and data paths": "Visibility is the same as on the other kinds"; Atomicity: one domain
+  // per kind, each atomic on its own); GARRAY_WINDOW=auto|shared|mixed|rma "chooses" the kind
+  // and a kind that cannot be made falls back to rma. Fails if some kind's path computes,
+  // orders or loses anything differently (values compared bitwise, -0.0 included), or if a
+  // request cannot be made into a working context.
+  int p = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
+  const auto seed = test::shared_seed();
+  INFO("seed " << seed << " (rerun with GARRAY_TEST_SEED=" << seed << ")");
+  std::vector<std::vector<T>> traces;
+  std::vector<std::string> labels;
+  for (const WindowRequest& req : window_requests(p)) {
+    const test::ScopedEnv window("GARRAY_WINDOW", req.window);
+    const test::ScopedEnv nodes("GARRAY_NODE_RANKS", req.nodes);
+    // Rank order given: this process is the same context rank in every context, so it
+    // issues the same operations and reads the same things in each.
+    const garray::Context ctx(MPI_COMM_WORLD, garray::RankOrder::given);
+    const std::string label = "GARRAY_WINDOW " + req.label + " -> " + std::string(garray::to_string(ctx.window_kind()));
+    INFO(label);
+    bool ok = true;
+    traces.push_back(run_sequence<T>(ctx, seed, ok));
+    labels.push_back(label);
+    CHECK(test::all_ranks(ok));
+  }
+  std::string covered;
+  for (std::size_t k = 0; k < traces.size(); ++k) {
+    covered += labels[k] + (k + 1 < labels.size() ? "; " : "");
+    if (k == 0) continue;
+    INFO(labels[0] << " read other bits than " << labels[k]);
+    CHECK(test::all_ranks(all_bits_equal(traces[k], traces[0])));
+  }
+  MESSAGE("window kinds compared: " << covered);
+}
+
+TEST_CASE(
+    "GARRAY_WINDOW=auto and =shared on one node are the same request: ranks asking either way (or leaving it unset) "
+    "make one context, of the kind auto chooses, and arrays work on it") {
+  // semantics.md, Windows and data paths: "Every rank must pass ... a GARRAY_WINDOW that asks
+  // for the same kind (`auto` and `shared` on one node are the same request); otherwise ...
+  // every rank throws InvalidArgument." Fails if the two spellings were compared as text
+  // (every rank would throw) or led to different kinds.
+  int p = 0, me = 0, host_size = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  MPI_Comm host = MPI_COMM_NULL;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host);
+  MPI_Comm_size(host, &host_size);
+  MPI_Comm_free(&host);
+  if (!test::all_ranks(host_size == p)) {
+    MESSAGE("the ranks span several hosts: auto and shared are different requests there, skipped");
+    return;
+  }
+  const test::ScopedEnv nodes("GARRAY_NODE_RANKS", nullptr);  // the real node: one
+  garray::WindowKind want = garray::WindowKind::rma;
+  {
+    const test::ScopedEnv window("GARRAY_WINDOW", nullptr);
+    const garray::Context ctx(MPI_COMM_WORLD, garray::RankOrder::given);
+    want = ctx.window_kind();
+  }
+  INFO("unset GARRAY_WINDOW gives " << garray::to_string(want));
+  for (int pattern = 0; pattern < 3; ++pattern) {
+    const char* mine = pattern == 0   ? (me % 2 ? "shared" : "auto")
+                       : pattern == 1 ? (me % 2 ? "auto" : nullptr)
+                                      : (me == p - 1 ? "shared" : nullptr);
+    INFO("pattern " << pattern << ", this rank: " << (mine ? mine : "unset"));
+    const test::ScopedEnv window("GARRAY_WINDOW", mine);
+    std::string err;
+    std::optional<garray::Context> ctx;
+    try {
+      ctx.emplace(MPI_COMM_WORLD, garray::RankOrder::given);
+    } catch (const std::exception& e) {
+      err = e.what();
+    }
+    CHECK(err == "");
+    if (!test::all_ranks(err.empty())) continue;  // every rank threw (the contract: all or none)
+    CHECK(ctx->window_kind() == want);
+    const Index n = 4 * ctx->size() + 1;
+    garray::GlobalArray<std::int64_t, 1> a(*ctx, {n});
+    const std::vector<std::int64_t> ones(static_cast<std::size_t>(n), 1);
+    a.accumulate(idx[all], std::span<const std::int64_t>(ones));
+    a.sync();
+    std::vector<std::int64_t> got(static_cast<std::size_t>(n));
+    a.get(idx[all], std::span<std::int64_t>(got));
+    CHECK(got == std::vector<std::int64_t>(static_cast<std::size_t>(n), ctx->size()));
+  }
+}
