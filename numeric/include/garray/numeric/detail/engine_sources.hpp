@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -303,17 +304,17 @@ struct ViewSource final : LeafSource<M> {
 /// leaf dimension e is expression dimension e + M - K; the leading M - K expression
 /// dimensions, and those where the leaf has extent 1 but the expression more (`stretched`),
 /// read the leaf at index 0 (stride 0). The leaf is bound through `in` on the leaf box that
-/// a sub-box maps to; consecutive sub-boxes mapping to the same leaf box (a row broadcast
-/// down the rows of a split piece) reuse the binding, so each rank fetches a broadcast
-/// operand once per distinct piece of it, never once per element.
+/// a sub-box maps to; every later sub-box mapping to the same leaf box (a row broadcast down
+/// the row bands of a piece also cut into columns: the sub-boxes of one band alternate
+/// between its leaf boxes) reuses that binding (the scratch it fetched into lives until the
+/// call ends), so each rank fetches a broadcast operand once per distinct piece of it, never
+/// once per element or per band.
 template <class T, std::size_t N, std::size_t K, std::size_t M>
 struct BroadcastSource final : LeafSource<M> {
   static constexpr std::size_t lead = M - K;
   ViewSource<T, N, K> in;
   std::array<bool, M> stretched{};
-  mutable bool bound = false;
-  mutable Shape<K> last0{}, last1{};
-  mutable Slot last;
+  mutable std::map<std::pair<Shape<K>, Shape<K>>, Slot> seen;  // leaf boxes bound in this call
 
   void leaf_box(const Shape<M>& b0, const Shape<M>& b1, Shape<K>& l0, Shape<K>& l1) const {
     for (std::size_t e = 0; e < K; ++e) {
@@ -333,14 +334,18 @@ struct BroadcastSource final : LeafSource<M> {
   void bind(const Shape<M>& b0, const Shape<M>& b1, Slot& s, ScratchArena& sc) const override {
     Shape<K> l0{}, l1{};
     leaf_box(b0, b1, l0, l1);
-    if (!bound || l0 != last0 || l1 != last1) {
-      in.bind(l0, l1, last, sc);
-      last0 = l0;
-      last1 = l1;
-      bound = true;
+    auto [it, fresh] = seen.try_emplace({l0, l1});
+    if (fresh) {
+      try {
+        in.bind(l0, l1, it->second, sc);
+      } catch (...) {
+        seen.erase(it);
+        throw;
+      }
     }
-    s.ptr = last.ptr;
-    for (std::size_t d = 0; d < M; ++d) s.str[d] = (d < lead || stretched[d]) ? 0 : last.str[d - lead];
+    const Slot& b = it->second;
+    s.ptr = b.ptr;
+    for (std::size_t d = 0; d < M; ++d) s.str[d] = (d < lead || stretched[d]) ? 0 : b.str[d - lead];
   }
 };
 
