@@ -54,8 +54,10 @@ Index contribution(int r, int round, Index i) { return (r + 1) * 100 + round * 7
 // ---- 1. completion without fence() or sync() ----------------------------------------------
 
 TEST_CASE(
-    "shared windows: accumulate, scatter_acc, acc_nb (at wait) and read_inc are complete at the owner on return: "
-    "after a plain MPI_Barrier, no fence() or sync(), the owner's block and every rank's get hold every contribution") {
+    "shared windows: accumulate, scatter_acc, acc_nb (at wait) and read_inc are complete at the owner on "
+    "return: "
+    "after a plain MPI_Barrier, no fence() or sync(), the owner's block and every rank's get hold every "
+    "contribution") {
   // semantics.md, Atomicity: "Accumulates are complete (locally and remotely) on return on
   // shared windows, locally on rma and mixed windows." Fails if a shared-window accumulate
   // were deferred (batched, left to fence()/sync()) or done outside the target's memory.
@@ -64,9 +66,10 @@ TEST_CASE(
   const Index n = 5 * p + 3;
   garray::GlobalArray<std::int64_t, 1> a(ctx, {n}, last_rank_owns_nothing(n, p));
   if (a.window_kind() != garray::WindowKind::shared) {
-    MESSAGE("window kind " << garray::to_string(a.window_kind())
-                           << ": skipped (semantics.md, Atomicity: accumulates are remotely complete on return on "
-                              "shared windows only, on rma and mixed windows only locally)");
+    MESSAGE("window kind "
+            << garray::to_string(a.window_kind())
+            << ": skipped (semantics.md, Atomicity: accumulates are remotely complete on return on "
+               "shared windows only, on rma and mixed windows only locally)");
     return;
   }
   const auto un = static_cast<std::size_t>(n);
@@ -74,12 +77,15 @@ TEST_CASE(
   bool ok = true;
   for (int round = 0; round < 10; ++round) {
     const int kind = round % 5;
-    INFO("round " << round << " (0 accumulate, 1 reversed accumulate alpha 3, 2 scatter_acc, 3 acc_nb, 4 read_inc): "
+    INFO("round " << round
+                  << " (0 accumulate, 1 reversed accumulate alpha 3, 2 scatter_acc, 3 acc_nb, 4 read_inc): "
                   << kind);
     std::vector<std::int64_t> mine(un);
     for (Index i = 0; i < n; ++i) mine[static_cast<std::size_t>(i)] = contribution(me, round, i);
     switch (kind) {
-      case 0: a.accumulate(idx[all], std::span<const std::int64_t>(mine)); break;
+      case 0:
+        a.accumulate(idx[all], std::span<const std::int64_t>(mine));
+        break;
       case 1: {  // element i receives 3 * rev[n - 1 - i] = 3 * mine[i]
         const std::vector<std::int64_t> rev(mine.rbegin(), mine.rend());
         a.accumulate(idx[range(_, _, -1)], std::span<const std::int64_t>(rev), std::int64_t{3});
@@ -114,7 +120,8 @@ TEST_CASE(
     MPI_Barrier(ctx.comm());  // orders the ranks only: no fence(), no sync(), no garray call
     {
       auto blk = a.access();  // the owner's loads
-      for (Index i = blk.lo(0); i < blk.hi(0); ++i) ok = ok && blk.view()[i] == want[static_cast<std::size_t>(i)];
+      for (Index i = blk.lo(0); i < blk.hi(0); ++i)
+        ok = ok && blk.view()[i] == want[static_cast<std::size_t>(i)];
     }
     std::vector<std::int64_t> got(un, -1);
     a.get(idx[all], std::span<std::int64_t>(got));  // every rank's loads of every block
@@ -126,7 +133,8 @@ TEST_CASE(
 }
 
 TEST_CASE_TEMPLATE(
-    "read_inc is done at the owner on return on every window kind: after a plain MPI_Barrier the owner's block and "
+    "read_inc is done at the owner on return on every window kind: after a plain MPI_Barrier the owner's "
+    "block and "
     "every rank's read_inc(i, 0) see every increment, and each returned old value is a possible one",
     T, std::int32_t, std::int64_t) {
   // semantics.md, the table: "read_inc(index, inc) | one-sided | the atomic fetch-and-add is
@@ -170,7 +178,8 @@ TEST_CASE_TEMPLATE(
 }
 
 TEST_CASE(
-    "a write to a replicated array is complete at every copy when it returns, acc_nb unwaited too, on every window "
+    "a write to a replicated array is complete at every copy when it returns, acc_nb unwaited too, on every "
+    "window "
     "kind: after a plain MPI_Barrier every rank's own copy holds every rank's writes") {
   // semantics.md, Replicated arrays: every write "holds the array's replica lock from before
   // its first copy is touched until it is complete at every copy ... A nonblocking write to
@@ -182,8 +191,8 @@ TEST_CASE(
   garray::GlobalArray<std::int64_t, 1> a(ctx, {2 * n}, garray::Distribution<1>::replicated());
   INFO("window kind " << garray::to_string(a.window_kind()));
   std::vector<std::int64_t> want(2 * n, 0);
-  std::vector<garray::Request> pending;          // unwaited acc_nb
-  std::vector<std::vector<std::int64_t>> keep;   // their buffers, untouched until wait()
+  std::vector<garray::Request> pending;         // unwaited acc_nb
+  std::vector<std::vector<std::int64_t>> keep;  // their buffers, untouched until wait()
   keep.reserve(16);
   bool ok = true;
   for (int round = 0; round < 10; ++round) {
@@ -211,7 +220,8 @@ TEST_CASE(
         break;
       }
       case 2:
-        for (Index i = 0; i < n; ++i) (void)a.read_inc({(i + me) % n}, mine[static_cast<std::size_t>((i + me) % n)]);
+        for (Index i = 0; i < n; ++i)
+          (void)a.read_inc({(i + me) % n}, mine[static_cast<std::size_t>((i + me) % n)]);
         break;
       case 3:
         keep.push_back(mine);
@@ -242,7 +252,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "put, accumulate, acc_nb and scatter_acc are locally complete on return on every window kind (the buffer is "
+    "put, accumulate, acc_nb and scatter_acc are locally complete on return on every window kind (the buffer "
+    "is "
     "overwritten at once), and the writer's fence() plus a barrier make them visible to every rank") {
   // semantics.md, the table: put / accumulate: "`in` may be reused (local completion)";
   // scatter / scatter_acc "as put / accumulate"; acc_nb at wait() "the blocking call's
@@ -254,8 +265,9 @@ TEST_CASE(
   const int p = ctx.size(), me = ctx.rank();
   const Index per = Index{1} << 14, n = per * p;  // 128 KiB of doubles per rank and operation
   const auto un = static_cast<std::size_t>(n);
-  garray::GlobalArray<double, 1> summed(ctx, {n});                                // accumulated by every rank
-  garray::GlobalArray<double, 1> written(ctx, {n}, last_rank_owns_nothing(n, p));  // element i put by rank i % p
+  garray::GlobalArray<double, 1> summed(ctx, {n});  // accumulated by every rank
+  garray::GlobalArray<double, 1> written(ctx, {n},
+                                         last_rank_owns_nothing(n, p));  // element i put by rank i % p
   INFO("window kind " << garray::to_string(summed.window_kind()));
   const double garbage = -77777.0;
   std::vector<double> want_acc(un, 0.0), want_put(un, 0.0);
@@ -269,7 +281,9 @@ TEST_CASE(
     std::vector<double>* sent = &buf;  // the buffer the call was given
     std::vector<double> other;
     switch (kind) {
-      case 0: summed.accumulate(idx[all], std::span<const double>(buf)); break;
+      case 0:
+        summed.accumulate(idx[all], std::span<const double>(buf));
+        break;
       case 1: {
         std::vector<Shape<1>> list(un);
         other.assign(buf.rbegin(), buf.rend());
@@ -303,11 +317,13 @@ TEST_CASE(
     }
     {
       auto blk = summed.access();
-      for (Index i = blk.lo(0); i < blk.hi(0); ++i) ok = ok && blk.view()[i] == want_acc[static_cast<std::size_t>(i)];
+      for (Index i = blk.lo(0); i < blk.hi(0); ++i)
+        ok = ok && blk.view()[i] == want_acc[static_cast<std::size_t>(i)];
     }
     {
       auto blk = written.access();
-      for (Index i = blk.lo(0); i < blk.hi(0); ++i) ok = ok && blk.view()[i] == want_put[static_cast<std::size_t>(i)];
+      for (Index i = blk.lo(0); i < blk.hi(0); ++i)
+        ok = ok && blk.view()[i] == want_put[static_cast<std::size_t>(i)];
     }
     std::vector<double> got(un);
     summed.get(idx[all], std::span<double>(got));
@@ -365,7 +381,8 @@ using A3 = garray::GlobalArray<double, 3>;
 using Ids3 = std::array<std::vector<Index>, 3>;  // per base dimension, the indices a view selects
 
 double value_at(const Shape<3>& i) {
-  return 100.0 * static_cast<double>(i[0]) + 10.0 * static_cast<double>(i[1]) + static_cast<double>(i[2]) + 0.25;
+  return 100.0 * static_cast<double>(i[0]) + 10.0 * static_cast<double>(i[1]) + static_cast<double>(i[2]) +
+         0.25;
 }
 
 /// A selection's pieces as the contract describes them, found by brute force: which rank
@@ -423,9 +440,12 @@ std::int64_t mpi_calls_of(garray::WindowKind kind, garray::Op op, const Pieces& 
   std::int64_t c = 0;
   for (std::size_t r = 0; r < e.has.size(); ++r) {
     if (!e.has[r]) continue;
-    if (op == garray::Op::acc) ++c;
-    else if (kind == garray::WindowKind::rma) c += static_cast<int>(r) != me ? 1 : 0;
-    else c += node_local[r] ? 0 : 1;
+    if (op == garray::Op::acc)
+      ++c;
+    else if (kind == garray::WindowKind::rma)
+      c += static_cast<int>(r) != me ? 1 : 0;
+    else
+      c += node_local[r] ? 0 : 1;
   }
   return c;
 }
@@ -439,8 +459,10 @@ garray::Stats after_transfer(garray::Stats s, garray::Op op, const Pieces& e, in
   ++oc.calls;
   for (std::size_t r = 0; r < e.has.size(); ++r) {
     if (!e.has[r]) continue;
-    if (static_cast<int>(r) == me) ++oc.local_pieces;
-    else ++oc.remote_pieces;
+    if (static_cast<int>(r) == me)
+      ++oc.local_pieces;
+    else
+      ++oc.remote_pieces;
   }
   oc.local_bytes += e.local * static_cast<Index>(sizeof(double));
   oc.remote_bytes += (e.total - e.local) * static_cast<Index>(sizeof(double));
@@ -452,7 +474,8 @@ garray::Stats after_transfer(garray::Stats s, garray::Op op, const Pieces& e, in
 }  // namespace
 
 TEST_CASE(
-    "slicing moves no data: making, composing and querying views changes no statistic, whatever each rank slices; "
+    "slicing moves no data: making, composing and querying views changes no statistic, whatever each rank "
+    "slices; "
     "a get, put or accumulate through a view then moves exactly its selection") {
   // semantics.md, Slices: "Slicing a view composes: a[s1][s2] selects exactly the elements
   // numpy's a[s1][s2] selects (slice arithmetic), and no data moves until a get/put";
@@ -481,7 +504,8 @@ TEST_CASE(
   }
   a.sync();
   const std::vector<char> node_local = node_local_ranks(ctx);
-  test::Rng g(seed ^ (0x9e3779b97f4a7c15ULL * static_cast<std::uint64_t>(me + 1)));  // this rank's own slicing
+  test::Rng g(seed ^
+              (0x9e3779b97f4a7c15ULL * static_cast<std::uint64_t>(me + 1)));  // this rank's own slicing
 
   const garray::Stats before = ctx.stats();
   // ---- slicing only ----------------------------------------------------------------------
@@ -503,7 +527,8 @@ TEST_CASE(
       ids[d] = std::move(sel);
     }
     v.emplace(next);
-    for (std::size_t d = 0; d < 3; ++d) shapes_ok = shapes_ok && v->shape()[d] == static_cast<Index>(ids[d].size());
+    for (std::size_t d = 0; d < 3; ++d)
+      shapes_ok = shapes_ok && v->shape()[d] == static_cast<Index>(ids[d].size());
     // the local queries of a view: the ranks' parts tile the view
     Index parts = 0;
     for (int r = 0; r < p; ++r) parts += v->box_of(r).volume();
@@ -515,11 +540,11 @@ TEST_CASE(
     auto whole = a.view();
     auto inner = a[idx[range(1, -1)]];
     auto rev = a[idx[range(_, _, -1)][all][range(_, _, -2)]];
-    auto plane = a[idx[2]];                        // 2-d
-    auto col = a[idx[all][-1][range(1, 4)]];       // 2-d
-    auto last = a[idx[garray::ellipsis][0]];       // a[..., 0]: 2-d
-    auto elem = a[idx[1][2][3]];                   // 0-d
-    auto none = a[idx[range(3, 3)]];               // empty
+    auto plane = a[idx[2]];                   // 2-d
+    auto col = a[idx[all][-1][range(1, 4)]];  // 2-d
+    auto last = a[idx[garray::ellipsis][0]];  // a[..., 0]: 2-d
+    auto elem = a[idx[1][2][3]];              // 0-d
+    auto none = a[idx[range(3, 3)]];          // empty
     auto clamped = a[idx[range(-100, 100)][range(_, _, 7)]];
     auto chain = rev[idx[range(_, _, -1)]][idx[1]][idx[range(_, _, 2)]];  // 2-d
     const garray::View<double, 3, 3> direct(a, garray::compose(rev.section(), idx[range(1, _)]));
@@ -558,8 +583,9 @@ TEST_CASE(
     const garray::Stats s0 = ctx.stats();
     v->get(got);
     const garray::Stats s1 = ctx.stats();
-    const auto want = after_transfer(s0, garray::Op::get, e, me, mpi_calls_of(kind, garray::Op::get, e, me, node_local),
-                                     s1.temp_bytes_peak);
+    const auto want =
+        after_transfer(s0, garray::Op::get, e, me, mpi_calls_of(kind, garray::Op::get, e, me, node_local),
+                       s1.temp_bytes_peak);
     INFO("get through the view, counters not as expected: " << stats_diff(want, s1));
     CHECK(stats_diff(want, s1).empty());
     bool values = true;
@@ -574,27 +600,32 @@ TEST_CASE(
     const garray::Stats s0 = ctx.stats();
     vb.accumulate(ones);
     const garray::Stats s1 = ctx.stats();
-    const auto want = after_transfer(s0, garray::Op::acc, e, me, mpi_calls_of(kind, garray::Op::acc, e, me, node_local),
-                                     s1.temp_bytes_peak);
+    const auto want =
+        after_transfer(s0, garray::Op::acc, e, me, mpi_calls_of(kind, garray::Op::acc, e, me, node_local),
+                       s1.temp_bytes_peak);
     INFO("accumulate through the view, counters not as expected: " << stats_diff(want, s1));
     CHECK(stats_diff(want, s1).empty());
   }
   {
     const Pieces e = pieces_of(c, ids);
     std::vector<double> vals(n);  // each element's own value: racing puts all write the same
-    test::for_each_selected<3>(ids, [&](const Shape<3>& i, Index pos) { vals[static_cast<std::size_t>(pos)] = value_at(i); });
+    test::for_each_selected<3>(
+        ids, [&](const Shape<3>& i, Index pos) { vals[static_cast<std::size_t>(pos)] = value_at(i); });
     const garray::Stats s0 = ctx.stats();
     vc.put(vals);
     const garray::Stats s1 = ctx.stats();
-    const auto want = after_transfer(s0, garray::Op::put, e, me, mpi_calls_of(kind, garray::Op::put, e, me, node_local),
-                                     s1.temp_bytes_peak);
+    const auto want =
+        after_transfer(s0, garray::Op::put, e, me, mpi_calls_of(kind, garray::Op::put, e, me, node_local),
+                       s1.temp_bytes_peak);
     INFO("put through the view, counters not as expected: " << stats_diff(want, s1));
     CHECK(stats_diff(want, s1).empty());
   }
   // The data landed exactly on the selections: b counts how many ranks selected each element,
   // c holds the value of every element some rank selected and zero elsewhere.
   std::vector<double> count(210, 0.0);
-  test::for_each_selected<3>(ids, [&](const Shape<3>& i, Index) { count[static_cast<std::size_t>((i[0] * 6 + i[1]) * 5 + i[2])] += 1.0; });
+  test::for_each_selected<3>(ids, [&](const Shape<3>& i, Index) {
+    count[static_cast<std::size_t>((i[0] * 6 + i[1]) * 5 + i[2])] += 1.0;
+  });
   MPI_Allreduce(MPI_IN_PLACE, count.data(), 210, MPI_DOUBLE, MPI_SUM, ctx.comm());
   b.sync();
   c.sync();
@@ -637,7 +668,8 @@ T draw(test::Rng& g) {
 
 /// A random index list over `shape` with repeats and negative indices, and its base indices.
 template <std::size_t N>
-void random_list(test::Rng& g, const Shape<N>& shape, std::vector<Shape<N>>& list, std::vector<Shape<N>>& base) {
+void random_list(test::Rng& g, const Shape<N>& shape, std::vector<Shape<N>>& list,
+                 std::vector<Shape<N>>& base) {
   const auto n = static_cast<std::size_t>(test::uniform(g, 0, 10));
   list.assign(n, Shape<N>{});
   base.assign(n, Shape<N>{});
@@ -679,10 +711,13 @@ void kind_case(const garray::Context& ctx, test::Rng& g, Index max_extent, std::
       std::vector<T> vals(static_cast<std::size_t>(sec.size()));
       for (auto& x : vals) x = draw<T>(g);
       const bool nb = test::uniform(g, 0, 1) == 1;
-      test::for_each_selected<N>(rs.ref, [&](const Shape<N>& i, Index pos) { ref.at(i) = vals[static_cast<std::size_t>(pos)]; });
+      test::for_each_selected<N>(
+          rs.ref, [&](const Shape<N>& i, Index pos) { ref.at(i) = vals[static_cast<std::size_t>(pos)]; });
       if (me == writer) {
-        if (nb) a.put_section_nb(sec, vals).wait();
-        else a.put_section(sec, vals);
+        if (nb)
+          a.put_section_nb(sec, vals).wait();
+        else
+          a.put_section(sec, vals);
         std::vector<T> back(vals.size());
         a.get_section(sec, back);
         ok = ok && all_bits_equal(back, vals);
@@ -701,7 +736,7 @@ void kind_case(const garray::Context& ctx, test::Rng& g, Index max_extent, std::
         a.fence();
       }
     }
-    a.sync();  // put and accumulate to one element need a sync() between them (rule 4)
+    a.sync();                      // put and accumulate to one element need a sync() between them (rule 4)
     for (int r = 0; r < p; ++r) {  // every rank's atomic operations
       const auto rs = test::random_slice<N>(g, shape);
       const auto sec = garray::compose(full, rs.slice);
@@ -726,8 +761,10 @@ void kind_case(const garray::Context& ctx, test::Rng& g, Index max_extent, std::
         ref.at(at) += inc;
       }
       if (me != r) continue;
-      if (nb) a.acc_section_nb(sec, vals, alpha).wait();
-      else a.acc_section(sec, vals, alpha);
+      if (nb)
+        a.acc_section_nb(sec, vals, alpha).wait();
+      else
+        a.acc_section(sec, vals, alpha);
       a.scatter_acc(list, lvals, lalpha);
       if constexpr (std::is_integral_v<T>) (void)a.read_inc(at, inc);
     }
@@ -740,8 +777,10 @@ void kind_case(const garray::Context& ctx, test::Rng& g, Index max_extent, std::
       random_list<N>(g, shape, list, base);
       if (me != r) continue;
       std::vector<T> got(static_cast<std::size_t>(sec.size()));
-      if (nb) a.get_section_nb(sec, got).wait();
-      else a.get_section(sec, got);
+      if (nb)
+        a.get_section_nb(sec, got).wait();
+      else
+        a.get_section(sec, got);
       test::for_each_selected<N>(rs.ref, [&](const Shape<N>& i, Index pos) {
         ok = ok && bits_equal(got[static_cast<std::size_t>(pos)], ref.at(i));
       });
@@ -804,7 +843,8 @@ std::vector<WindowRequest> window_requests(int p) {
 }  // namespace
 
 TEST_CASE_TEMPLATE(
-    "the same random one-sided operations give bitwise the same results whatever window kind GARRAY_WINDOW asks for "
+    "the same random one-sided operations give bitwise the same results whatever window kind GARRAY_WINDOW "
+    "asks for "
     "(unset, auto, shared, rma, mixed, auto across simulated nodes)",
     T, double, std::int64_t) {
   // semantics.md: one table of operations and completion for every window kind ("Windows
@@ -825,7 +865,8 @@ TEST_CASE_TEMPLATE(
     // Rank order given: this process is the same context rank in every context, so it
     // issues the same operations and reads the same things in each.
     const garray::Context ctx(MPI_COMM_WORLD, garray::RankOrder::given);
-    const std::string label = "GARRAY_WINDOW " + req.label + " -> " + std::string(garray::to_string(ctx.window_kind()));
+    const std::string label =
+        "GARRAY_WINDOW " + req.label + " -> " + std::string(garray::to_string(ctx.window_kind()));
     INFO(label);
     bool ok = true;
     traces.push_back(run_sequence<T>(ctx, seed, ok));
@@ -843,7 +884,8 @@ TEST_CASE_TEMPLATE(
 }
 
 TEST_CASE(
-    "GARRAY_WINDOW=auto and =shared on one node are the same request: ranks asking either way (or leaving it unset) "
+    "GARRAY_WINDOW=auto and =shared on one node are the same request: ranks asking either way (or leaving it "
+    "unset) "
     "make one context, of the kind auto chooses, and arrays work on it") {
   // semantics.md, Windows and data paths: "Every rank must pass ... a GARRAY_WINDOW that asks
   // for the same kind (`auto` and `shared` on one node are the same request); otherwise ...

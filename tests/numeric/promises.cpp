@@ -21,20 +21,19 @@
 // products in any order) where only the values matter, order-sensitive sums where the order
 // is the promise. Every test runs at any rank count (ranks owning nothing included) and on
 // every window kind.
-#include "support/test_support.hpp"
-
-#include <garray/garray.hpp>
-
 #include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <garray/garray.hpp>
 #include <limits>
 #include <span>
 #include <string>
 #include <type_traits>
 #include <vector>
+
+#include "support/test_support.hpp"
 
 namespace {
 
@@ -84,7 +83,9 @@ void load_flat(garray::GlobalArray<T, N>& a, const std::vector<T>& v) {
   {
     auto blk = a.access();
     auto& view = blk.view();
-    for_each_index<N>(blk.box(), [&](const garray::Shape<N>& i) { view(i) = v[static_cast<std::size_t>(flat_of<N>(i, st))]; });
+    for_each_index<N>(blk.box(), [&](const garray::Shape<N>& i) {
+      view(i) = v[static_cast<std::size_t>(flat_of<N>(i, st))];
+    });
   }
   a.sync();
 }
@@ -212,8 +213,9 @@ std::vector<T> cancelling_values(test::Rng& g, std::size_t n) {
 /// Values whose products round differently in different associations.
 template <class T>
 std::vector<T> product_values(test::Rng& g, std::size_t n) {
-  const T table[] = {static_cast<T>(1.1), static_cast<T>(0.9), T(3),  T(1) / T(3),
-                     static_cast<T>(-1.25), static_cast<T>(0.7), static_cast<T>(1.3), static_cast<T>(-0.6)};
+  const T table[] = {static_cast<T>(1.1), static_cast<T>(0.9),   T(3),
+                     T(1) / T(3),         static_cast<T>(-1.25), static_cast<T>(0.7),
+                     static_cast<T>(1.3), static_cast<T>(-0.6)};
   std::vector<T> v(n);
   for (auto& x : v) x = table[static_cast<std::size_t>(test::uniform(g, 0, 7))];
   return v;
@@ -321,10 +323,10 @@ void fetch_once_assign(const garray::Context& ctx, const std::string& name, cons
     expect = remote_of_full(b, piece) + remote_of_row(row, piece.lo[1], piece.hi[1]) +
              remote_of_col(col, piece.lo[0], piece.hi[0]);
   const Index got = after.remote_bytes - before.remote_bytes;
-  INFO(name << ": rank " << ctx.rank() << " of " << ctx.size() << ", piece " << piece << ", remote elements needed "
-            << expect << ", row block " << row.local_box() << ", col block " << col.local_box() << ", b block "
-            << b.local_box() << "; remote get bytes " << got << " in " << (after.remote_pieces - before.remote_pieces)
-            << " pieces");
+  INFO(name << ": rank " << ctx.rank() << " of " << ctx.size() << ", piece " << piece
+            << ", remote elements needed " << expect << ", row block " << row.local_box() << ", col block "
+            << col.local_box() << ", b block " << b.local_box() << "; remote get bytes " << got << " in "
+            << (after.remote_pieces - before.remote_pieces) << " pieces");
   CHECK(got == expect * static_cast<Index>(sizeof(double)));
   CHECK(equals_everywhere(out, ref));
 }
@@ -332,8 +334,8 @@ void fetch_once_assign(const garray::Context& ctx, const std::string& name, cons
 /// sum(b * row + c), b the driver: the bytes moved are exactly the elements of c and row
 /// that b's block needs and this rank does not hold, each once; the sum is the exact one.
 template <std::size_t K>
-void fetch_once_reduce(const garray::Context& ctx, const std::string& name, const garray::Shape<2>& sh, const D2& db,
-                       const D2& dc, const garray::Distribution<K>& drow) {
+void fetch_once_reduce(const garray::Context& ctx, const std::string& name, const garray::Shape<2>& sh,
+                       const D2& db, const D2& dc, const garray::Distribution<K>& drow) {
   const Index m = sh[0], n = sh[1];
   garray::Shape<K> rsh;
   rsh.fill(1);
@@ -363,9 +365,10 @@ void fetch_once_reduce(const garray::Context& ctx, const std::string& name, cons
   Index expect = 0;
   if (!piece.empty()) expect = remote_of_full(c, piece) + remote_of_row(row, piece.lo[1], piece.hi[1]);
   const Index got = after.remote_bytes - before.remote_bytes;
-  INFO(name << ": rank " << ctx.rank() << " of " << ctx.size() << ", piece " << piece << ", remote elements needed "
-            << expect << ", row block " << row.local_box() << ", c block " << c.local_box() << "; remote get bytes "
-            << got << " in " << (after.remote_pieces - before.remote_pieces) << " pieces");
+  INFO(name << ": rank " << ctx.rank() << " of " << ctx.size() << ", piece " << piece
+            << ", remote elements needed " << expect << ", row block " << row.local_box() << ", c block "
+            << c.local_box() << "; remote get bytes " << got << " in "
+            << (after.remote_pieces - before.remote_pieces) << " pieces");
   CHECK(got == expect * static_cast<Index>(sizeof(double)));
   CHECK(s == serial);
 }
@@ -427,7 +430,8 @@ void unsplit_scans(const garray::Context& ctx, test::Rng& rng, bool all_kinds) {
 
 // ---- 1. replicated arrays in the numeric layer ------------------------------------------------
 
-TEST_CASE("replicated operands in expressions into blocked outputs: the serial values, the operands unchanged") {
+TEST_CASE(
+    "replicated operands in expressions into blocked outputs: the serial values, the operands unchanged") {
   garray::Context ctx;
   auto rng = test::Rng(test::shared_seed());
   const int p = ctx.size();
@@ -442,7 +446,8 @@ TEST_CASE("replicated operands in expressions into blocked outputs: the serial v
     garray::GlobalArray<double, 1> rrow(ctx, garray::Shape<1>{n}, D1::replicated());
     garray::GlobalArray<double, 2> b(ctx, sh, test::random_distribution<2>(rng, sh, p));
     garray::GlobalArray<double, 2> out(ctx, sh, test::random_distribution<2>(rng, sh, p));
-    garray::GlobalArray<double, 2> out2(ctx, sh, test::random_distribution<2>(rng, sh, p), garray::Shape<2>{1, 1});
+    garray::GlobalArray<double, 2> out2(ctx, sh, test::random_distribution<2>(rng, sh, p),
+                                        garray::Shape<2>{1, 1});
     load_flat(r, rv);
     load_flat(rrow, rowv);
     load_flat(b, bv);
@@ -453,7 +458,8 @@ TEST_CASE("replicated operands in expressions into blocked outputs: the serial v
     garray::assign(out, r * b + rrow);
     std::vector<double> ref(total);
     for (Index i = 0; i < m; ++i)
-      for (Index j = 0; j < n; ++j) ref[at(i, j)] = rv[at(i, j)] * bv[at(i, j)] + rowv[static_cast<std::size_t>(j)];
+      for (Index j = 0; j < n; ++j)
+        ref[at(i, j)] = rv[at(i, j)] * bv[at(i, j)] + rowv[static_cast<std::size_t>(j)];
     CHECK(equals_everywhere(out, ref));
 
     // replicated operands only: r reversed along both axes, and the row
@@ -461,7 +467,8 @@ TEST_CASE("replicated operands in expressions into blocked outputs: the serial v
     garray::assign(out2, rrev * 0.5 - rrow);
     std::vector<double> ref2(total);
     for (Index i = 0; i < m; ++i)
-      for (Index j = 0; j < n; ++j) ref2[at(i, j)] = rv[at(m - 1 - i, n - 1 - j)] * 0.5 - rowv[static_cast<std::size_t>(j)];
+      for (Index j = 0; j < n; ++j)
+        ref2[at(i, j)] = rv[at(m - 1 - i, n - 1 - j)] * 0.5 - rowv[static_cast<std::size_t>(j)];
     CHECK(equals_everywhere(out2, ref2));
 
     // compound assignment with a replicated operand
@@ -494,14 +501,15 @@ TEST_CASE("a replicated output of expressions over blocked operands: every copy 
     const std::vector<double> v1 = dyadic(rng, total, -6, 6, 0.5), v2 = dyadic(rng, total, -6, 6, 0.25),
                               vs = dyadic(rng, total, -3, 3, 1.0);
     garray::GlobalArray<double, 2> b1(ctx, sh, test::random_distribution<2>(rng, sh, p));
-    garray::GlobalArray<double, 2> b2(ctx, sh, test::random_distribution<2>(rng, sh, p), garray::Shape<2>{1, 0});
+    garray::GlobalArray<double, 2> b2(ctx, sh, test::random_distribution<2>(rng, sh, p),
+                                      garray::Shape<2>{1, 0});
     garray::GlobalArray<double, 2> rsrc(ctx, sh, D2::replicated());
     garray::GlobalArray<double, 2> rout(ctx, sh, D2::replicated());
     load_flat(b1, v1);
     load_flat(b2, v2);
     load_flat(rsrc, vs);
-    INFO("round " << round << ", shape " << m << "x" << n << ", b1 " << b1.distribution().describe() << ", b2 "
-                  << b2.distribution().describe());
+    INFO("round " << round << ", shape " << m << "x" << n << ", b1 " << b1.distribution().describe()
+                  << ", b2 " << b2.distribution().describe());
 
     // every rank computes its whole copy from the blocked operands
     garray::assign(rout, b1 * b2 - 1.5);
@@ -577,10 +585,12 @@ TEST_CASE("axis reductions of replicated operands count rank 0's copy once: the 
     const auto rsum = ref_reduce<2>(rv, sh, ax, 0.0, add);
     CHECK(equals_everywhere(garray::sum(r, garray::Axis{ax}), rsum));
     CHECK(equals_everywhere(garray::prod(rp, garray::Axis{ax}), ref_reduce<2>(pv, sh, ax, 1.0, mul)));
-    CHECK(equals_everywhere(garray::min(r, garray::Axis{ax}),
-                            ref_reduce<2>(rv, sh, ax, inf, [](double a, double x, Index) { return x < a ? x : a; })));
-    CHECK(equals_everywhere(garray::max(r, garray::Axis{ax}),
-                            ref_reduce<2>(rv, sh, ax, -inf, [](double a, double x, Index) { return a < x ? x : a; })));
+    CHECK(equals_everywhere(
+        garray::min(r, garray::Axis{ax}),
+        ref_reduce<2>(rv, sh, ax, inf, [](double a, double x, Index) { return x < a ? x : a; })));
+    CHECK(equals_everywhere(
+        garray::max(r, garray::Axis{ax}),
+        ref_reduce<2>(rv, sh, ax, -inf, [](double a, double x, Index) { return a < x ? x : a; })));
     std::vector<double> rmean(rsum);
     for (auto& x : rmean) x = x / static_cast<double>(sh[ax]);
     CHECK(equals_everywhere(garray::mean(r, garray::Axis{ax}), rmean));
@@ -588,13 +598,15 @@ TEST_CASE("axis reductions of replicated operands count rank 0's copy once: the 
       double v;
       Index i;
     };
-    const auto best = ref_reduce<2>(rv, sh, ax, Best{0.0, -1},
-                                    [](Best a, double x, Index k) { return (a.i < 0 || a.v < x) ? Best{x, k} : a; });
+    const auto best = ref_reduce<2>(rv, sh, ax, Best{0.0, -1}, [](Best a, double x, Index k) {
+      return (a.i < 0 || a.v < x) ? Best{x, k} : a;
+    });
     std::vector<Index> rarg;
     for (const auto& q : best) rarg.push_back(q.i);
     CHECK(equals_everywhere(garray::argmax(r, garray::Axis{ax}), rarg));
     CHECK(equals_everywhere(garray::count_nonzero(r, garray::Axis{ax}),
-                            ref_reduce<2>(rv, sh, ax, Index{0}, [](Index a, double x, Index) { return a + (x != 0.0 ? 1 : 0); })));
+                            ref_reduce<2>(rv, sh, ax, Index{0},
+                                          [](Index a, double x, Index) { return a + (x != 0.0 ? 1 : 0); })));
     // replicated first operand with a blocked one (rank 0 reduces, fetching b), and the other way round
     const auto rbsum = ref_reduce<2>(rb, sh, ax, 0.0, add);
     CHECK(equals_everywhere(garray::sum(r * b, garray::Axis{ax}), rbsum));
@@ -624,8 +636,9 @@ TEST_CASE("axis reductions of replicated operands count rank 0's copy once: the 
     }
     r.sync();
     CHECK(equals_everywhere(garray::sum(r, garray::Axis{0}), ref_reduce<2>(rv, sh, 0, 0.0, add)));
-    CHECK(equals_everywhere(garray::max(r, garray::Axis{1}),
-                            ref_reduce<2>(rv, sh, 1, -inf, [](double a, double x, Index) { return a < x ? x : a; })));
+    CHECK(equals_everywhere(
+        garray::max(r, garray::Axis{1}),
+        ref_reduce<2>(rv, sh, 1, -inf, [](double a, double x, Index) { return a < x ? x : a; })));
   }
 }
 
@@ -685,7 +698,8 @@ TEST_CASE("cumsum and cumprod of replicated arrays: replicated results, every co
 
 // ---- 2. scans along an unsplit axis: NumPy's bits -----------------------------------------------
 
-TEST_CASE("scans along an axis no rank boundary splits are bitwise the serial scan: double, every operand kind") {
+TEST_CASE(
+    "scans along an axis no rank boundary splits are bitwise the serial scan: double, every operand kind") {
   garray::Context ctx;
   auto rng = test::Rng(test::shared_seed());
   unsplit_scans<double>(ctx, rng, true);
@@ -727,7 +741,9 @@ TEST_CASE("3-d scans along an axis no rank boundary splits (the others split) ar
 
 // ---- 3. fetch once under 2-d cuts ---------------------------------------------------------------
 
-TEST_CASE("fetch once under 2-d cuts: an assignment with a broadcast row and column moves each remote element once") {
+TEST_CASE(
+    "fetch once under 2-d cuts: an assignment with a broadcast row and column moves each remote element "
+    "once") {
   garray::Context ctx;
   const int p = ctx.size();
   {
@@ -741,8 +757,8 @@ TEST_CASE("fetch once under 2-d cuts: an assignment with a broadcast row and col
     // The blocked output (a 2 x 2 grid at 4 ranks) against b's row slabs and a 1-d row
     // broadcast along the missing leading dimension.
     const garray::Shape<2> sh{4 * p, 4 * p};
-    fetch_once_assign<1>(ctx, "B: out blocked, b row slabs, row (n) blocked, col blocked", sh, D2::blocked(), D2::slab(0),
-                         D1::blocked(), D2::blocked());
+    fetch_once_assign<1>(ctx, "B: out blocked, b row slabs, row (n) blocked, col blocked", sh, D2::blocked(),
+                         D2::slab(0), D1::blocked(), D2::blocked());
   }
   {
     // Column slabs of out, the row's blocks offset by half a slab (every rank but the last
@@ -760,14 +776,14 @@ TEST_CASE("fetch once under 2-d cuts: a full reduction with a broadcast row move
   const int p = ctx.size();
   {
     const garray::Shape<2> sh{2 * p + 2, 3 * p + 1};
-    fetch_once_reduce<2>(ctx, "R1: b on rank 0, c row slabs, row (1, n) column slabs", sh, D2::grid({1, 1}), D2::slab(0),
-                         D2::slab(1));
+    fetch_once_reduce<2>(ctx, "R1: b on rank 0, c row slabs, row (1, n) column slabs", sh, D2::grid({1, 1}),
+                         D2::slab(0), D2::slab(1));
   }
   {
     const garray::Shape<2> sh{3 * p, 4 * p};
     std::array<std::vector<Index>, 1> st{std::vector<Index>{0}};
     for (int r = 0; r + 1 < p; ++r) st[0].push_back(4 * r + 2);
-    fetch_once_reduce<1>(ctx, "R2: b column slabs, c row slabs, row (n) offset blocks", sh, D2::slab(1), D2::slab(0),
-                         D1::irregular(st));
+    fetch_once_reduce<1>(ctx, "R2: b column slabs, c row slabs, row (n) offset blocks", sh, D2::slab(1),
+                         D2::slab(0), D1::irregular(st));
   }
 }
