@@ -66,20 +66,20 @@ void Request::finish_noexcept() noexcept {
 }
 
 void Request::swap(Request& o) noexcept {
+  // The windows link requests by address: unlink both, swap, link each under its new
+  // address (O(1) each).
+  if (win_) win_->detach(this);
+  if (o.win_) o.win_->detach(&o);
   reqs_.swap(o.reqs_);
   finishers_.swap(o.finishers_);
   std::swap(win_, o.win_);
-  // The windows know requests by address: the registrations follow the contents (two
-  // requests registered with one window stay as they are).
-  if (win_ != o.win_) {
-    if (win_) win_->rebind(&o, this);
-    if (o.win_) o.win_->rebind(this, &o);
-  }
+  if (win_) win_->attach(this);
+  if (o.win_) o.win_->attach(&o);
 }
 
 MPI_Request* detail::RequestAccess::add_mpi(Request& r) { return r.add_mpi(); }
 void detail::RequestAccess::add_finisher(Request& r, std::function<void()> f) { r.add_finisher(std::move(f)); }
-void detail::RequestAccess::attach(Request& r, Window& w) {
+void detail::RequestAccess::attach(Request& r, const Window& w) noexcept {
   if (r.done() || r.win_) return;
   w.attach(&r);
   r.win_ = &w;

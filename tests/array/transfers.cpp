@@ -247,7 +247,8 @@ TEST_CASE("sync() and fill() complete an unwaited get_nb: it reads what was ther
   // every rank, an unwaited get included. Each rank reads its right neighbour's whole block
   // (large: on rma windows the get may still be moving when the collective is entered), does
   // not wait, and the neighbour then overwrites the block (by the collective fill, or by
-  // local stores right after a sync). wait() must find the values from before.
+  // local stores right after a sync). The collective completes the request; its buffer
+  // must hold the values from before.
   garray::Context ctx;
   const int p = ctx.size(), me = ctx.rank();
   const garray::Index per = 1 << 18;  // 2 MiB of int64 per rank
@@ -271,6 +272,7 @@ TEST_CASE("sync() and fill() complete an unwaited get_nb: it reads what was ther
       auto blk = a.access();
       for (garray::Index i = blk.lo(0); i < blk.hi(0); ++i) blk.view()[i] = -7;
     }
+    CHECK(r.done());  // the collective completed it
     r.wait();
     bool ok = true;
     for (garray::Index k = 0; k < per; ++k) {

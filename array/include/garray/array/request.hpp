@@ -34,10 +34,10 @@ class Window;
 struct RequestAccess {
   static MPI_Request* add_mpi(Request& r);
   static void add_finisher(Request& r, std::function<void()> f);
-  /// Registers r with the window it was issued on if it has anything outstanding (once, at
-  /// the end of the issuing call): the window's collectives then complete it, and the
+  /// Links r into the window it was issued on if it has anything outstanding (at the end of
+  /// the issuing call; never throws): the window's collectives then complete it, and the
   /// array completes it before giving the window up.
-  static void attach(Request& r, Window& w);
+  static void attach(Request& r, const Window& w) noexcept;
 };
 }  // namespace detail
 
@@ -46,10 +46,12 @@ struct RequestAccess {
 /// buffer; put/accumulate: the buffer may be reused (remote completion still needs fence()
 /// or sync()). Nonblocking operations are unordered with respect to each other. Every member
 /// is Local. Move-only; destroying an unfinished Request waits for it. A collective on its
-/// array (sync(), fill(), ...) completes the MPI side of it (a get then read the data as it
-/// was before the collective; its buffer is filled at wait()), and destroying the array (or
-/// moving another over it) completes it as wait() would: the Request is then done.
-class [[nodiscard]] Request : private detail::Outstanding {
+/// array (sync(), fill(), ...) completes it as wait() would, before the collective's
+/// synchronisation (a get then holds the data as it was before the collective), and so does
+/// destroying the array or moving another over it (an MPI failure there aborts, as in the
+/// destructor). The Request is then done. (Requests follow the array's window: moving the
+/// array moves them with it.)
+class [[nodiscard]] Request final : private detail::Outstanding {
  public:
   /// Local. A request with nothing outstanding (done() is true).
   Request() = default;
@@ -86,10 +88,10 @@ class [[nodiscard]] Request : private detail::Outstanding {
   void run_finishers();
   void finish_noexcept() noexcept;
   void swap(Request& o) noexcept;
-  void complete_now() noexcept override { finish_noexcept(); }
+  void complete() override { wait(); }
   std::vector<MPI_Request> reqs_;
   std::vector<std::function<void()>> finishers_;
-  detail::Window* win_ = nullptr;  // registered there while something is outstanding
+  const detail::Window* win_ = nullptr;  // linked into its list while something is outstanding
 };
 
 }  // namespace garray

@@ -163,33 +163,38 @@ class Window {
       if (r == me_ || peer(r)) memory_sync();
     }
   }
-  /// Nonblocking requests issued on this window and not yet complete (Request registers
-  /// itself while it has something outstanding; it moves, so it re-registers under its new
-  /// address). complete_all() flushes while any is registered, so a collective completes an
-  /// unwaited get too; the array completes them all before giving up the window.
-  void attach(Outstanding* r) { outstanding_.push_back(r); }
-  void detach(Outstanding* r) noexcept {
-    auto it = std::find(outstanding_.begin(), outstanding_.end(), r);
-    if (it != outstanding_.end()) outstanding_.erase(it);
+  /// Nonblocking requests issued on this window and not yet complete: a Request links
+  /// itself in while it has something outstanding (and relinks under its new address when
+  /// moved). complete_all() completes them, so every collective on the array completes an
+  /// unwaited get (the gets' own completion, MPI_Waitall or MPI_Win_flush_local per target:
+  /// MPICH 4.0's MPI_Win_flush_all was seen returning before a large get had landed);
+  /// the array completes them before giving up the window. O(1), never throw.
+  void attach(Outstanding* r) const noexcept {
+    r->prev_ = nullptr;
+    r->next_ = head_;
+    if (head_) head_->prev_ = r;
+    head_ = r;
   }
-  void rebind(Outstanding* from, Outstanding* to) noexcept {
-    std::replace(outstanding_.begin(), outstanding_.end(), from, to);
+  void detach(Outstanding* r) const noexcept {
+    (r->prev_ ? r->prev_->next_ : head_) = r->next_;
+    if (r->next_) r->next_->prev_ = r->prev_;
+    r->prev_ = r->next_ = nullptr;
   }
-  /// Completes every registered request (each detaches itself). Never throws: a failure
-  /// aborts, as in a Request's destructor.
-  void complete_outstanding() noexcept {
-    while (!outstanding_.empty()) outstanding_.back()->complete_now();
+  /// Completes every linked request (each unlinks itself). Throws MpiError if MPI fails.
+  void complete_outstanding() const {
+    while (head_) head_->complete();
   }
   /// True if this rank has puts/accumulates not yet remotely completed (see mark_dirty).
   bool has_pending_writes() const noexcept { return ndirty_ > 0; }
-  /// Remote completion of everything this rank issued (fence; a flush also while nonblocking
-  /// requests are registered, so that an unwaited get has read before the collective that
-  /// called this lets anyone write), then MPI_Win_sync: stores
+  /// Completes this rank's nonblocking requests (complete_outstanding: an unwaited get has
+  /// read before the collective that called this lets anyone write), then remote completion
+  /// of everything this rank issued (fence), then MPI_Win_sync: stores
   /// this rank made directly (shared-memory puts, its own block) are ordered before any
   /// synchronisation that follows (MPI-3.1 section 11.7: a barrier after fence() makes
   /// them visible).
   void complete_all() const {
-    if (ndirty_ > 0 || !outstanding_.empty()) flush_all();
+    complete_outstanding();
+    if (ndirty_ > 0) flush_all();
     std::fill(dirty_.begin(), dirty_.end(), 0);
     ndirty_ = 0;
     memory_sync();
@@ -216,7 +221,7 @@ class Window {
   MPI_Aint replica_disp_ = 0;          // rma and mixed windows: the replica word's displacement
   mutable std::vector<unsigned char> dirty_;
   mutable int ndirty_ = 0;
-  std::vector<Outstanding*> outstanding_;  // this rank's incomplete nonblocking requests
+  mutable Outstanding* head_ = nullptr;  // this rank's incomplete nonblocking requests
   int me_ = 0;
   bool unified_ = true;
   bool abandoned_ = false;

@@ -348,7 +348,11 @@ std::string_view GlobalArray<T, N>::name(detail::Call c) {
 template <Element T, std::size_t N>
 void GlobalArray<T, N>::release() noexcept {
   if (!win_) return;
-  win_->complete_outstanding();  // requests outliving the array: done before the memory goes
+  try {
+    win_->complete_outstanding();  // requests outliving the array: done before the memory goes
+  } catch (const std::exception& e) {
+    garray::abort(e.what());  // as a Request's destructor: MPI may still use the buffers
+  }
   ++ctx_.stats().arrays_destroyed;
   ctx_.cache().release(slot_, std::move(win_));
 }
@@ -490,6 +494,9 @@ void GlobalArray<T, N>::transfer(const Section<N>& sec, T* buf, T alpha, Request
     serial.emplace(*win_);
     req = nullptr;
   }
+  // The scaled copy stays alive until the request completes. Handed over before anything
+  // is issued, so that no failed allocation can free it while MPI may still read it.
+  if (req && scaled) detail::RequestAccess::add_finisher(*req, [s = scaled] {});
   with_transport([&](auto& tp) {
     tp.use_request(req);
     if (!buf_strides && !rep) {
@@ -549,7 +556,6 @@ void GlobalArray<T, N>::transfer(const Section<N>& sec, T* buf, T alpha, Request
     st.mpi_rma_calls += tp.mpi_calls();
     if (tp.temp_bytes()) note_temp(tp.temp_bytes());
   });
-  if (req && scaled) detail::RequestAccess::add_finisher(*req, [s = std::move(scaled)] {});
   if (req) detail::RequestAccess::attach(*req, *win_);
 }
 
