@@ -1,6 +1,7 @@
 // Request (request.hpp), compiled once into libgarray_array.
 #include <garray/array/request.hpp>
 #include <garray/runtime/error.hpp>
+#include <garray/runtime/fault.hpp>
 #include <garray/runtime/window.hpp>
 
 #include <exception>
@@ -50,11 +51,27 @@ void Request::add_finisher(std::function<void()> f) { finishers_.push_back(std::
 void Request::run_finishers() {
   auto fs = std::move(finishers_);
   finishers_.clear();
+  const detail::Window* w = win_;
   if (win_) {  // the MPI side is complete: nothing outstanding on the window any more
     win_->detach(this);
     win_ = nullptr;
   }
-  for (auto& f : fs) f();
+  // Every finisher runs, also after one threw (under MPICH the finishers are the flushes of
+  // the targets: a failed one must not leave the others' operations in flight, or the
+  // temporaries freed under them); the first exception is rethrown.
+  std::exception_ptr first;
+  for (auto& f : fs) {
+    try {
+      f();
+      detail::fault_point("request.finisher");
+    } catch (...) {
+      if (!first) first = std::current_exception();
+    }
+  }
+  if (first) {
+    if (w) MPI_Win_flush_local_all(w->win());  // best effort before the temporaries go
+    std::rethrow_exception(first);
+  }
 }
 
 void Request::finish_noexcept() noexcept {

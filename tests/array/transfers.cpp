@@ -242,6 +242,37 @@ TEST_CASE("a Request destroyed or move-assigned over without wait() completes it
   }
 }
 
+TEST_CASE("a finisher that throws in wait() does not keep the others from running") {
+  // A reversed get across every owner lands through one temporary per owner, each unpacked
+  // by its own finisher (rma and mixed windows; under MPICH the finishers also flush the
+  // targets). The first finisher is made to throw once it has run: wait() throws that, but
+  // every other finisher has run, so the buffer is complete and the request done. (Two
+  // remote owners or more are needed for a second finisher: np >= 3 on rma windows.)
+  garray::Context ctx;
+  const garray::Index n = 8 * ctx.size() + 5;
+  garray::GlobalArray<std::int64_t, 1> a(ctx, {n});
+  {
+    auto blk = a.access();
+    for (garray::Index i = blk.lo(0); i < blk.hi(0); ++i) blk.view()[i] = i;
+  }
+  a.sync();
+  std::vector<std::int64_t> got(static_cast<std::size_t>(n), -1);
+  auto r = a.get_nb(idx[range(_, _, -1)], got);
+  const bool finishers = !r.done();
+  garray::testing::arm_fault("request.finisher");
+  if (finishers)
+    CHECK_THROWS_AS(r.wait(), garray::testing::InjectedFault);
+  else
+    r.wait();  // shared windows: complete on return, no finisher
+  CHECK(garray::testing::fault_armed() != finishers);
+  garray::testing::disarm_fault();
+  CHECK(r.done());
+  bool ok = true;
+  for (garray::Index i = 0; i < n; ++i) ok = ok && got[static_cast<std::size_t>(i)] == n - 1 - i;
+  CHECK(ok);
+  a.sync();
+}
+
 TEST_CASE("sync() and fill() complete an unwaited get_nb: it reads what was there before them") {
   // semantics.md: sync() (and every collective on the array) completes every operation of
   // every rank, an unwaited get included. Each rank reads its right neighbour's whole block

@@ -38,7 +38,8 @@ const std::vector<std::string>& fault_points_seen();
 namespace detail {
 /// Null in every program but the test suite's: the test-only library garray_fault_injection
 /// (runtime/src/fault.cpp, never installed) sets it at start-up. With it null a fault point
-/// costs a load and a predicted branch; fault points sit on collective paths only.
+/// costs a load and a predicted branch; fault points sit on collective paths (and after a
+/// request's finishers).
 extern void (*fault_hook)(std::string_view point);
 inline void fault_point(std::string_view point) {
   if (fault_hook) [[unlikely]]
