@@ -389,8 +389,9 @@ class GlobalArray {
   }
 
   // ---- synchronisation ----------------------------------------------------------------
-  /// Local. Completes this rank's outstanding puts/accumulates at their targets, then
-  /// MPI_Win_sync (its direct stores are ordered before any synchronisation that follows).
+  /// Local. Completes this rank's outstanding nonblocking requests on this array (as their
+  /// wait()) and its puts/accumulates at their targets, then MPI_Win_sync (its direct stores
+  /// are ordered before any synchronisation that follows).
   void fence() {
     check_live(detail::Call::fence);
     win_->complete_all();

@@ -43,6 +43,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <utility>
 #include <vector>
 
@@ -192,12 +193,21 @@ class Window {
   /// this rank made directly (shared-memory puts, its own block) are ordered before any
   /// synchronisation that follows (MPI-3.1 section 11.7: a barrier after fence() makes
   /// them visible).
+  /// The requests first (under MPICH a get's own flush_local after an MPI_Win_flush_all did
+  /// not wait for it); a request whose completion fails does not keep the writes from being
+  /// flushed (replica lock holders rely on that), its exception is rethrown at the end.
   void complete_all() const {
-    complete_outstanding();
+    std::exception_ptr failed;
+    try {
+      complete_outstanding();
+    } catch (...) {
+      failed = std::current_exception();
+    }
     if (ndirty_ > 0) flush_all();
     std::fill(dirty_.begin(), dirty_.end(), 0);
     ndirty_ = 0;
     memory_sync();
+    if (failed) std::rethrow_exception(failed);
   }
 
  private:
