@@ -231,7 +231,6 @@ class RmaTransport {
     const auto disp = static_cast<MPI_Aint>(toff * static_cast<Index>(sizeof(T)));
     const MPI_Win win = w_.win();
     const bool with_req = req_ && request_ops_ok;
-    note_target(r);  // before the call: a failed call may still have issued something (abandon)
     if constexpr (D == Dir::get) {
       w_.complete_writes_to(r);
       if (with_req)
@@ -261,6 +260,7 @@ class RmaTransport {
                                  MPI_SUM, win),
                   "MPI_Accumulate");
     }
+    note_target(r);
   }
 
   /// True if one MPI call can describe the collapsed regions `it` (target side a, buffer
@@ -304,14 +304,10 @@ class RmaTransport {
       }
       return;
     }
-    // One flush_local per target, never MPI_Win_flush_local_all: under MPICH 4.0.2 that
-    // returned before large gets from several owners had landed (a 600x400 double get at
-    // np 3 over rma windows read the remote two thirds as they were before; a per-target
-    // flush was always right).
     if (ntargets_ == 1)
       w_.flush_local(last_target_);
-    else
-      for (int t : targets_) w_.flush_local(t);
+    else if (ntargets_ > 1)
+      w_.flush_local_all();
     if (temps_) {
       for (auto& u : temps_->unpacks) u();
       for (auto& l : temps_->lists)
@@ -321,8 +317,7 @@ class RmaTransport {
   /// After an exception between the first move() and finish(): complete what was issued
   /// so no temporary (or user buffer) is freed while MPI may still use it.
   void abandon() noexcept {
-    if (ntargets_ == 1) MPI_Win_flush_local(last_target_, w_.win());
-    for (int t : targets_) MPI_Win_flush_local(t, w_.win());
+    if (ntargets_ > 0) MPI_Win_flush_local_all(w_.win());
   }
 
   T fetch_add(int r, Index off, T inc) {
@@ -451,8 +446,6 @@ class RmaTransport {
   void note_target(int r) {
     ++mpi_calls_;
     if (r != last_target_) {
-      if (ntargets_ == 1) targets_.push_back(last_target_);  // several targets: list them all
-      if (ntargets_ >= 1) targets_.push_back(r);
       ++ntargets_;
       last_target_ = r;
     }
@@ -464,7 +457,6 @@ class RmaTransport {
   Request* req_ = nullptr;
   std::unique_ptr<Temps> temps_;  // only built on the (rare) temporary path
   int ntargets_ = 0, last_target_ = -1;
-  std::vector<int> targets_;  // with two targets or more: each (pieces visit an owner once)
   std::size_t temp_bytes_ = 0;
   int mpi_calls_ = 0;
 };
