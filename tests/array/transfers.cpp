@@ -404,6 +404,40 @@ TEST_CASE(
   a.sync();
 }
 
+TEST_CASE("a blocking get or gather from several owners holds all their data on return (large)") {
+  // Completion of a transfer with several targets: one MPI_Win_flush_local per target.
+  // MPICH 4.0.2's MPI_Win_flush_local_all returned before large gets from several owners had
+  // landed (a loop of such gets at np 3 over rma windows failed in two of three runs).
+  garray::Context ctx;
+  const int me = ctx.rank();
+  const garray::Index n0 = 600, n1 = 400;
+  garray::GlobalArray<double, 2> a(ctx, {n0, n1}, garray::Distribution<2>::blocked());
+  auto value = [&](garray::Index i, garray::Index j, int it) { return static_cast<double>((i * n1 + j) * 3 + it); };
+  std::vector<garray::Shape<2>> list;
+  for (garray::Index i = 0; i < n0; i += 3)
+    for (garray::Index j = (i + me) % 5; j < n1; j += 5) list.push_back({i, j});
+  bool ok = true;
+  for (int it = 0; it < 8; ++it) {
+    {
+      auto blk = a.access();
+      for (garray::Index i = blk.lo(0); i < blk.hi(0); ++i)
+        for (garray::Index j = blk.lo(1); j < blk.hi(1); ++j) blk.view()[i][j] = value(i, j, it);
+    }
+    a.sync();
+    for (int rep = 0; rep < 6; ++rep) {  // back to back, as the failing runs did
+      std::vector<double> v(static_cast<std::size_t>(n0 * n1), -1.0);
+      a.get_section(garray::Section<2>::full(a.shape()), std::span<double>(v));
+      for (garray::Index i = 0; i < n0; ++i)
+        for (garray::Index j = 0; j < n1; ++j) ok = ok && v[static_cast<std::size_t>(i * n1 + j)] == value(i, j, it);
+    }
+    std::vector<double> g(list.size(), -1.0);
+    a.gather(std::span<const garray::Shape<2>>(list), std::span<double>(g));
+    for (std::size_t k = 0; k < list.size(); ++k) ok = ok && g[k] == value(list[k][0], list[k][1], it);
+    a.sync();
+  }
+  CHECK(ok);
+}
+
 TEST_CASE("large contiguous and strided transfers of floats and int64 across owners") {
   garray::Context ctx;
   garray::GlobalArray<float, 2> a(ctx, {300, 257}, garray::Distribution<2>::slab(1));

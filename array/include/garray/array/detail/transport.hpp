@@ -161,6 +161,21 @@ class ShmTransport {
   const Window& w_;
 };
 
+/// How a blocking transfer with several targets is completed: one MPI_Win_flush_local per
+/// target (MPICH), or one MPI_Win_flush_local_all (others). Each MPI gets the call that
+/// works on it:
+/// - MPICH 4.0.2: MPI_Win_flush_local_all returned before large gets from several owners
+///   had landed (a 600x400 double get at np 3 over rma windows read the remote two thirds
+///   as they were before, in two of three runs of a loop); per-target flushes were right.
+/// - Open MPI 4.1 osc/pt2pt: MPI_Win_flush_local per target, with gets to two targets
+///   outstanding, never returns (a raw MPI program, 2 ranks on one host, hangs in the first
+///   iteration); MPI_Win_flush_local_all and per-target MPI_Win_flush do not hang.
+#if defined(MPICH_NUMVERSION)
+inline constexpr bool flush_each_target = true;
+#else
+inline constexpr bool flush_each_target = false;
+#endif
+
 /// MPI RMA window transport (see the file comment).
 template <class T>
 class RmaTransport {
@@ -231,6 +246,7 @@ class RmaTransport {
     const auto disp = static_cast<MPI_Aint>(toff * static_cast<Index>(sizeof(T)));
     const MPI_Win win = w_.win();
     const bool with_req = req_ && request_ops_ok;
+    note_target(r);  // before the call: a failed call may still have issued something (abandon)
     if constexpr (D == Dir::get) {
       w_.complete_writes_to(r);
       if (with_req)
@@ -260,7 +276,6 @@ class RmaTransport {
                                  MPI_SUM, win),
                   "MPI_Accumulate");
     }
-    note_target(r);
   }
 
   /// True if one MPI call can describe the collapsed regions `it` (target side a, buffer
@@ -297,7 +312,9 @@ class RmaTransport {
 
   /// Local completion, or hands the completion (and the temporaries) to the request.
   void finish(Request* req) {
-    if (req) {  // (MPICH: plain operations; note_target added a flush_local per target)
+    if (req) {
+      if (!request_ops_ok)  // MPICH: plain operations, completed by a flush_local per target
+        for_each_target([&](int t) { RequestAccess::add_finisher(*req, [w = &w_, t] { w->flush_local(t); }); });
       if (temps_) {
         for (auto& u : temps_->unpacks) RequestAccess::add_finisher(*req, std::move(u));
         if (!temps_->keep.empty()) RequestAccess::add_finisher(*req, [k = std::move(temps_->keep)] {});
@@ -306,6 +323,8 @@ class RmaTransport {
     }
     if (ntargets_ == 1)
       w_.flush_local(last_target_);
+    else if constexpr (flush_each_target)
+      for_each_target([&](int t) { w_.flush_local(t); });
     else if (ntargets_ > 1)
       w_.flush_local_all();
     if (temps_) {
@@ -317,7 +336,12 @@ class RmaTransport {
   /// After an exception between the first move() and finish(): complete what was issued
   /// so no temporary (or user buffer) is freed while MPI may still use it.
   void abandon() noexcept {
-    if (ntargets_ > 0) MPI_Win_flush_local_all(w_.win());
+    if (ntargets_ == 1)
+      MPI_Win_flush_local(last_target_, w_.win());
+    else if constexpr (flush_each_target)
+      for_each_target([&](int t) noexcept { MPI_Win_flush_local(t, w_.win()); });
+    else if (ntargets_ > 1)
+      MPI_Win_flush_local_all(w_.win());
   }
 
   T fetch_add(int r, Index off, T inc) {
@@ -446,10 +470,27 @@ class RmaTransport {
   void note_target(int r) {
     ++mpi_calls_;
     if (r != last_target_) {
+      // Several targets, where each is flushed on its own: list them all (a replicated
+      // write revisits every copy per piece; for_each_target removes the repeats).
+      if (flush_each_target || !request_ops_ok) {
+        if (ntargets_ == 1) targets_.push_back(last_target_);
+        if (ntargets_ >= 1) targets_.push_back(r);
+      }
       ++ntargets_;
       last_target_ = r;
     }
-    if (req_ && !request_ops_ok) RequestAccess::add_finisher(*req_, [w = &w_, r] { w->flush_local(r); });
+  }
+  /// Calls f(t) once for every target an MPI call was issued to (or may have been: a call
+  /// is noted before it is made). Sorting ints in place neither allocates nor throws.
+  template <class F>
+  void for_each_target(F&& f) {
+    if (ntargets_ == 1) return f(last_target_);
+    if (!sorted_) {
+      std::sort(targets_.begin(), targets_.end());
+      targets_.erase(std::unique(targets_.begin(), targets_.end()), targets_.end());
+      sorted_ = true;
+    }
+    for (int t : targets_) f(t);
   }
 
   Window& w_;
@@ -457,6 +498,8 @@ class RmaTransport {
   Request* req_ = nullptr;
   std::unique_ptr<Temps> temps_;  // only built on the (rare) temporary path
   int ntargets_ = 0, last_target_ = -1;
+  std::vector<int> targets_;  // with two targets or more (MPICH): each, repeats until sorted_
+  bool sorted_ = false;
   std::size_t temp_bytes_ = 0;
   int mpi_calls_ = 0;
 };
