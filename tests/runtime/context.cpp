@@ -134,15 +134,11 @@ TEST_CASE("the window kind follows GARRAY_WINDOW and is the same on every rank")
 }
 
 TEST_CASE("GARRAY_WINDOW=auto: shared on one node, mixed if a node of several holds 2+ ranks, rma otherwise") {
-  int p = 0, host_size = 0;
+  int p = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &p);
-  MPI_Comm host = MPI_COMM_NULL;
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host);
-  MPI_Comm_size(host, &host_size);
-  MPI_Comm_free(&host);
   // Across hosts, or with Open MPI's one-sided component chosen by hand, the component
   // decides what can be made (the fallbacks, tested below and across hosts).
-  if (!test::all_ranks(host_size == p && !std::getenv("OMPI_MCA_osc"))) return;
+  if (!test::world_on_one_host() || !test::all_ranks(!std::getenv("OMPI_MCA_osc"))) return;
   const ScopedEnv window("GARRAY_WINDOW", nullptr);
   using K = garray::WindowKind;
   for (const auto& [nodes, want] : {std::pair<const char*, K>{nullptr, K::shared},
@@ -157,14 +153,11 @@ TEST_CASE("GARRAY_WINDOW=auto: shared on one node, mixed if a node of several ho
 }
 
 TEST_CASE("the shared-window probe failing on one rank: every rank falls back to rma windows, nobody waits") {
-  int p = 0, me = 0, host_size = 0;
+  int p = 0, me = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &p);
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
-  MPI_Comm host = MPI_COMM_NULL;
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host);
-  MPI_Comm_size(host, &host_size);
-  MPI_Comm_free(&host);
-  if (!test::all_ranks(host_size == p && !std::getenv("OMPI_MCA_osc"))) return;  // no probe: not shared
+  // no probe unless shared windows are possible
+  if (!test::world_on_one_host() || !test::all_ranks(!std::getenv("OMPI_MCA_osc"))) return;
   const ScopedEnv window("GARRAY_WINDOW", nullptr);
   const ScopedEnv nodes("GARRAY_NODE_RANKS", nullptr);
   // The victim's probe allocation "fails" after the others' succeeded: they must agree

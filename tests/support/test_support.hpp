@@ -45,6 +45,18 @@ inline bool all_ranks(bool ok, MPI_Comm comm = MPI_COMM_WORLD) {
   return out != 0;
 }
 
+/// True on every rank iff all ranks of MPI_COMM_WORLD share one host (one
+/// MPI_COMM_TYPE_SHARED group).
+inline bool world_on_one_host() {
+  int p = 0, host_size = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
+  MPI_Comm host = MPI_COMM_NULL;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host);
+  MPI_Comm_size(host, &host_size);
+  MPI_Comm_free(&host);
+  return all_ranks(host_size == p);
+}
+
 /// The message of the `E` that f() throws; "WRONG TYPE: ..." for another exception,
 /// "NO THROW" if none.
 template <class E, class F>
