@@ -571,9 +571,14 @@ Context Context::split(int color, int key) const {
   MPI_Comm sub = MPI_COMM_NULL;
   detail::check_mpi(MPI_Comm_split(state_->comm, color, key, &sub), "MPI_Comm_split");
   if (sub == MPI_COMM_NULL) return Context(std::shared_ptr<detail::ContextState>{});
-  Context c(sub, RankOrder::given);  // duplicates again with the error handler; free the intermediate
-  MPI_Comm_free(&sub);
-  return c;
+  // The constructor duplicates `sub` again (with the error handler): the intermediate is
+  // freed also when the constructor throws (a failed collective inside it throws on every
+  // rank of `sub` alike, so every rank frees it).
+  struct FreeSub {
+    MPI_Comm& c;
+    ~FreeSub() { MPI_Comm_free(&c); }
+  } free_sub{sub};
+  return Context(sub, RankOrder::given);
 }
 
 ProgressMode Context::progress_mode() const {

@@ -34,7 +34,7 @@ class LocalBlock {
   /// Local. MPI_Win_sync: this rank's stores through the view are ordered before the next
   /// synchronisation (sync() makes them visible to other ranks). Never throws.
   ~LocalBlock() {
-    if (win_) MPI_Win_sync(win_->win());  // never throws; errors here cannot be acted on
+    if (win_) win_->memory_sync_noexcept();  // both windows of a mixed one, as on entry
   }
   LocalBlock(const LocalBlock&) = delete;             ///< Not copyable.
   LocalBlock& operator=(const LocalBlock&) = delete;  ///< Not copyable.

@@ -144,6 +144,12 @@ class Window {
     check_mpi(MPI_Win_sync(win_), "MPI_Win_sync");
     if (shm_win_ != MPI_WIN_NULL) check_mpi(MPI_Win_sync(shm_win_), "MPI_Win_sync");
   }
+  /// memory_sync() where an error cannot be acted on (a destructor): both windows, errors
+  /// ignored.
+  void memory_sync_noexcept() const noexcept {
+    MPI_Win_sync(win_);
+    if (shm_win_ != MPI_WIN_NULL) MPI_Win_sync(shm_win_);
+  }
 
   /// Marks that this rank has put/accumulated to `r` since the last remote flush of r.
   void mark_dirty(int r) noexcept {
