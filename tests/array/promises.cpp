@@ -5,7 +5,7 @@
 //    mixed windows"; the table: read_inc's "fetch-and-add is done at the owner"; replicated
 //    arrays: "A nonblocking write to a replicated array is therefore complete when it
 //    returns"), and local completion with visibility after the writer's fence() plus a
-//    barrier (the table's "`in` may be reused", visibility rule 2). The ranks synchronise
+//    barrier (the table's "`in` may be reused", visibility rules 2 and 4). The ranks synchronise
 //    only by a plain MPI_Barrier on ctx.comm(): no garray collective completes anything.
 // 2. "Slicing a view composes ... and no data moves until a get/put": making, composing and
 //    querying views (a different number on every rank) changes no counter of garray::Stats;
@@ -174,6 +174,52 @@ TEST_CASE_TEMPLATE(
   }
   CHECK(test::all_ranks(ok, ctx.comm()));
   CHECK(test::all_ranks(olds_ok, ctx.comm()));
+  a.sync();
+}
+
+TEST_CASE(
+    "a put, the writer's fence() and a barrier, then another rank's accumulate to the same elements (and the "
+    "reverse order): the second write sees the first, as after a sync()") {
+  // semantics.md, visibility rule 4: put and accumulate to one element need a sync() in
+  // between, or "the first writer's fence() plus any synchronisation that orders it before
+  // the second write (e.g. a barrier)". Fails if fence() left the first write incomplete at
+  // its target (the second would land first, or be overwritten by it).
+  garray::Context ctx;
+  const int p = ctx.size(), me = ctx.rank();
+  const Index n = 20000 * p + 7;  // large pieces: RMA puts that take a while to land
+  garray::GlobalArray<std::int64_t, 1> a(ctx, {n}, last_rank_owns_nothing(n, p));
+  INFO("window kind " << garray::to_string(a.window_kind()));
+  const auto un = static_cast<std::size_t>(n);
+  // Rank r puts elements i with i % p == r (value put_value), every rank accumulates
+  // contribution(r, round, i) to every element.
+  const auto put_value = [](int round, Index i) { return std::int64_t{1000000} * (round + 1) + i; };
+  bool ok = true;
+  for (int round = 0; round < 6; ++round) {
+    const bool put_first = round % 2 == 0;
+    INFO("round " << round << (put_first ? ": put, then accumulate" : ": accumulate, then put"));
+    std::vector<std::int64_t> vals;
+    for (Index i = me; i < n; i += p) vals.push_back(put_value(round, i));
+    std::vector<std::int64_t> mine(un);
+    for (Index i = 0; i < n; ++i) mine[static_cast<std::size_t>(i)] = contribution(me, round, i);
+    const auto put = [&] { a.put(idx[range(me, n, p)], std::span<const std::int64_t>(vals)); };
+    const auto acc = [&] { a.accumulate(idx[all], std::span<const std::int64_t>(mine)); };
+    if (put_first) put(); else acc();
+    a.fence();
+    MPI_Barrier(ctx.comm());  // the writers' fence() ordered before the second writes
+    if (put_first) acc(); else put();
+    a.fence();
+    MPI_Barrier(ctx.comm());
+    std::vector<std::int64_t> got(un, -1);
+    a.get(idx[all], std::span<std::int64_t>(got));
+    for (Index i = 0; i < n; ++i) {
+      std::int64_t want = put_value(round, i);
+      if (put_first)
+        for (int r = 0; r < p; ++r) want += contribution(r, round, i);
+      ok = ok && got[static_cast<std::size_t>(i)] == want;
+    }
+    MPI_Barrier(ctx.comm());  // every rank has read before the next round writes
+  }
+  CHECK(test::all_ranks(ok, ctx.comm()));
   a.sync();
 }
 
@@ -891,14 +937,10 @@ TEST_CASE(
   // for the same kind (`auto` and `shared` on one node are the same request); otherwise ...
   // every rank throws InvalidArgument." Fails if the two spellings were compared as text
   // (every rank would throw) or led to different kinds.
-  int p = 0, me = 0, host_size = 0;
+  int p = 0, me = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &p);
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
-  MPI_Comm host = MPI_COMM_NULL;
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host);
-  MPI_Comm_size(host, &host_size);
-  MPI_Comm_free(&host);
-  if (!test::all_ranks(host_size == p)) {
+  if (!test::world_on_one_host()) {
     MESSAGE("the ranks span several hosts: auto and shared are different requests there, skipped");
     return;
   }

@@ -20,8 +20,9 @@
 // line and applies it to its block (the fix-up pass). Only block totals move, never the data.
 // Values: integers exactly as NumPy (bitwise, wrapping on overflow as NumPy's int64 does);
 // floating point and complex: the same operations in a different association (offset +
-// local prefix), so |result - numpy| is within the recursive-summation bound; at np=1 (one
-// block along the axis) the result is NumPy's bitwise.
+// local prefix), so |result - numpy| is within the recursive-summation bound; when no rank
+// boundary splits the axis (one block along it, at any np) the result is NumPy's bitwise
+// (tests/numeric/promises.cpp).
 // Errors (failure rule): an axis >= M throws InvalidArgument on the calling rank (every rank
 // when all passed it; CollectiveMismatch on ranks that passed a valid one) at the handshake,
 // before anything is created; other handshake failures as assign (SizeMismatch,
