@@ -863,3 +863,65 @@ TEST_CASE("move assignment and context end return windows; print_stats shows the
   }  // the context's end frees the pooled window (collective) and a's
   CHECK(all_ranks(true));
 }
+
+TEST_CASE(
+    "a destroyed array's unwaited put_nb/acc_nb are complete before its window is reused: the next array of its "
+    "key reads zero everywhere, before and after a sync()") {
+  // semantics.md, Array cache: "Nonblocking requests still outstanding on an array are
+  // completed when it is destroyed (before the window goes to the pool), so a reused window
+  // never serves an old request", and "Why a reused window is safe", 2: "puts/accumulates
+  // are remotely completed by the flush in ~A". The existing cache tests put only with
+  // blocking calls before a destroy. transfers.cpp's "destroying an array completes its
+  // outstanding requests" checks only that the gets are done: nothing reads the elements its
+  // acc_nb wrote after the window is reused. This fails if ~GlobalArray pooled the window
+  // without completing the requests, or without flushing what they wrote. The requests would
+  // then not be done(), or their data would land after the next create zeroed the block.
+  // Ranks write into every rank's block, the last rank's empty block included.
+  garray::Context ctx;  // a cache of its own
+  ctx.cache().set_depth(3);
+  const int p = ctx.size(), me = ctx.rank();
+  const Index per = Index{1} << 15;  // 256 KiB of int64 per rank and half: RMA takes a while
+  const Index half = per * p, n = 2 * half;
+  const std::vector<garray::Distribution<1>> dists{garray::Distribution<1>::blocked(),
+                                                   test::last_rank_owns_nothing(n, p)};
+  std::vector<std::int64_t> put_buf(static_cast<std::size_t>(per)), acc_buf(static_cast<std::size_t>(half));
+  const std::vector<std::int64_t> zeros(static_cast<std::size_t>(n), 0);  // the serial reference
+  bool done = true, hits = true, zero_at_create = true, zero_after_sync = true;
+  for (int round = 0; round < 6; ++round) {
+    const auto& dist = dists[static_cast<std::size_t>(round % 2)];
+    std::fill(put_buf.begin(), put_buf.end(), 1000 + 10 * round + me);
+    std::fill(acc_buf.begin(), acc_buf.end(), std::int64_t{1} + me);
+    std::vector<garray::Request> reqs;  // outlive the array
+    {
+      garray::GlobalArray<std::int64_t, 1> a(ctx, {n}, dist);
+      // elements me, me + p, ... of the first half (every owner's block), and the whole
+      // second half from every rank; nothing waits, fences or syncs
+      reqs.push_back(a.put_section_nb(garray::Section<1>{{me}, {p}, {per}}, put_buf));
+      reqs.push_back(a.acc_section_nb(garray::Section<1>{{half}, {1}, {half}}, acc_buf));
+    }  // ~a: local; the window goes to the cache
+    for (const auto& r : reqs) done = done && r.done();
+    const auto before = ctx.stats().cache_hits;
+    garray::GlobalArray<std::int64_t, 1> b(ctx, {n}, dist);  // a's key: a's window, zeroed
+    hits = hits && ctx.stats().cache_hits == before + 1;
+    auto block_is_zero = [&] {
+      auto blk = b.access();
+      const auto m = blk.view().num_elements();
+      return std::count(blk.data(), blk.data() + m, std::int64_t{0}) == static_cast<std::ptrdiff_t>(m);
+    };
+    std::vector<std::int64_t> got(static_cast<std::size_t>(n), -1);
+    zero_at_create = zero_at_create && block_is_zero();
+    b.get_section(garray::Section<1>::full({n}), got);
+    zero_at_create = zero_at_create && got == zeros;
+    b.sync();  // would complete a late write of a's that the window still tracks
+    zero_after_sync = zero_after_sync && block_is_zero();
+    std::fill(got.begin(), got.end(), -1);
+    b.get_section(garray::Section<1>::full({n}), got);
+    zero_after_sync = zero_after_sync && got == zeros;
+    b.sync();  // every rank has read before the next round writes
+    for (auto& r : reqs) r.wait();  // nothing left to do (keeps the buffers alive until here)
+  }
+  CHECK(test::all_ranks(done, ctx.comm()));
+  CHECK(test::all_ranks(hits, ctx.comm()));
+  CHECK(test::all_ranks(zero_at_create, ctx.comm()));
+  CHECK(test::all_ranks(zero_after_sync, ctx.comm()));
+}

@@ -6,8 +6,10 @@
 #include "array/movement_support.hpp"
 
 #include <complex>
+#include <deque>
 
 using garray::Shape;
+using garray::Index;
 
 namespace {
 
@@ -417,4 +419,120 @@ TEST_CASE("bad input to movement collectives throws on every rank and changes no
         me, p - 1, "row-major", [&] { (void)garray::from_local(ctx, me == p - 1 ? colmajor : sq, 0); });
   }
   CHECK(ctx.stats().arrays_created == created + 1);
+}
+
+namespace {
+
+/// Every cell of this rank's frame (both dimensions periodic) mirrors the reference. Local.
+template <class T>
+bool periodic_frame_matches(garray::GlobalArray<T, 2>& a, test::Reference<T, 2>& ref) {
+  auto blk = a.access();
+  const auto b = blk.box();
+  if (b.empty()) return true;
+  const auto g = a.ghost();
+  const auto s = a.shape();
+  bool ok = true;
+  for (Index i = b.lo[0] - g[0]; i < b.hi[0] + g[0]; ++i)
+    for (Index j = b.lo[1] - g[1]; j < b.hi[1] + g[1]; ++j) {
+      const Index si = ((i % s[0]) + s[0]) % s[0], sj = ((j % s[1]) + s[1]) % s[1];
+      ok = ok && blk.view()[i][j] == ref.a[si][sj];
+    }
+  return ok;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "gather, allgather, redistribute, transpose and update_ghosts first complete every rank's unfenced puts and "
+    "unwaited put_nb/acc_nb on the array: the result holds them, and the requests are done") {
+  // semantics.md, the table, get_nb / put_nb / acc_nb: "A collective on the array (`sync()`,
+  // `fill()`, ...) first completes this rank's outstanding requests on it as their `wait()`
+  // would ... and the `Request` is done"; sync(): "every operation of every rank on the array
+  // is complete". The movement collectives say the same (movement.hpp, halo.hpp: "completes
+  // everyone's outstanding operations first (as sync())"). Only sync() and fill() have such
+  // a test (transfers.cpp). movement.cpp starts every source from scatter_from, which is
+  // already synchronised. halo.cpp's rank-0 puts are blocking and never nonblocking. This
+  // fails if a movement collective read its source before the writes issued on it had
+  // completed (its handshake without the array's window, or without complete_all). The result
+  // would then miss writes still on their way to the owners, on rma and mixed windows, or a
+  // request would not be done() when the call returns.
+  garray::Context ctx;
+  const int p = ctx.size(), me = ctx.rank();
+  const auto seed = test::shared_seed();
+  INFO("seed " << seed << " (rerun with GARRAY_TEST_SEED=" << seed << ")");
+  test::Rng g(seed);
+  using T = std::int64_t;  // sums are exact in every order
+  const Index rows = 2 * p + 3, cols = 2048, half = cols / 2;
+  const Shape<2> shape{rows, cols};
+  const char* kinds[] = {"gather", "allgather", "redistribute", "transpose", "update_ghosts"};
+  for (int round = 0; round < 10; ++round) {
+    const int kind = round % 5;
+    const auto dist = round < 5 ? test::last_rank_owns_no_rows(rows, p) : test::random_distribution<2>(g, shape, p);
+    garray::GlobalArray<T, 2> a(ctx, shape, dist, {1, 1});
+    INFO("round " << round << ": " << kinds[kind] << ", source " << a.distribution().describe());
+    test::Reference<T, 2> ref(shape);
+    std::deque<std::vector<T>> keep;  // buffers of the unwaited requests (a deque never moves them)
+    std::vector<garray::Request> reqs;
+    // Columns [0, half): row i put by rank i % p (blocking for even i / p, put_nb otherwise).
+    // Columns [half, cols): every rank's acc_nb (no element is both put and accumulated).
+    for (Index i = 0; i < rows; ++i) {
+      std::vector<T> row(static_cast<std::size_t>(half));
+      for (Index j = 0; j < half; ++j) {
+        row[static_cast<std::size_t>(j)] = (round + 1) * T{1000003} + i * cols + j;
+        ref.a[i][j] = row[static_cast<std::size_t>(j)];
+      }
+      if (i % p != me) continue;
+      const garray::Section<2> sec{{i, 0}, {1, 1}, {1, half}};
+      if ((i / p) % 2 == 0) {
+        a.put_section(sec, row);
+      } else {
+        keep.push_back(std::move(row));
+        reqs.push_back(a.put_section_nb(sec, keep.back()));
+      }
+    }
+    for (int r = 0; r < p; ++r)
+      for (Index i = 0; i < rows; ++i)
+        for (Index j = half; j < cols; ++j) ref.a[i][j] += T{r + 1} * (round + 1);
+    keep.emplace_back(static_cast<std::size_t>(rows * half), T{me + 1} * (round + 1));
+    reqs.push_back(a.acc_section_nb(garray::Section<2>{{0, half}, {1, 1}, {rows, half}}, keep.back()));
+    bool ok = true;
+    switch (kind) {
+      case 0: {
+        const int root = round % p;
+        const auto back = garray::gather(a, root);
+        ok = ctx.rank() == root ? back == ref.a : back.num_elements() == 0;
+        break;
+      }
+      case 1:
+        ok = garray::allgather(a) == ref.a;
+        break;
+      case 2: {
+        Shape<2> ghost{test::uniform(g, 0, 1), test::uniform(g, 0, 1)};
+        auto dst = garray::redistribute(a, test::random_distribution<2>(g, shape, p), ghost);
+        for (const auto& r : reqs) ok = ok && r.done();
+        ok = test::equal_on_all_ranks(dst, ref) && ok;
+        break;
+      }
+      case 3: {
+        auto t = garray::transpose(a, {1, 0}, test::random_distribution<2>(g, Shape<2>{cols, rows}, p));
+        for (const auto& r : reqs) ok = ok && r.done();
+        test::Reference<T, 2> tref(Shape<2>{cols, rows});
+        for (Index i = 0; i < rows; ++i)
+          for (Index j = 0; j < cols; ++j) tref.a[j][i] = ref.a[i][j];
+        ok = test::equal_on_all_ranks(t, tref) && ok;
+        break;
+      }
+      default:
+        garray::update_ghosts(a, {true, true});
+        for (const auto& r : reqs) ok = ok && r.done();
+        ok = periodic_frame_matches(a, ref) && ok;
+        ok = test::equal_on_all_ranks(a, ref) && ok;
+    }
+    bool done = true;
+    for (const auto& r : reqs) done = done && r.done();
+    CHECK(test::all_ranks(done, ctx.comm()));
+    CHECK(test::all_ranks(ok, ctx.comm()));
+    for (auto& r : reqs) r.wait();
+    a.sync();
+  }
 }

@@ -264,3 +264,86 @@ TEST_CASE("user guide: mutexes") {
   // --- end guide ---
   CHECK(total.get(idx[0]) == 10.0 * ctx.size());
 }
+
+TEST_CASE(
+    "n mutexes are independent: each starts unlocked, holding some blocks none of the others, and critical "
+    "sections under every mutex at once count exactly") {
+  // semantics.md, the table: "`Mutexes(ctx, n)` | collective | n unlocked mutexes exist";
+  // Mutexes: "At most one rank holds a mutex at a time". Every test in mutex.cpp uses one
+  // mutex at a time: mutex 1 of 3, or mutex 0 of 1 or 2. None checks that mutex i's words
+  // are its own. This fails if mutexes shared lock words, or were initialised only on some
+  // owners: a row mapped to the wrong mutex, a ticket slot of one row overlapping the next,
+  // only the first row's ticket 0 claimed. Then a free mutex would look held (try_lock
+  // false, or lock() waits forever), a held one would look free, or two ranks would both get
+  // into the same critical section and the counts would come out short. There are 2P + 1
+  // mutexes, so slab(0) puts two or three rows on every owner. The counters live on a
+  // distribution where the last rank owns nothing.
+  garray::Context ctx;
+  const int p = ctx.size(), me = ctx.rank();
+  const int n = 2 * p + 1, spare = n - 1;  // `spare` (== 2p, = 0 mod p) stays free in phase 1
+  garray::Mutexes m(ctx, n);
+  garray::GlobalArray<std::int64_t, 1> count(ctx, {n}, test::last_rank_owns_nothing(n, p));
+  std::vector<std::int64_t> want(static_cast<std::size_t>(n), 0);  // the serial reference
+  bool ok = true;
+  // Phase 1: rank r takes every mutex j != spare with j % p == r by try_lock (only r tries
+  // them: a false here is no spurious failure) and holds them all together.
+  for (int j = me; j < n; j += p)
+    if (j != spare) {
+      const bool got = m.try_lock(j);  // always called: no short circuit before a try_lock
+      ok = ok && got;
+    }
+  ctx.barrier();
+  // ... meanwhile the spare mutex works for everyone, in turn and by lock() (FIFO): it must
+  // not wait for the held ones. One increment per rank under it.
+  {
+    garray::MutexGuard guard(m, spare);
+    const std::int64_t v = count.get(garray::idx[spare]) + 1;
+    count.put(garray::idx[garray::range(spare, spare + 1)], std::span<const std::int64_t>(&v, 1));
+    count.fence();
+  }
+  want[static_cast<std::size_t>(spare)] += p;
+  // ... and the next rank's mutexes are held: try_lock fails at once (p > 1).
+  if (p > 1)
+    for (int j = (me + 1) % p; j < n; j += p)
+      if (j != spare && m.try_lock(j)) {
+        ok = false;  // got a mutex another rank holds
+        m.unlock(j);
+      }
+  ctx.barrier();
+  for (int j = me; j < n; j += p)
+    if (j != spare) {
+      if (m.held(j)) m.unlock(j);
+      else ok = false;
+    }
+  ctx.barrier();
+  // Phase 2: now free, the next rank's mutexes are taken by this rank alone.
+  for (int j = (me + 1) % p; j < n; j += p) {
+    const bool got = m.try_lock(j);
+    ok = ok && got;
+    if (got) m.unlock(j);
+  }
+  ctx.barrier();
+  CHECK(test::all_ranks(ok, ctx.comm()));
+  // Phase 3: every rank increments every counter under its own mutex, in rank-shifted order
+  // (all mutexes contended at once; get then put, not accumulate, so only mutual exclusion
+  // makes the counts exact).
+  const int rounds = 20;
+  for (int r = 0; r < rounds; ++r)
+    for (int k = 0; k < n; ++k) {
+      const int j = (k + me) % n;
+      garray::MutexGuard guard(m, j);
+      const std::int64_t v = count.get(garray::idx[j]) + 1;
+      count.put(garray::idx[garray::range(j, j + 1)], std::span<const std::int64_t>(&v, 1));
+      count.fence();  // complete the write before the guard unlocks
+    }
+  for (auto& w : want) w += std::int64_t{rounds} * p;
+  count.sync();
+  std::vector<std::int64_t> got(static_cast<std::size_t>(n), -1);
+  count.get(garray::idx[garray::all], std::span<std::int64_t>(got));
+  CHECK(test::all_ranks(got == want, ctx.comm()));
+  bool none_held = true;
+  for (int j = 0; j < n; ++j) none_held = none_held && !m.held(j);
+  CHECK(test::all_ranks(none_held, ctx.comm()));
+  CHECK(test::all_ranks(m.max_queue_ahead() <= p - 1, ctx.comm()));  // lock() only: the FIFO bound
+  m.destroy();
+}

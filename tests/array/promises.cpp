@@ -38,14 +38,6 @@ using garray::Shape;
 
 namespace {
 
-/// A 1-d distribution of n elements over p ranks whose last rank owns nothing (p > 1).
-garray::Distribution<1> last_rank_owns_nothing(Index n, int p) {
-  std::array<std::vector<Index>, 1> starts{};
-  starts[0].push_back(0);
-  for (int r = 1; r < p; ++r) starts[0].push_back(r == p - 1 ? n : n * r / (p - 1));
-  return garray::Distribution<1>::irregular(starts);
-}
-
 /// What rank r adds to element i in round `round`: positive, different per rank and round.
 Index contribution(int r, int round, Index i) { return (r + 1) * 100 + round * 7 + i % 5; }
 
@@ -64,7 +56,7 @@ TEST_CASE(
   garray::Context ctx;
   const int p = ctx.size(), me = ctx.rank();
   const Index n = 5 * p + 3;
-  garray::GlobalArray<std::int64_t, 1> a(ctx, {n}, last_rank_owns_nothing(n, p));
+  garray::GlobalArray<std::int64_t, 1> a(ctx, {n}, test::last_rank_owns_nothing(n, p));
   if (a.window_kind() != garray::WindowKind::shared) {
     MESSAGE("window kind "
             << garray::to_string(a.window_kind())
@@ -144,7 +136,7 @@ TEST_CASE_TEMPLATE(
   garray::Context ctx;
   const int p = ctx.size(), me = ctx.rank();
   const Index n = 3 * p + 2;
-  garray::GlobalArray<T, 1> a(ctx, {n}, last_rank_owns_nothing(n, p));
+  garray::GlobalArray<T, 1> a(ctx, {n}, test::last_rank_owns_nothing(n, p));
   INFO("window kind " << garray::to_string(a.window_kind()));
   std::vector<std::int64_t> want(static_cast<std::size_t>(n), 0);
   bool ok = true, olds_ok = true;
@@ -187,7 +179,7 @@ TEST_CASE(
   garray::Context ctx;
   const int p = ctx.size(), me = ctx.rank();
   const Index n = 20000 * p + 7;  // large pieces: RMA puts that take a while to land
-  garray::GlobalArray<std::int64_t, 1> a(ctx, {n}, last_rank_owns_nothing(n, p));
+  garray::GlobalArray<std::int64_t, 1> a(ctx, {n}, test::last_rank_owns_nothing(n, p));
   INFO("window kind " << garray::to_string(a.window_kind()));
   const auto un = static_cast<std::size_t>(n);
   // Rank r puts elements i with i % p == r (value put_value), every rank accumulates
@@ -313,7 +305,7 @@ TEST_CASE(
   const auto un = static_cast<std::size_t>(n);
   garray::GlobalArray<double, 1> summed(ctx, {n});  // accumulated by every rank
   garray::GlobalArray<double, 1> written(ctx, {n},
-                                         last_rank_owns_nothing(n, p));  // element i put by rank i % p
+                                         test::last_rank_owns_nothing(n, p));  // element i put by rank i % p
   INFO("window kind " << garray::to_string(summed.window_kind()));
   const double garbage = -77777.0;
   std::vector<double> want_acc(un, 0.0), want_put(un, 0.0);

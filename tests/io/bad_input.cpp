@@ -7,10 +7,13 @@
 #include "support/outcome.hpp"
 
 #include <fstream>
+#include <deque>
 
 using namespace iotest;
 using garray::Distribution;
 using garray::GlobalArray;
+using garray::Index;
+using garray::Shape;
 
 namespace {
 
@@ -602,4 +605,78 @@ TEST_CASE(
   remove_file(ctx, meet);
   remove_file(ctx, name);
   CHECK(context_works(ctx));
+}
+
+TEST_CASE(
+    "io::read into an array with operations outstanding: the file's data wins over every rank's unfenced puts and "
+    "unwaited put_nb/acc_nb, and an unwaited get holds the data from before the read") {
+  // semantics.md, Files: io::read: "the array (view) holds the dataset (selection);
+  // consistent everywhere, as after `sync()`"; the table, get_nb: "A collective on the array
+  // ... first completes this rank's outstanding requests on it as their `wait()` would: an
+  // unwaited get holds the data from before the collective, and the `Request` is done".
+  // io::write has this test ("io::write completes every rank's outstanding puts first"), but
+  // every io::read in the suite reads into an array that nobody is writing. This fails if
+  // read_section's handshake did not complete the writes issued on the destination before
+  // H5Dread filled the blocks (its window argument dropped, say). A put or accumulate still
+  // on its way would then land on top of the file's data (rma and mixed windows). It also
+  // fails if the read overwrote the block under an unwaited get, or left it not done().
+  namespace io = garray::io;
+  using iotest::bits_value;
+  garray::Context ctx;
+  const int p = ctx.size(), me = ctx.rank();
+  const Index rows = 3 * p + 2, cols = 1024, half = cols / 2;
+  const Shape<2> shape{rows, cols};
+  const std::string name = iotest::tmp_name(ctx, "read_outstanding");
+  {
+    garray::GlobalArray<double, 2> src(ctx, shape);
+    iotest::fill_bits(src, 1);
+    io::File f(ctx, name, io::Mode::create);
+    io::write(f, "u", src);
+  }
+  std::vector<double> file(static_cast<std::size_t>(rows * cols));  // the serial reference
+  for (Index l = 0; l < rows * cols; ++l) file[static_cast<std::size_t>(l)] = bits_value<double>(static_cast<std::uint64_t>(l), 1);
+  io::File f(ctx, name);
+  const auto count_of = [&](Index k) { return (rows - k + 2) / 3; };  // rows i < `rows` with i % 3 == k
+  for (int round = 0; round < 4; ++round) {
+    const auto dist = round % 2 ? test::last_rank_owns_no_rows(rows, p) : garray::Distribution<2>::slab(1);
+    const Shape<2> ghost = round >= 2 ? Shape<2>{1, 1} : Shape<2>{0, 0};
+    garray::GlobalArray<double, 2> a(ctx, shape, dist, ghost);
+    INFO("round " << round << ": " << a.distribution().describe());
+    const std::uint64_t salt = 2 + static_cast<std::uint64_t>(round);
+    iotest::fill_bits(a, salt);  // synchronised
+    std::vector<garray::Request> reqs;
+    // rows i % 3 == 0: every rank reads them (nobody writes them before the read)
+    const garray::Section<2> got_sec{{0, 0}, {3, 1}, {count_of(0), cols}};
+    std::vector<double> got(static_cast<std::size_t>(got_sec.size()), -1.0);
+    garray::Request get = a.get_section_nb(got_sec, got);
+    // rows i % 3 == 1: rank i % p puts garbage (first half blocking, second half put_nb)
+    std::deque<std::vector<double>> keep;
+    for (Index i = 1; i < rows; i += 3) {
+      if (i % p != me) continue;
+      std::vector<double> row(static_cast<std::size_t>(half), -1.0e300 - static_cast<double>(i));
+      a.put_section(garray::Section<2>{{i, 0}, {1, 1}, {1, half}}, row);
+      keep.push_back(row);
+      reqs.push_back(a.put_section_nb(garray::Section<2>{{i, half}, {1, 1}, {1, half}}, keep.back()));
+    }
+    // rows i % 3 == 2: every rank accumulates garbage
+    const garray::Section<2> acc_sec{{2, 0}, {3, 1}, {count_of(2), cols}};
+    keep.emplace_back(static_cast<std::size_t>(acc_sec.size()), 12345.0 + me);
+    if (acc_sec.size() > 0) reqs.push_back(a.acc_section_nb(acc_sec, keep.back()));
+    io::read(f, "u", a);
+    bool done = get.done();
+    for (const auto& r : reqs) done = done && r.done();
+    CHECK(test::all_ranks(done, ctx.comm()));
+    bool before = true;  // the get holds what was there before the read
+    for (Index k = 0; k < count_of(0); ++k)
+      for (Index j = 0; j < cols; ++j)
+        before = before && got[static_cast<std::size_t>(k * cols + j)] ==
+                               bits_value<double>(static_cast<std::uint64_t>(3 * k * cols + j), salt);
+    CHECK(test::all_ranks(before, ctx.comm()));
+    CHECK(test::all_ranks(iotest::bitwise_equal(iotest::all_of(a), file), ctx.comm()));  // no sync(): "as after sync()"
+    get.wait();
+    for (auto& r : reqs) r.wait();
+    a.sync();
+  }
+  f.close();
+  iotest::remove_file(ctx, name);
 }

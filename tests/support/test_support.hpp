@@ -11,6 +11,7 @@
 
 #include <boost/multi_array.hpp>
 
+#include <algorithm>
 #include <array>
 #include <complex>
 #include <cstdint>
@@ -55,6 +56,23 @@ inline bool world_on_one_host() {
   MPI_Comm_size(host, &host_size);
   MPI_Comm_free(&host);
   return all_ranks(host_size == p);
+}
+
+/// A 1-d distribution of n elements whose last rank owns nothing (p == 1: one block).
+inline garray::Distribution<1> last_rank_owns_nothing(garray::Index n, int p) {
+  std::array<std::vector<garray::Index>, 1> starts{};
+  const int blocks = std::max(1, p - 1);
+  for (int r = 0; r < blocks; ++r) starts[0].push_back(n * r / blocks);
+  return garray::Distribution<1>::irregular(starts);
+}
+
+/// Rows split over all ranks but the last, which owns nothing (p == 1: one block).
+inline garray::Distribution<2> last_rank_owns_no_rows(garray::Index rows, int p) {
+  std::array<std::vector<garray::Index>, 2> starts{};
+  const int blocks = std::max(1, p - 1);
+  for (int r = 0; r < blocks; ++r) starts[0].push_back(rows * r / blocks);
+  starts[1].push_back(0);
+  return garray::Distribution<2>::irregular(starts);
 }
 
 /// The message of the `E` that f() throws; "WRONG TYPE: ..." for another exception,
