@@ -786,6 +786,21 @@ TEST_CASE("moved-from arrays, stale views and expressions throw instead of crash
   CHECK_THROWS_AS((void)a.access(), garray::InvalidArgument);
   CHECK_THROWS_WITH_AS((void)a.window_kind(), doctest::Contains("::window_kind: the array is empty (moved from)"),
                        garray::InvalidArgument);
+  // the layout queries that take a rank or an index throw too (they read the block map:
+  // with the map moved away they read empty vectors, a segfault; test written by an audit)
+  const int other = (ctx.rank() + 1) % ctx.size();
+  CHECK_THROWS_WITH_AS((void)a.box_of(other), doctest::Contains("::box_of: the array is empty (moved from)"),
+                       garray::InvalidArgument);
+  CHECK_THROWS_WITH_AS((void)a.owner({0, 0}), doctest::Contains("::owner: the array is empty (moved from)"),
+                       garray::InvalidArgument);
+  CHECK_THROWS_WITH_AS((void)a.layout_of(other), doctest::Contains("::layout_of: the array is empty (moved from)"),
+                       garray::InvalidArgument);
+  CHECK_THROWS_AS((void)a.offset_in_block(other, {5, 3}), garray::InvalidArgument);
+  CHECK_THROWS_AS((void)garray::owners(a, a.distribution().block(0)), garray::InvalidArgument);
+  // ... while its description still answers, as before the move (the shell keeps a copy of
+  // the map)
+  CHECK(a.shape() == b.shape());
+  for (int r = 0; r < ctx.size(); ++r) CHECK(a.distribution().block(r) == b.box_of(r));
   // a view of a moved-from array is stale from the start: using it throws
   const auto av = a.view();
   CHECK_FALSE(av.live());
@@ -811,6 +826,96 @@ TEST_CASE("moved-from arrays, stale views and expressions throw instead of crash
   CHECK_THROWS_AS(dv.get(std::span<double>(buf)), garray::InvalidArgument);
   d.get(idx[range()], std::span<double>(buf));
   check_context_works(ctx);
+}
+
+// Written by an audit: every call through a stale view, not only get() and array().
+TEST_CASE("every operation through a view of a destroyed, moved-from or move-assigned array throws InvalidArgument naming the problem and the rank") {
+  garray::Context ctx;
+  int world_rank = 0;  // error messages name the rank in MPI_COMM_WORLD
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  const std::string rank_tag = "[rank " + std::to_string(world_rank) + "/";
+  std::vector<std::string> failures;  // this rank's calls that did not throw as promised
+  const auto expect = [&](const std::string& what, auto&& f) {
+    std::string msg;
+    const test::Got got = test::outcome(f, &msg);
+    if (got != test::Got::invalid || msg.find("destroyed, moved from or assigned to") == std::string::npos ||
+        msg.find(rank_tag) == std::string::npos)
+      failures.push_back(what + " -> " + msg);
+  };
+  // Every rank runs the same calls in the same order (the collectives below are stale on
+  // every rank: each rank throws its own InvalidArgument).
+  const auto every_op = [&](const std::string& tag, const garray::View<double, 2, 2>& v,
+                            const garray::View<double, 2, 0>& e) {
+    CHECK(test::all_ranks(!v.live() && !e.live()));
+    (void)v.context().rank();  // the context stays reachable through a stale view
+    std::vector<double> buf(static_cast<std::size_t>(v.size()), 1.0);
+    const std::vector<garray::Shape<2>> pos(1, garray::Shape<2>{0, 0});
+    std::vector<double> one(1, 1.0);
+    expect(tag + " get", [&] { v.get(std::span<double>(buf)); });
+    expect(tag + " get()", [&] { (void)v.get(); });
+    expect(tag + " put", [&] { v.put(std::span<const double>(buf)); });
+    expect(tag + " accumulate", [&] { v.accumulate(std::span<const double>(buf)); });
+    expect(tag + " get_nb", [&] { v.get_nb(std::span<double>(buf)).wait(); });
+    expect(tag + " put_nb", [&] { v.put_nb(std::span<const double>(buf)).wait(); });
+    expect(tag + " acc_nb", [&] { v.acc_nb(std::span<const double>(buf)).wait(); });
+    expect(tag + " gather", [&] { v.gather(std::span<const garray::Shape<2>>(pos), std::span<double>(one)); });
+    expect(tag + " scatter", [&] { v.scatter(std::span<const garray::Shape<2>>(pos), std::span<const double>(one)); });
+    expect(tag + " scatter_acc",
+           [&] { v.scatter_acc(std::span<const garray::Shape<2>>(pos), std::span<const double>(one)); });
+    expect(tag + " slice", [&] { (void)v[idx[range(0, 1)]]; });
+    expect(tag + " box_of", [&] { (void)v.box_of(0); });
+    expect(tag + " local_box", [&] { (void)v.local_box(); });
+    expect(tag + " local_size", [&] { (void)v.local_size(); });
+    expect(tag + " access", [&] { (void)v.access(); });
+    expect(tag + " describe", [&] { (void)v.describe(); });
+    expect(tag + " for_each_local", [&] { garray::for_each_local(v, [](double& x) { x = 0.0; }); });
+    expect(tag + " 0-d get", [&] { (void)e.get(); });
+    expect(tag + " 0-d put", [&] { e.put(1.0); });
+    expect(tag + " 0-d accumulate", [&] { e.accumulate(1.0); });
+    // collectives through a view stale on every rank
+    expect(tag + " fill", [&] { v.fill(2.0); });
+    expect(tag + " scalar assign", [&] { garray::assign(v, 3.0); });
+    expect(tag + " copy", [&] { garray::copy(v, v); });
+    expect(tag + " sum", [&] { (void)garray::sum(v); });
+    expect(tag + " eval", [&] { (void)garray::eval(v * 2.0); });
+  };
+
+  {  // the array was destroyed
+    std::optional<garray::View<double, 2, 2>> dv;
+    std::optional<garray::View<double, 2, 0>> de;
+    {
+      garray::GlobalArray<double, 2> t(ctx, {5, 4});
+      dv.emplace(t[idx[range(1, 4)]]);
+      de.emplace(t[idx[2][3]]);
+    }
+    every_op("destroyed:", *dv, *de);
+  }
+  garray::GlobalArray<double, 2> m(ctx, {5, 4});
+  {  // moved from: views made before the move, and views made of the moved-from shell
+    const auto mv = m[idx[range(1, 4)]];
+    const auto me = m[idx[2][3]];
+    garray::GlobalArray<double, 2> keep(std::move(m));
+    every_op("moved from (view made before):", mv, me);
+    every_op("moved from (view made after):", m[idx[range(1, 4)]], m[idx[2][3]]);
+    m = std::move(keep);  // back, so that every rank destroys the windows in one order
+  }
+  {  // move-assigned to: views of the target made before the assignment are stale
+    garray::GlobalArray<double, 2> src(ctx, {5, 4});
+    const auto tv = m[idx[range(1, 4)]];
+    const auto te = m[idx[2][3]];
+    const auto sv = src[idx[range(1, 4)]];
+    const auto se = src[idx[2][3]];
+    m = std::move(src);
+    every_op("move-assigned target:", tv, te);
+    every_op("move-assigned source:", sv, se);
+  }
+  std::string all;
+  for (const auto& f : failures) all += f + "\n";
+  CAPTURE(all);
+  CHECK(test::all_ranks(failures.empty()));
+  // the context still works
+  garray::fill(m, 1.0);
+  CHECK(test::all_ranks(garray::sum(m) == 20.0));
 }
 
 TEST_CASE("a Context moved from on one rank only stays valid: no rank waits") {

@@ -38,6 +38,9 @@
 namespace {
 
 using garray::Index;
+using garray::_;
+using garray::idx;
+using garray::range;
 using D1 = garray::Distribution<1>;
 using D2 = garray::Distribution<2>;
 using D3 = garray::Distribution<3>;
@@ -785,5 +788,84 @@ TEST_CASE("fetch once under 2-d cuts: a full reduction with a broadcast row move
     for (int r = 0; r + 1 < p; ++r) st[0].push_back(4 * r + 2);
     fetch_once_reduce<1>(ctx, "R2: b column slabs, c row slabs, row (n) offset blocks", sh, D2::slab(1),
                          D2::slab(0), D1::irregular(st));
+  }
+}
+
+// Written by an audit: the written array is its own index list, values and mask (semantics.md:
+// put reads idx and values completely before writing; a may alias them; place likewise).
+TEST_CASE("put, place and assign_where with the array as its own index list, values and mask: inputs read first") {
+  garray::Context ctx;
+  auto rng = test::Rng(test::shared_seed());
+  const int p = ctx.size();
+  for (int round = 0; round < 8; ++round) {
+    const Index n = test::uniform(rng, 1, 23);
+    const Index mult = test::uniform(rng, 1, 7), add = test::uniform(rng, 0, 30);
+    const garray::Shape<1> sh{n};
+    INFO("round " << round << ", n " << n << ", mult " << mult << ", add " << add);
+
+    // ---- put(a, a, a[::-1][:nv]): a is its own index list and its own (cyclic) values.
+    // Values are valid indices of a, half of them spelled negatively (from the end).
+    garray::GlobalArray<std::int64_t, 1> a(ctx, sh, test::random_distribution<1>(rng, sh, p));
+    garray::generate(a, [n, mult, add](const garray::Shape<1>& i) {
+      const Index v = (i[0] * mult + add) % n;
+      return static_cast<std::int64_t>(i[0] % 2 != 0 ? v - n : v);
+    });
+    const auto a0 = garray::allgather(a);
+    const std::vector<std::int64_t> before(a0.data(), a0.data() + n);
+    std::vector<std::int64_t> ref = before;
+    const Index nv = test::uniform(rng, 1, n);  // shorter values: cyclic, the wrap-around path
+    const auto vals = a[idx[range(_, _, -1)]][idx[range(0, nv)]];  // vals[k] = before[n - 1 - k]
+    garray::put(a, a, vals);
+    // serial np.put over a snapshot of idx and values: positions in order, the last one wins
+    for (Index j = 0; j < n; ++j) {
+      Index t = before[static_cast<std::size_t>(j)];
+      if (t < 0) t += n;
+      ref[static_cast<std::size_t>(t)] = before[static_cast<std::size_t>(n - 1 - (j % nv))];
+    }
+    {
+      const auto got = garray::allgather(a);
+      CHECK(test::all_ranks(std::equal(ref.begin(), ref.end(), got.data())));
+    }
+    // put(a, a, scalar): the targets come from a as it was before this call
+    const std::vector<std::int64_t> before2 = ref;
+    garray::put(a, a, std::int64_t{7});
+    for (Index j = 0; j < n; ++j) {
+      Index t = before2[static_cast<std::size_t>(j)];
+      if (t < 0) t += n;
+      ref[static_cast<std::size_t>(t)] = 7;
+    }
+    {
+      const auto got = garray::allgather(a);
+      CHECK(test::all_ranks(std::equal(ref.begin(), ref.end(), got.data())));
+    }
+
+    // ---- place(b, b > t, b[::-1][:nw]) and assign_where(b, b < t, b[::-1] * 2)
+    garray::GlobalArray<double, 1> b(ctx, sh, test::random_distribution<1>(rng, sh, p));
+    garray::fill_random(b, rng(), 0.0, 1.0);
+    const auto b0 = garray::allgather(b);
+    const std::vector<double> bbefore(b0.data(), b0.data() + n);
+    std::vector<double> bref = bbefore;
+    const double t = 0.5;
+    const Index nw = test::uniform(rng, 1, n);
+    garray::place(b, b > t, b[idx[range(_, _, -1)]][idx[range(0, nw)]]);
+    for (Index i = 0, k = 0; i < n; ++i)
+      if (bbefore[static_cast<std::size_t>(i)] > t) {
+        bref[static_cast<std::size_t>(i)] = bbefore[static_cast<std::size_t>(n - 1 - (k % nw))];
+        ++k;
+      }
+    {
+      const auto got = garray::allgather(b);
+      CHECK(test::all_ranks(std::equal(bref.begin(), bref.end(), got.data())));
+    }
+    const std::vector<double> bmid = bref;
+    garray::assign_where(b, b < t, b[idx[range(_, _, -1)]] * 2.0);
+    for (Index i = 0; i < n; ++i) {
+      const auto u = static_cast<std::size_t>(i);
+      bref[u] = bmid[u] < t ? bmid[static_cast<std::size_t>(n - 1 - i)] * 2.0 : bmid[u];
+    }
+    {
+      const auto got = garray::allgather(b);
+      CHECK(test::all_ranks(std::equal(bref.begin(), bref.end(), got.data())));
+    }
   }
 }

@@ -82,6 +82,8 @@ enum class Call {
   access,
   fence,
   window_kind,
+  box_of,
+  layout_of,
   count_
 };
 }  // namespace detail
@@ -239,22 +241,31 @@ class GlobalArray {
   const Context& context() const noexcept { return ctx_; }  ///< Local. The context it lives on.
   /// Local. This rank's block (may be empty).
   const Box<N>& local_box() const noexcept { return my_box_; }
-  /// Local. The block of any rank of the context.
-  Box<N> box_of(int rank) const noexcept { return dist_.block(rank); }
+  /// Local. The block of any rank of the context (empty for a rank outside it). Throws
+  /// InvalidArgument on a moved-from array.
+  Box<N> box_of(int rank) const {
+    check_live(detail::Call::box_of);
+    return dist_.block(rank);
+  }
   /// Local. The rank owning global index `i` (negative indices count from the end); for a
-  /// replicated array, this rank (its own copy). Throws BoundsError.
+  /// replicated array, this rank (its own copy). Throws BoundsError; InvalidArgument on a
+  /// moved-from array.
   int owner(const shape_type& i) const {
+    check_live(detail::Call::owner);
     const auto g = checked_index(i, detail::Call::owner);
     return dist_.is_replicated() ? ctx_.rank() : dist_.owner(g);
   }
   /// Local. Ghost width per dimension.
   const shape_type& ghost() const noexcept { return ghost_; }
   /// Local. Where `rank`'s block lives in its window memory (ghost padding included).
-  BlockLayout<N> layout_of(int rank) const noexcept {
+  /// Throws InvalidArgument on a moved-from array.
+  BlockLayout<N> layout_of(int rank) const {
+    check_live(detail::Call::layout_of);
     return rank == ctx_.rank() ? my_layout_ : detail::block_layout(dist_.block(rank), ghost_);
   }
-  /// Local. The element offset of global index `i` in `rank`'s window memory.
-  Index offset_in_block(int rank, const shape_type& i) const noexcept { return layout_of(rank).offset(i); }
+  /// Local. The element offset of global index `i` in `rank`'s window memory. Throws
+  /// InvalidArgument on a moved-from array.
+  Index offset_in_block(int rank, const shape_type& i) const { return layout_of(rank).offset(i); }
 
   /// Local. RAII access to this rank's block, indexed with global coordinates. With ghost
   /// cells the view spans [lo - ghost, hi + ghost) (box() is still the owned block).

@@ -446,9 +446,11 @@ void for_each_owned(GlobalArray<T, N>& a, F&& f) {
 }
 
 /// The ranks whose blocks intersect `box`, with the intersections, in rank-grid order (for a
-/// replicated array: this rank and the whole box). **Local.**
+/// replicated array: this rank and the whole box). **Local.** Throws InvalidArgument on a
+/// moved-from array.
 template <Element T, std::size_t N>
 std::vector<std::pair<int, Box<N>>> owners(const GlobalArray<T, N>& a, const Box<N>& box) {
+  if (!a.valid()) detail::raise<InvalidArgument>("garray::owners: the array is empty (moved from)");
   std::vector<std::pair<int, Box<N>>> out;
   const Box<N> clipped = intersect(box, Box<N>{Shape<N>{}, a.shape()});
   if (a.distribution().is_replicated()) {

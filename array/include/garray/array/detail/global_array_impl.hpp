@@ -36,7 +36,7 @@ GlobalArray<T, N>::GlobalArray(const Context& ctx, const shape_type& shape, Unin
 template <Element T, std::size_t N>
 GlobalArray<T, N>::GlobalArray(GlobalArray&& o)
     : ctx_(o.ctx_),
-      dist_(std::move(o.dist_)),
+      dist_(o.dist_),  // copied: the moved-from shell keeps a whole map (distribution() stays usable)
       my_box_(o.my_box_),
       ghost_(o.ghost_),
       my_layout_(o.my_layout_),
@@ -54,7 +54,7 @@ GlobalArray<T, N>& GlobalArray<T, N>::operator=(GlobalArray&& o) {
     release();
     retire();
     ctx_ = o.ctx_;
-    dist_ = std::move(o.dist_);
+    dist_ = o.dist_;  // copied, as in the move constructor
     my_box_ = o.my_box_;
     ghost_ = o.ghost_;
     my_layout_ = o.my_layout_;
@@ -337,7 +337,9 @@ std::string_view GlobalArray<T, N>::name(detail::Call c) {
   static const auto names = [] {
     const std::string prefix = "GlobalArray<" + std::string(type_name<T>()) + "," + std::to_string(N) + ">::";
     const char* ops[] = {"create",   "get",  "put",  "accumulate", "gather", "scatter", "scatter_acc",
-                         "read_inc", "fill", "sync", "owner",      "access", "fence",    "window_kind"};
+                         "read_inc", "fill", "sync", "owner",      "access", "fence",    "window_kind",
+                         "box_of",   "layout_of"};
+    static_assert(std::size(ops) == static_cast<std::size_t>(detail::Call::count_), "a name per Call");
     std::array<std::string, static_cast<std::size_t>(detail::Call::count_)> n;
     for (std::size_t i = 0; i < n.size(); ++i) n[i] = prefix + ops[i];
     return n;
