@@ -251,6 +251,28 @@ TEST_CASE("indexing bad input throws on every rank and changes nothing") {
     CHECK_THROWS_AS(garray::take(a2, i4, garray::Axis{-3}), garray::InvalidArgument);
     CHECK(garray::take(a2, i4, garray::Axis{1}).shape() == garray::Shape<2>{3, 2});
   }
+  {
+    // An empty result still checks its indices, as NumPy: np.take(zeros((5, 0)), [10],
+    // axis=0) raises IndexError; so does a non-empty take from an empty axis. The bad index
+    // sits at the end, where only the last rank's share of idx holds it.
+    garray::GlobalArray<double, 2> e(ctx, garray::Shape<2>{5, 0});
+    garray::GlobalArray<double, 2> e0(ctx, garray::Shape<2>{0, 3});
+    const garray::Index m = 2 * ctx.size() + 1;
+    garray::GlobalArray<std::int64_t, 1> ok_idx(ctx, garray::Shape<1>{m});
+    ok_idx.fill(-5);
+    CHECK(garray::take(e, ok_idx, garray::Axis{0}).shape() == garray::Shape<2>{m, 0});
+    garray::GlobalArray<std::int64_t, 1> bad_idx(ctx, garray::Shape<1>{m});
+    bad_idx.fill(4);
+    const std::int64_t bad = 5 + m;  // out of range for axis 0 (5)
+    if (ctx.rank() == 0) bad_idx.put(garray::idx[garray::range(m - 1, m)], std::span<const std::int64_t>(&bad, 1));
+    bad_idx.sync();
+    const std::string msg = test::message_of<garray::BoundsError>([&] { (void)garray::take(e, bad_idx, garray::Axis{0}); });
+    CAPTURE(msg);
+    CHECK(test::contains(msg, "index " + std::to_string(bad) + " at position " + std::to_string(m - 1)));
+    CHECK_THROWS_AS(garray::take(e0, ok_idx, garray::Axis{0}), garray::BoundsError);
+    garray::GlobalArray<std::int64_t, 1> none(ctx, garray::Shape<1>{0});
+    CHECK(garray::take(e0, none, garray::Axis{0}).shape() == garray::Shape<2>{0, 3});
+  }
   CHECK_THROWS_AS(garray::put(a, bad, 5.0), garray::BoundsError);
   auto v = garray::full<double>(ctx, garray::Shape<1>{3}, 9.0);
   CHECK_THROWS_AS(garray::put(a, bad, v), garray::BoundsError);

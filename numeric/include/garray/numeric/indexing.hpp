@@ -414,6 +414,17 @@ auto take(const A& a, const I& idx, Axis axis) {
         for (std::size_t d = 0; d < M; ++d) q[d] = d == k ? sel[static_cast<std::size_t>(q[d])] : q[d] + b.lo[d];
         where_in_a[static_cast<std::size_t>(f)] = q;
       }
+    } else if (volume(shape) == 0 && iv.size() > 0) {
+      // An empty result (another extent is 0) reads nothing of a, but its indices are still
+      // checked, as NumPy does (np.take(zeros((5, 0)), [10], axis=0) raises): each rank
+      // checks a share of idx.
+      const Index m = iv.size(), p = ctx.size(), r = ctx.rank();
+      const Index lo = m * r / p, hi = m * (r + 1) / p;
+      if (hi > lo) {
+        std::vector<IT> raw(static_cast<std::size_t>(hi - lo));
+        detail::fetch_flat(iv, lo, hi, std::span<IT>(raw));
+        (void)detail::normalize_indices<IT>(raw, lo, extent, what);
+      }
     }
   } catch (...) {
     err = std::current_exception();
