@@ -236,14 +236,20 @@ NodeOverride agree_placement(MPI_Comm comm, std::optional<RankOrder>& order) {
 }
 
 // This rank's node as the lowest rank of comm on it (equal on the node's ranks, and nodes
-// sort by it). With the real nodes, `shm` receives the node communicator it split off.
-int node_leader(MPI_Comm comm, int rank, int size, const NodeOverride& o, MPI_Comm* shm) {
+// sort by it). `shm` receives the node communicator it split off.
+int node_leader(MPI_Comm comm, int rank, const NodeOverride& o, MPI_Comm* shm) {
   *shm = MPI_COMM_NULL;
   if (o.k > 0) {
-    const int nodes = (size + o.k - 1) / o.k;
-    return o.cyclic ? rank % nodes : rank / o.k * o.k;
+    // Simulated nodes are fixed by the MPI_COMM_WORLD rank, as real ones are by the host:
+    // a sub-context sees the same nodes as the world (its ranks 0 and 1 may sit on two).
+    int w = 0, wsize = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &w);
+    MPI_Comm_size(MPI_COMM_WORLD, &wsize);
+    const int nodes = (wsize + o.k - 1) / o.k;
+    check_mpi(MPI_Comm_split(comm, o.cyclic ? w % nodes : w / o.k, rank, shm), "MPI_Comm_split");
+  } else {
+    check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, shm), "MPI_Comm_split_type");
   }
-  check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, shm), "MPI_Comm_split_type");
   MPI_Comm_set_errhandler(*shm, MPI_ERRORS_RETURN);
   int leader = rank;
   check_mpi(MPI_Allreduce(&rank, &leader, 1, MPI_INT, MPI_MIN, *shm), "MPI_Allreduce");
@@ -285,7 +291,7 @@ WindowKind choose_kind(MPI_Comm comm, MPI_Comm node, int size, int* serial) {
   else if (want == "mixed")
     code = 1;  // also on one node (tests: atomics by MPI, node-local data by load/store)
   else if (want == "shared")
-    code = one_node ? 2 : 0;  // impossible across nodes: fall back quietly (documented)
+    code = 2;  // across nodes it becomes rma below; the request is what the ranks compare
   else if (want == "auto")
     code = one_node ? 2 : 3;
   // Every rank must choose the same kind: one allreduce agrees on the request (a bad or
@@ -300,7 +306,9 @@ WindowKind choose_kind(MPI_Comm comm, MPI_Comm node, int size, int* serial) {
   if (out[0] != -out[1])
     raise<InvalidArgument>("Context: GARRAY_WINDOW must ask for the same window kind on every rank (this rank: '",
                            want, "')");
-  const int agreed = code == 3 ? (out[2] > 1 ? 1 : 0) : code;
+  // shared memory cannot span nodes: `shared` there is rma (documented); one_node is the
+  // same on every rank (every rank's node is the whole communicator, or none is)
+  const int agreed = code == 3 ? (out[2] > 1 ? 1 : 0) : code == 2 && !one_node ? 0 : code;
   if (agreed == 2) {
     // The one-sided component may not support shared windows (Open MPI with `--mca osc
     // pt2pt`, or osc/ucx, fails MPI_Win_allocate_shared): probe once, fall back to
@@ -502,7 +510,7 @@ Context::Context(MPI_Comm comm, std::optional<RankOrder> order) {
   s->progress = detail::choose_progress(s->comm, s->rank, s->size);
   const detail::NodeOverride over = detail::agree_placement(s->comm, order);
   s->order = *order;
-  const int leader = detail::node_leader(s->comm, s->rank, s->size, over, &s->node);
+  const int leader = detail::node_leader(s->comm, s->rank, over, &s->node);
   if (s->order == RankOrder::node) {
     // The same leaders on every rank, so every rank decides alike whether to renumber.
     std::vector<int> leaders(static_cast<std::size_t>(s->size));

@@ -198,6 +198,35 @@ TEST_CASE("GARRAY_WINDOW that is not a kind, or asks for different kinds: every 
   CHECK(after.size() == p);
 }
 
+TEST_CASE("GARRAY_WINDOW across nodes: requests are compared, shared on every rank is rma") {
+  // semantics.md, Windows and data paths: "The requests are compared, not what they would
+  // end up as". Across nodes shared and rma both end up rma, yet they are different
+  // requests (a rank asking for shared memory while another asks for none is a
+  // misconfigured launch); shared on every rank across nodes gives rma windows.
+  int wr = 0, p = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &wr);
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
+  if (p < 2) return;
+  const ScopedEnv nodes("GARRAY_NODE_RANKS", "1");  // every rank its own node
+  for (const char* other : {"auto", "rma"}) {
+    CAPTURE(other);
+    const ScopedEnv env("GARRAY_WINDOW", wr == 0 ? "shared" : other);
+    CHECK_THROWS_WITH_AS(garray::Context{}, doctest::Contains("the same window kind on every rank"),
+                         garray::InvalidArgument);
+  }
+  const ScopedEnv env("GARRAY_WINDOW", "shared");
+  garray::Context ctx;
+  CHECK(ctx.window_kind() == garray::WindowKind::rma);
+  garray::GlobalArray<double, 1> a(ctx, {2 * p});
+  a.put(garray::idx[garray::range(2 * ((wr + 1) % p), 2 * ((wr + 1) % p) + 2)],
+        std::vector<double>{1.0 * wr, 2.0 * wr});
+  a.sync();
+  std::vector<double> got(2);
+  a.get(garray::idx[garray::range(2 * wr, 2 * wr + 2)], std::span<double>(got));
+  const int from = (wr + p - 1) % p;
+  CHECK(got == std::vector<double>{1.0 * from, 2.0 * from});
+}
+
 TEST_CASE("GARRAY_WINDOW=mixed and GARRAY_NODE_RANKS: node-local blocks mapped, the same kind everywhere") {
   const char* want = std::getenv("GARRAY_WINDOW");
   const char* k = std::getenv("GARRAY_NODE_RANKS");
@@ -212,6 +241,27 @@ TEST_CASE("GARRAY_WINDOW=mixed and GARRAY_NODE_RANKS: node-local blocks mapped, 
   }
 }
 
+
+TEST_CASE("GARRAY_NODE_RANKS: a sub-context sees the world's simulated nodes") {
+  // Simulated nodes are fixed by the MPI_COMM_WORLD rank, as real nodes by the host: the odd
+  // world ranks of nodes {0,1} {2,3} ... are each alone on their node, also in a context of
+  // their own (where they are ranks 0, 1, ...), so its windows are not shared memory.
+  int wr = 0, p = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &wr);
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
+  if (p < 3) return;
+  const ScopedEnv nodes("GARRAY_NODE_RANKS", "2");
+  const ScopedEnv kind("GARRAY_WINDOW", "auto");
+  garray::Context world;
+  const garray::Context sub = world.split(wr % 2, wr);
+  int node_size = 0;
+  MPI_Comm_size(sub.node_comm(), &node_size);
+  CHECK(node_size == 1);
+  if (sub.size() > 1) CHECK(sub.window_kind() == garray::WindowKind::rma);  // no node holds two of its ranks
+  int world_node = 0;
+  MPI_Comm_size(world.node_comm(), &world_node);
+  CHECK(world_node == std::min(2, p - wr / 2 * 2));
+}
 
 TEST_CASE("GARRAY_NODE_RANKS that is bad or differs on one rank: every rank throws InvalidArgument") {
   garray::Context world;

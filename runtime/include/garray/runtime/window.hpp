@@ -11,9 +11,10 @@
 // passive-target epoch to every rank that lasts until destruction. Completion is by flush /
 // flush_local, never by per-operation lock/unlock (the pattern of ARMCI-MPI and GA on MPI-3).
 //
-// Memory model: MPI_WIN_MODEL is queried at creation. Shared windows must be
-// MPI_WIN_UNIFIED (Context falls back to rma windows otherwise); on an rma window in the
-// separate model the array layer never loads or stores the public copy directly.
+// Memory model: MPI_WIN_MODEL is queried at creation. Shared and mixed windows must be
+// MPI_WIN_UNIFIED (creation throws otherwise, suggesting GARRAY_WINDOW=rma); on an rma
+// window in the separate model the array layer never loads or stores the public copy
+// directly.
 //
 // Atomicity domain (docs/semantics.md, "Atomicity"): on a shared window every atomic
 // operation (accumulate, scatter_acc, read_inc, replicated-array writes) takes the target
