@@ -260,6 +260,157 @@ TEST_CASE("read_inc tickets stay unique while accumulates hit the same counter")
 
 // ---- the failure rule: a fault on one rank at every failure point ------------------------
 
+namespace {
+
+/// An exactly representable value of T: real part a, imaginary part b (complex types only).
+template <class T>
+T audit_value(Index a, Index b) {
+  if constexpr (std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>)
+    return T(static_cast<typename T::value_type>(a), static_cast<typename T::value_type>(b));
+  else
+    return static_cast<T>(a);
+}
+
+/// v summed element-wise over the ranks of comm, in place (integer-valued: exact in any order).
+template <class T>
+void audit_sum_over_ranks(std::vector<T>& v, MPI_Comm comm) {
+  if constexpr (std::is_same_v<T, std::complex<float>>)
+    MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(2 * v.size()), MPI_FLOAT, MPI_SUM, comm);
+  else
+    MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), garray::mpi_type<T>(), MPI_SUM, comm);
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE(
+    "multi-element accumulates (reversed, strided), scatter_acc with repeats, acc_nb and read_inc race on "
+    "overlapping elements: exact sums, distinct read_inc results, identical replicas",
+    T, std::int32_t, std::int64_t, float, std::complex<float>) {
+  // semantics.md, Atomicity: "read_inc, accumulate, acc_nb, scatter_acc and the writes that
+  // keep a replicated array's copies equal are atomic per element with respect to each
+  // other, from any number of ranks, on every window kind"; complex<float> accumulates
+  // "travel as pairs of MPI_FLOAT ... so the real and the imaginary part are each atomic".
+  // The pairwise test above races one-element operations of int64, double and
+  // complex<double> only. MPI is atomic only among accumulate-class calls with the same
+  // predefined datatype, and MPI libraries take different internal paths for a single
+  // predefined element (hardware or shared-memory atomics) and for a derived target type
+  // (lock + get-op-put). This test fails if int32 or float took another datatype in one of
+  // the calls (e.g. MPI_INT vs MPI_INT32_T, MPI_C_FLOAT_COMPLEX vs the MPI_FLOAT pair), if a
+  // multi-element accumulate or a scatter_acc list were not atomic with a concurrent
+  // read_inc or one-element accumulate, or if replicated copies diverged.
+  //
+  // Integers: every increment is positive, so an element only grows and two read_incs of one
+  // element can never return the same old value unless an update was lost or torn.
+  // Floating point: integer-valued contributions, every partial sum < 2^24: exact in any order.
+  garray::Context ctx;
+  const int p = ctx.size(), me = ctx.rank();
+  const Index n = 2 * p + 3;
+  const Index iters = p <= 2 ? 240 : 96;
+  const std::uint64_t seed = test::shared_seed(ctx.comm());
+  INFO("seed " << seed);
+  for (const bool replicated : {false, true}) {
+    CAPTURE(replicated);
+    garray::GlobalArray<T, 1> a(ctx, {n},
+                                replicated ? garray::Distribution<1>::replicated() : garray::Distribution<1>::blocked());
+    INFO("window kind " << garray::to_string(a.window_kind()));
+    test::Rng g(seed ^ (0x9e3779b97f4a7c15ULL * static_cast<std::uint64_t>(2 * me + (replicated ? 2 : 1))));
+    const auto un = static_cast<std::size_t>(n);
+    std::vector<T> mine(un, T{});          // this rank's contributions (the serial reference)
+    std::vector<std::int64_t> olds;        // (element, old value) pairs returned by read_inc
+    const auto val = [&] { return audit_value<T>(test::uniform(g, 1, 9), test::uniform(g, -4, 4)); };
+    const auto factor = [&] { return audit_value<T>(test::uniform(g, 1, 3), 0); };
+    for (Index it = 0; it < iters; ++it) {
+      switch ((it + me) % 4) {
+        case 0: {  // the whole array, reversed, one MPI call per owner with a derived target type
+          std::vector<T> v(un);
+          for (auto& x : v) x = val();
+          const T alpha = factor();
+          a.accumulate(idx[range(garray::_, garray::_, -1)], std::span<const T>(v), alpha);
+          for (Index k = 0; k < n; ++k) mine[static_cast<std::size_t>(n - 1 - k)] += alpha * v[static_cast<std::size_t>(k)];
+          break;
+        }
+        case 1: {  // every element twice, in a random order, half of them spelled negative
+          std::vector<Shape<1>> list;
+          for (Index i = 0; i < n; ++i) list.push_back({i}), list.push_back({i - n});
+          std::shuffle(list.begin(), list.end(), g);
+          std::vector<T> v(list.size());
+          for (auto& x : v) x = val();
+          const T alpha = factor();
+          a.scatter_acc(std::span<const Shape<1>>(list), std::span<const T>(v), alpha);
+          for (std::size_t j = 0; j < list.size(); ++j) {
+            const Index i = list[j][0] < 0 ? list[j][0] + n : list[j][0];
+            mine[static_cast<std::size_t>(i)] += alpha * v[j];
+          }
+          break;
+        }
+        case 2: {  // a strided selection, nonblocking, waited
+          const Index k0 = test::uniform(g, 0, 1);
+          const Index cnt = (n - k0 + 1) / 2;
+          std::vector<T> v(static_cast<std::size_t>(cnt));
+          for (auto& x : v) x = val();
+          const T alpha = factor();
+          a.acc_nb(idx[range(k0, n, 2)], std::span<const T>(v), alpha).wait();
+          for (Index j = 0; j < cnt; ++j) mine[static_cast<std::size_t>(k0 + 2 * j)] += alpha * v[static_cast<std::size_t>(j)];
+          break;
+        }
+        default: {  // one element: read_inc (integers) or a one-element accumulate
+          const Index k = it % n;
+          const T inc = val();
+          if constexpr (std::is_integral_v<T>) {
+            const T old = a.read_inc({k}, inc);
+            olds.push_back(k);
+            olds.push_back(static_cast<std::int64_t>(old));
+          } else {
+            a.accumulate(idx[range(k, k + 1)], std::span<const T>(&inc, 1));
+          }
+          mine[static_cast<std::size_t>(k)] += inc;
+        }
+      }
+    }
+    a.sync();
+    std::vector<T> want = mine;
+    audit_sum_over_ranks(want, ctx.comm());
+    std::vector<T> got(un);
+    a.get(idx[range()], std::span<T>(got));
+    bool exact = got == want;
+    CHECK(test::all_ranks(exact, ctx.comm()));
+    if constexpr (std::is_integral_v<T>) {
+      // every rank's (element, old) pairs: distinct per element, and below the final value
+      int cnt = static_cast<int>(olds.size());
+      std::vector<int> counts(static_cast<std::size_t>(p)), displs(static_cast<std::size_t>(p));
+      MPI_Allgather(&cnt, 1, MPI_INT, counts.data(), 1, MPI_INT, ctx.comm());
+      for (int r = 1; r < p; ++r)
+        displs[static_cast<std::size_t>(r)] = displs[static_cast<std::size_t>(r - 1)] + counts[static_cast<std::size_t>(r - 1)];
+      std::vector<std::int64_t> every(static_cast<std::size_t>(displs.back() + counts.back()));
+      MPI_Allgatherv(olds.data(), cnt, MPI_INT64_T, every.data(), counts.data(), displs.data(), MPI_INT64_T, ctx.comm());
+      std::vector<std::pair<std::int64_t, std::int64_t>> pairs;
+      bool in_range = true;
+      for (std::size_t q = 0; q + 1 < every.size(); q += 2) {
+        pairs.emplace_back(every[q], every[q + 1]);
+        in_range = in_range && every[q + 1] >= 0 && every[q + 1] < static_cast<std::int64_t>(want[static_cast<std::size_t>(every[q])]);
+      }
+      std::sort(pairs.begin(), pairs.end());
+      CHECK(in_range);
+      CHECK(std::adjacent_find(pairs.begin(), pairs.end()) == pairs.end());
+    }
+    if (replicated) {  // every copy right, and bitwise identical to copy 0
+      std::vector<T> own_copy(un), copies(un * static_cast<std::size_t>(p));
+      {
+        auto blk = a.access();
+        for (Index k = 0; k < n; ++k) own_copy[static_cast<std::size_t>(k)] = blk.view()[k];
+      }
+      CHECK(test::all_ranks(own_copy == want, ctx.comm()));
+      MPI_Allgather(own_copy.data(), static_cast<int>(un * sizeof(T)), MPI_BYTE, copies.data(),
+                    static_cast<int>(un * sizeof(T)), MPI_BYTE, ctx.comm());
+      int differing = 0;
+      for (int r = 1; r < p; ++r)
+        differing += std::memcmp(copies.data() + static_cast<std::size_t>(r) * un, copies.data(), un * sizeof(T)) != 0;
+      CHECK(differing == 0);
+    }
+    a.sync();
+  }
+}
+
 TEST_CASE("a fault injected on one rank at any collective's failure point: every rank throws, none hangs") {
   garray::Context ctx;
   const int p = ctx.size();

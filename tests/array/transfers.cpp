@@ -404,6 +404,75 @@ TEST_CASE(
   a.sync();
 }
 
+TEST_CASE_TEMPLATE(
+    "read your own writes, nonblocking: after put_nb().wait(), acc_nb().wait() or scatter_acc a get_nb, get "
+    "or gather of the element sees it, no fence between, node-local and remote owners alike",
+    T, std::int32_t, std::complex<float>) {
+  // semantics.md, Visibility rule 1: "A get (or gather) from the same rank sees that rank's
+  // earlier completed-locally puts and accumulates to the same elements, without a fence()",
+  // and get_nb/put_nb/acc_nb: "Request::wait() ... gives the blocking call's guarantee".
+  // The existing read-your-writes test uses blocking accumulate/scatter_acc and blocking
+  // get/gather of doubles only. On rma/mixed windows put_nb and acc_nb travel as
+  // MPI_Rput/MPI_Raccumulate (Open MPI): wait() is local completion only, so the get must
+  // still flush its target first (Window::complete_writes_to), also before a node-local
+  // memory-copy get of a mixed window. Fails if a nonblocking write did not mark its target
+  // as written, or if a get path skipped the flush.
+  garray::Context ctx;
+  const int p = ctx.size(), me = ctx.rank();
+  const garray::Index n = 4 * p;
+  garray::GlobalArray<T, 1> a(ctx, {n});  // zeroed, blocked: 4 elements per rank
+  // this rank's elements: one in every rank's block, never another writer's
+  std::vector<garray::Shape<1>> mine;
+  for (int r = 0; r < p; ++r) mine.push_back(garray::Shape<1>{4 * r + (me % 4)});
+  const bool writer = me < 4;
+  const std::uint64_t seed = test::shared_seed();
+  INFO("seed " << seed << ", window kind " << garray::to_string(a.window_kind()));
+  test::Rng g(seed + 1000003ULL * static_cast<std::uint64_t>(me));
+  std::vector<T> want(mine.size(), T{});
+  bool ok = true;
+  for (int it = 0; it < 30 && writer; ++it) {
+    for (std::size_t q = 0; q < mine.size(); ++q) {
+      const garray::Index e = mine[q][0];
+      // Visibility rule 4: a put and an accumulate to one element need a fence() between
+      // them. It comes before the write; nothing orders the write and the read below.
+      a.fence();
+      const T v = test::make_value<T>(test::uniform(g, -9, 9));
+      const T alpha = test::make_value<T>(test::uniform(g, 1, 3));
+      switch (test::uniform(g, 0, 2)) {
+        case 0:
+          a.put_nb(idx[range(e, e + 1)], std::span<const T>(&v, 1)).wait();
+          want[q] = v;
+          break;
+        case 1:
+          a.acc_nb(idx[range(e, e + 1)], std::span<const T>(&v, 1), alpha).wait();
+          want[q] += alpha * v;
+          break;
+        default:
+          a.scatter_acc(std::span<const garray::Shape<1>>(&mine[q], 1), std::span<const T>(&v, 1), alpha);
+          want[q] += alpha * v;
+      }
+      T got = test::make_value<T>(-12345);
+      switch (test::uniform(g, 0, 2)) {
+        case 0:
+          a.get_nb(idx[range(e, e + 1)], std::span<T>(&got, 1)).wait();
+          break;
+        case 1:
+          a.get(idx[range(e, e + 1)], std::span<T>(&got, 1));
+          break;
+        default:
+          a.gather(std::span<const garray::Shape<1>>(&mine[q], 1), std::span<T>(&got, 1));
+      }
+      ok = ok && got == want[q];
+    }
+    // and all of them at once, from every owner in one call
+    std::vector<T> every(mine.size(), test::make_value<T>(-12345));
+    a.gather(std::span<const garray::Shape<1>>(mine), std::span<T>(every));
+    ok = ok && every == want;
+  }
+  CHECK(test::all_ranks(ok));
+  a.sync();
+}
+
 TEST_CASE("a blocking get or gather from several owners holds all their data on return (large)") {
   // Completion of a transfer with several targets: one MPI_Win_flush_local per target.
   // MPICH 4.0.2's MPI_Win_flush_local_all returned before large gets from several owners had
