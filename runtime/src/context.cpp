@@ -575,7 +575,18 @@ void Context::throw_invalid(std::string_view what) {
 
 Context Context::split(int color, int key) const {
   check_valid("Context::split");
-  detail::agree_signature(state_->comm, detail::hash_string("Context::split"), "Context::split", "split");
+  // Checked before the handshake: MPI_Comm_split may reject a bad color on this rank without
+  // joining the others (Open MPI's parameter check), who would then wait in it.
+  std::exception_ptr err;
+  if (color < 0 && color != MPI_UNDEFINED) {
+    try {
+      detail::raise<InvalidArgument>("Context::split: color ", color,
+                                     " is negative (a color must be >= 0, or MPI_UNDEFINED for no group)");
+    } catch (...) {
+      err = std::current_exception();
+    }
+  }
+  detail::agree_signature(state_->comm, detail::hash_string("Context::split"), "Context::split", "split", err);
   MPI_Comm sub = MPI_COMM_NULL;
   detail::check_mpi(MPI_Comm_split(state_->comm, color, key, &sub), "MPI_Comm_split");
   if (sub == MPI_COMM_NULL) return Context(std::shared_ptr<detail::ContextState>{});

@@ -51,6 +51,10 @@ TEST_CASE("split makes process groups; ranks outside get an empty context") {
   auto sub = world.split(color);
   if (color == MPI_UNDEFINED) {
     CHECK_FALSE(sub.valid());
+    // no group: not rank 0 of one (a "root only" branch must not run here)
+    CHECK(sub.rank() == -1);
+    CHECK(sub.size() == 0);
+    CHECK(sub.comm() == MPI_COMM_NULL);
   } else {
     REQUIRE(sub.valid());  // only the even ranks reach this, and they agree
     CHECK(sub.size() == (world.size() + 1) / 2);

@@ -112,12 +112,14 @@ class Context {
   /// (handshaked: a rank calling another collective meanwhile makes every rank throw
   /// CollectiveMismatch). Returns this rank's new context: the ranks that passed the same
   /// `color`, ordered by `key`, then by rank here; ranks passing `MPI_UNDEFINED` get an
-  /// empty context (`valid() == false`).
+  /// empty context (`valid() == false`). A negative color other than MPI_UNDEFINED throws
+  /// InvalidArgument on its rank, CollectiveMismatch on the others, before anything splits.
   Context split(int color, int key = 0) const;
 
   /// Local. False for the empty context split() gives ranks that passed MPI_UNDEFINED (a
   /// moved-from handle stays valid: moving copies). Every operation on an invalid context
-  /// throws InvalidArgument.
+  /// throws InvalidArgument, except these local accessors, which answer that it has no
+  /// group: rank() -1, size() 0, comm() MPI_COMM_NULL.
   bool valid() const noexcept { return state_ != nullptr; }
   /// Local. Throws InvalidArgument naming `what` unless valid().
   void check_valid(std::string_view what) const {
@@ -207,7 +209,7 @@ class Context {
   // Copies of the state's hot fields, so the accessors inline on transfer paths.
   Stats* stats_ = nullptr;
   MPI_Comm comm_ = MPI_COMM_NULL;
-  int rank_ = 0;
+  int rank_ = -1;  // an invalid context has no group: rank() -1, size() 0
   int size_ = 0;
   WindowKind kind_ = WindowKind::rma;
 };
