@@ -1144,3 +1144,211 @@ TEST_CASE("shapes, ghost widths and steps at the int64 limits throw garray error
   CHECK(s2.size() == 1);
   check_context_works(ctx);
 }
+
+// ---- 1. scatter_from: a root that differs on one rank is a mismatch, not "the root's data" ----
+// semantics.md "Participation": "(One exception: scatter_from's data exists on the root only;
+// when it does not fit the shape, every rank throws SizeMismatch, the others with the root's
+// message. Its other arguments, the root among them, follow the rule ...)". The existing
+// check in tests/array/movement.cpp ("ranks disagree on the root") passes by accident:
+// message_of<CollectiveMismatch> returns "WRONG TYPE: garray::scatter_from<...>: invalid
+// argument on another rank ..." and only `contains(m, "scatter_from")` is checked.
+TEST_CASE("scatter_from with a root that differs on one rank: CollectiveMismatch on the ranks that agree") {
+  garray::Context ctx;
+  const int p = ctx.size(), me = ctx.rank();
+  if (p < 2) return;
+  boost::multi_array<double, 2> full(boost::extents[5][6]), none;
+  for (Index i = 0; i < 30; ++i) full.data()[i] = static_cast<double>(i);
+  const auto created = ctx.stats().arrays_created;
+  {  // the documented usage: data on rank 0 only, an empty array elsewhere; rank 1 names itself root
+    std::string m;
+    const Got g = outcome(
+        [&] { (void)garray::scatter_from(ctx, me == 1 ? 1 : 0, me == 0 ? full : none, Shape<2>{5, 6}); }, &m);
+    CAPTURE(m);
+    if (me == 1) {
+      CHECK((g == Got::mismatch || g == Got::other_garray));  // its own SizeMismatch is acceptable
+    } else {
+      // rank 0 is the root it named, and its data fits: nothing about "the root's data" is
+      // wrong from its side; the ranks disagree on the root.
+      CHECK(g == Got::mismatch);
+      CHECK(m.find("root's data") == std::string::npos);
+    }
+  }
+  {  // every rank passes data that fits: only the root differs
+    const Got g = outcome([&] { (void)garray::scatter_from(ctx, me == 1 ? 1 : 0, full, Shape<2>{5, 6}); });
+    CHECK(g == Got::mismatch);
+  }
+  CHECK(ctx.stats().arrays_created == created);  // nothing was created
+  check_context_works(ctx);
+}
+
+// ---- 2. Context::split validates its color before anything moves ----------------------------
+// semantics.md "Failure rule" 1: "Everything that can be checked locally ... is checked before
+// the handshake; the handshake reports a failure on any rank to every rank"; "Errors":
+// "collective misuse detected on every rank before anything moves". Context::split
+// checks the color before its handshake: Open MPI (MPI_PARAM_CHECK) returns MPI_ERR_ARG for a
+// negative color other than MPI_UNDEFINED on that rank without entering the collective, so
+// the other ranks would wait in MPI_Comm_split forever.
+TEST_CASE("Context::split with an invalid color: InvalidArgument naming it; on one rank only, nobody waits") {
+  garray::Context ctx;
+  const int p = ctx.size(), me = ctx.rank();
+  {  // the same bad color everywhere: InvalidArgument (not MpiError) naming the value, everywhere
+    std::string m;
+    const Got g = outcome([&] { (void)ctx.split(-2); }, &m);
+    CAPTURE(m);
+    CHECK(g == Got::invalid);
+    CHECK(m.find("-2") != std::string::npos);
+    CHECK(m.find("split") != std::string::npos);
+    // Guard: without the validation the one-rank case below hangs (the bad rank never enters
+    // MPI_Comm_split); stop here with the failure above instead of running into the timeout.
+    if (!test::all_ranks(g == Got::invalid)) return;
+  }
+  if (p >= 2) {
+    const int bad = p - 1;
+    std::string m;
+    const Got g = outcome([&] { (void)ctx.split(me == bad ? -7 : 0); }, &m);
+    CAPTURE(m);
+    if (me == bad) {
+      CHECK(g == Got::invalid);
+      CHECK(m.find("-7") != std::string::npos);
+    } else {
+      CHECK(g == Got::mismatch);
+      CHECK(m.find("invalid call on rank " + std::to_string(bad)) != std::string::npos);
+      CHECK(m.find("-7") != std::string::npos);  // the bad rank's message travels
+    }
+  }
+  garray::Context sub = ctx.split(0);  // split works afterwards
+  CHECK(sub.size() == p);
+  check_context_works(ctx);
+  check_context_works(sub);
+}
+
+// ---- 3. a stale view's error names the operation --------------------------------------------
+// semantics.md "Errors": "Every failure is a garray::Error ... whose message names the call,
+// the values and the rank". Every use of a stale view reports
+// "GlobalArray<double,2>::get: a view of an array that was destroyed ..." before (whatever the
+// call), also for put, fill, copy, assign and reductions.
+TEST_CASE("an operation through a stale view names that operation") {
+  garray::Context ctx;
+  std::optional<garray::View<double, 2, 2>> v;
+  {
+    A2 t(ctx, {4, 3});
+    v.emplace(t[idx[range(1, 3)]]);
+  }
+  A2 b(ctx, {2, 3});
+  b.fill(7.0);
+  std::vector<double> buf(6, 1.0);
+  const auto names = [&](const std::string& call, auto&& f) {
+    std::string m;
+    const Got g = outcome(f, &m);
+    INFO("call := " << call);
+    CAPTURE(m);
+    CHECK(g == Got::invalid);  // stale on every rank: each rank throws its own
+    CHECK(m.find("destroyed, moved from or assigned to") != std::string::npos);
+    CHECK(m.find(call) != std::string::npos);
+    CHECK(m.find("::get:") == std::string::npos);
+  };
+  names("put", [&] { v->put(std::span<const double>(buf)); });
+  names("accumulate", [&] { v->accumulate(std::span<const double>(buf)); });
+  names("fill", [&] { v->fill(2.0); });
+  names("garray::copy", [&] { garray::copy(b.view(), *v); });
+  names("garray::assign", [&] { garray::assign(b, *v + 1.0); });
+  names("garray::sum", [&] { (void)garray::sum(b + *v); });
+  CHECK(garray::sum(b) == 42.0);  // nothing written
+}
+
+// ---- 4. the failure rule when the failing rank owns nothing ----------------------------------
+// semantics.md "Participation" (ranks that own nothing take part in every collective) and
+// "Failure rule" 3. The existing fault sweep ("a fault injected on one rank at any
+// collective's failure point") uses {9, 7} blocked arrays: at np 1-4 every victim owns a
+// block, so a step skipped on owner-less ranks (an early `if (empty) return` placed before
+// the fault point or the agreement) would go unnoticed.
+TEST_CASE("a fault on a rank that owns nothing reaches every rank; an owner-less root gathers everything") {
+  garray::Context ctx;
+  const int p = ctx.size();
+  const int victim = p - 1;  // owns no rows of a and g when p > 1
+  const auto d = test::last_rank_owns_no_rows(9, p);
+  A2 a(ctx, {9, 7}, d), b(ctx, {9, 7});
+  A2 g(ctx, {9, 7}, d, {1, 1});
+  if (p > 1) REQUIRE(a.box_of(victim).empty());  // global knowledge: the same on every rank
+  garray::iota(a, 0.0, 1.0);
+  garray::iota(b, 100.0, 0.5);
+  garray::iota(g, -50.0, 1.0);
+  expect_fault(ctx, "collective.complete", victim, [&] { a.sync(); }, {&a});
+  expect_fault(ctx, "fill.local", victim, [&] { a.fill(3.0); }, {&b, &g});
+  expect_fault(ctx, "copy.fetch", victim, [&] { garray::copy(a, b); }, {&b, &g});
+  expect_fault(ctx, "numeric.execute", victim, [&] { garray::assign(a, b * 2.0); }, {&b, &g});
+  garray::iota(a, 0.0, 1.0);
+  expect_fault(ctx, "numeric.execute", victim, [&] { (void)garray::sum(a); }, {&a, &b});
+  expect_fault(ctx, "update_ghosts.fetch", victim, [&] { garray::update_ghosts(g); }, {&g});
+  expect_fault(ctx, "redistribute.fetch", victim,
+               [&] { (void)garray::redistribute(a, garray::Distribution<2>::slab(1)); }, {&a});
+  expect_fault(ctx, "gather.read", victim, [&] { (void)garray::gather(a, victim); }, {&a});
+  const auto all = garray::gather(a, victim);  // the root owns nothing: it still gets everything
+  if (ctx.rank() == victim) {
+    REQUIRE(all.num_elements() == 63);
+    bool ok = true;
+    for (Index i = 0; i < 63; ++i) ok = ok && all.data()[i] == static_cast<double>(i);
+    CHECK(ok);
+  } else {
+    CHECK(all.num_elements() == 0);
+  }
+  CHECK(garray::sum(a) == 63.0 * 62.0 / 2.0);
+}
+
+// ---- 5. size-1 sub-contexts, ranks in no group, and mixing a sub-context with its parent ------
+// semantics.md "Participation" (collectives over the array's Context), "Errors" ("through an
+// invalid Context (split(MPI_UNDEFINED)) throws InvalidArgument"), copy's "InvalidArgument
+// (arrays on different groups)" and the numeric layer's "operands on different contexts", on
+// every rank, nothing written. No existing test uses a sub-context of size 1 or mixes a
+// sub-context's array into a numeric assignment of the parent's.
+TEST_CASE("size-1 sub-contexts work alone; their arrays mixed with the parent's throw everywhere, nothing written") {
+  garray::Context world;
+  const int p = world.size(), me = world.rank();
+  A1 dst(world, {6});
+  dst.fill(5.0);
+  std::optional<garray::Context> solo;
+  std::optional<A1> mine;
+  // Every rank its own context of one rank, made one at a time (sibling groups of a split
+  // share Open MPI's communicator id: see "arrays of two congruent contexts ..." above).
+  for (int q = 0; q < p; ++q) {
+    garray::Context c = world.split(me == q ? 0 : MPI_UNDEFINED);
+    CHECK(c.valid() == (me == q));
+    if (me == q) {
+      CHECK(c.size() == 1);
+      CHECK(c.rank() == 0);
+      solo.emplace(c);
+      mine.emplace(*solo, Shape<1>{6});
+      garray::iota(*mine, 1.0, 1.0);
+      CHECK(garray::sum(*mine) == 21.0);
+      CHECK(garray::allgather(*mine)[5] == 6.0);
+      mine->sync();
+    } else {
+      CHECK_THROWS_AS(A1(c, {6}), garray::InvalidArgument);  // a rank in no group
+      CHECK_THROWS_AS(c.barrier(), garray::InvalidArgument);
+    }
+    world.barrier();
+  }
+  std::string m;
+  if (p > 1) {  // (at np 1 the solo context is congruent with world, which copy accepts)
+    const Got g = outcome([&] { garray::copy(dst, *mine); }, &m);
+    CAPTURE(m);
+    CHECK(g == Got::invalid);
+    CHECK(m.find("different process groups") != std::string::npos);
+  }
+  const Got g2 = outcome([&] { garray::assign(dst, mine->view() * 2.0); }, &m);
+  CAPTURE(m);
+  CHECK(g2 == Got::invalid);
+  CHECK(m.find("different context") != std::string::npos);
+  std::vector<double> got(6);
+  dst.get(idx[range()], std::span<double>(got));
+  CHECK(got == std::vector<double>(6, 5.0));  // nothing written
+  check_context_works(world);
+  for (int q = 0; q < p; ++q) {  // tear the solo contexts down one at a time as well
+    if (me == q) {
+      mine.reset();
+      solo.reset();
+    }
+    world.barrier();
+  }
+  check_context_works(world);
+}

@@ -113,7 +113,8 @@ void begin_collective(std::span<const Window* const> wins, MPI_Comm comm, std::u
     err = std::current_exception();
   }
   throw_if_disagreed(comm, agree_with_errors(comm, sig, fault), err, what, describe);
-  for (const Window* w : wins) w->memory_sync();
+  // after the agreement: a throw here would reach this rank alone
+  for (const Window* w : wins) w->memory_sync_noexcept();
 }
 inline void begin_collective(std::span<const Window* const> wins, MPI_Comm comm, std::uint64_t sig,
                              std::string_view what, std::string_view describe) {

@@ -303,7 +303,7 @@ class Group {
     try {
       check_open(what);
       check();
-    } catch (const Error&) {
+    } catch (...) {  // a garray error, or std::bad_alloc: carried into the handshake alike
       err = std::current_exception();
     }
     agree(what, sig, args, err, win);
@@ -511,7 +511,7 @@ void read(const Group& loc, const std::string& name, const Slice<K, MS>& file_sl
     if (!std::equal(kept.begin(), kept.end(), vs.begin()))
       gd::raise<SizeMismatch>(what, ": the selection ", fsec, " of ", loc.dataset_where(name), " has shape ",
                               gd::seq(kept), ", the view has shape ", gd::seq(vs));
-  } catch (const Error&) {
+  } catch (...) {
     // A selection bad on this rank only: the others are in read_section's handshake; meet
     // them there with the error, so that every rank throws and nobody waits.
     loc.begin(what, gd::hash_string("garray::io::read: a bad selection"), "a bad selection",

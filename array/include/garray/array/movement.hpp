@@ -80,8 +80,14 @@ void collective_check(const Context& ctx, std::uint64_t sig, std::string_view wh
     // ordinary invalid argument, which gives the others CollectiveMismatch as everywhere
     if constexpr (!std::is_same_v<E, CollectiveMismatch>)
       if (dynamic_cast<const E*>(&e)) fault = LocalFault::failed;
+  } catch (...) {  // std::bad_alloc ...: carried like an invalid argument, nobody left waiting
+    err = std::current_exception();
+    fault = LocalFault::invalid;
   }
   const Agreement a = agree_with_errors(ctx.comm(), sig, fault);
+  // Ranks that passed different arguments (a different root) judged different data: the
+  // disagreement is the error, on every rank (the same branch everywhere: no broadcast).
+  if (!a.signatures_equal && a.fault == LocalFault::failed) throw_signature_mismatch(what, args);
   if (a.failed_rank >= 0 && a.fault == LocalFault::failed) {
     const std::string text = peer_message(ctx.comm(), a.failed_rank, err);
     if (err) std::rethrow_exception(err);

@@ -52,8 +52,8 @@ void join_if_stale(std::string_view what, const V& first, const Vs&... rest) {
     return;
   begin_collective(std::span<const Window* const>(), first.context().comm(), hash_string(what), what,
                    "a view of an array that is gone", [&] {
-                     (void)first.array();
-                     ((void)rest.array(), ...);
+                     (void)first.array(what);
+                     ((void)rest.array(what), ...);
                    });
 }
 
@@ -156,6 +156,12 @@ class View {
       detail::view_of_dead_array(detail::ArrayAccess::name<array_type>(detail::Call::get));
     return *a_;
   }
+  /// Local. As array(), the error naming `what` (the call made through the view).
+  array_type& array(std::string_view what) const {
+    if (!alive_ || !alive_->alive) [[unlikely]]
+      detail::view_of_dead_array(what);
+    return *a_;
+  }
   /// Local. False if the viewed array object was destroyed, moved from or assigned to since
   /// the view was made (array() would throw).
   bool live() const noexcept { return alive_ && alive_->alive; }
@@ -196,53 +202,53 @@ class View {
   // ---- one-sided transfers (as GlobalArray's over the composed section) ---------------
   /// One-sided. Copies the view into `out` (dense, row-major over shape()). Complete on
   /// return. Throws SizeMismatch before any transfer.
-  void get(std::span<T> out) const { array().get_section(sec_, out); }
+  void get(std::span<T> out) const { array_for(detail::Call::get).get_section(sec_, out); }
   /// One-sided. As get(span) into a row-major boost array of the view's shape.
   void get(boost::multi_array_ref<T, M>& out) const requires(M >= 1) {
     check_shape(out.shape(), out.storage_order(), detail::Call::get);
-    array().get_section(sec_, std::span<T>(out.data(), out.num_elements()));
+    array_for(detail::Call::get).get_section(sec_, std::span<T>(out.data(), out.num_elements()));
   }
   /// One-sided. The view as a new boost::multi_array (a value for a 0-d view).
   auto get() const {
     if constexpr (M == 0) {
       T v{};
-      array().get_section(sec_, std::span<T>(&v, 1));
+      array_for(detail::Call::get).get_section(sec_, std::span<T>(&v, 1));
       return v;
     } else {
-      return detail::ArrayAccess::get_array<M>(array(), sec_);
+      return detail::ArrayAccess::get_array<M>(array_for(detail::Call::get), sec_);
     }
   }
   /// One-sided. Writes `in` (row-major over shape()) into the view. Locally complete on
   /// return; remotely at fence()/sync(). Throws SizeMismatch before any transfer.
-  void put(std::span<const T> in) const { array().put_section(sec_, in); }
+  void put(std::span<const T> in) const { array_for(detail::Call::put).put_section(sec_, in); }
   /// One-sided. As put(span) from a row-major boost array of the view's shape.
   void put(const boost::multi_array_ref<T, M>& in) const requires(M >= 1) {
     check_shape(in.shape(), in.storage_order(), detail::Call::put);
-    array().put_section(sec_, std::span<const T>(in.data(), in.num_elements()));
+    array_for(detail::Call::put).put_section(sec_, std::span<const T>(in.data(), in.num_elements()));
   }
   /// One-sided. Writes one value into a 0-d view. Completion as put.
-  void put(const T& v) const requires(M == 0) { array().put_section(sec_, std::span<const T>(&v, 1)); }
+  void put(const T& v) const requires(M == 0) { array_for(detail::Call::put).put_section(sec_, std::span<const T>(&v, 1)); }
   /// One-sided. view += alpha * in, atomic per element. Completion as put.
-  void accumulate(std::span<const T> in, T alpha = T{1}) const { array().acc_section(sec_, in, alpha); }
+  void accumulate(std::span<const T> in, T alpha = T{1}) const { array_for(detail::Call::acc).acc_section(sec_, in, alpha); }
   /// One-sided. As accumulate(span) from a row-major boost array of the view's shape.
   void accumulate(const boost::multi_array_ref<T, M>& in, T alpha = T{1}) const requires(M >= 1) {
     check_shape(in.shape(), in.storage_order(), detail::Call::acc);
-    array().acc_section(sec_, std::span<const T>(in.data(), in.num_elements()), alpha);
+    array_for(detail::Call::acc).acc_section(sec_, std::span<const T>(in.data(), in.num_elements()), alpha);
   }
   /// One-sided. Adds alpha * v to the element of a 0-d view, atomically.
   void accumulate(const T& v, T alpha = T{1}) const requires(M == 0) {
-    array().acc_section(sec_, std::span<const T>(&v, 1), alpha);
+    array_for(detail::Call::acc).acc_section(sec_, std::span<const T>(&v, 1), alpha);
   }
   /// One-sided, nonblocking get: the request's wait() (or test() returning true) gives the
   /// blocking get's guarantee; nothing is guaranteed before.
-  Request get_nb(std::span<T> out) const { return array().get_section_nb(sec_, out); }
+  Request get_nb(std::span<T> out) const { return array_for(detail::Call::get).get_section_nb(sec_, out); }
   /// One-sided, nonblocking put: `in` must stay untouched until the request's wait(), which
   /// gives the blocking put's guarantee.
-  Request put_nb(std::span<const T> in) const { return array().put_section_nb(sec_, in); }
+  Request put_nb(std::span<const T> in) const { return array_for(detail::Call::put).put_section_nb(sec_, in); }
   /// One-sided, nonblocking accumulate: `in` must stay untouched until the request's
   /// wait(), which gives the blocking accumulate's guarantee.
   Request acc_nb(std::span<const T> in, T alpha = T{1}) const {
-    return array().acc_section_nb(sec_, in, alpha);
+    return array_for(detail::Call::acc).acc_section_nb(sec_, in, alpha);
   }
 
   // ---- index lists in view coordinates --------------------------------------------------
@@ -252,21 +258,21 @@ class View {
   void gather(std::span<const Shape<M>> indices, std::span<T> out) const {
     check_list(indices.size(), out.size(), detail::Call::gather);
     const auto g = to_base(indices, detail::Call::gather);
-    array().gather(g, out);
+    array_for(detail::Call::gather).gather(g, out);
   }
   /// One-sided. view[indices[j]] = values[j]; with repeated positions one value wins.
   /// Completion as put. Throws as gather.
   void scatter(std::span<const Shape<M>> indices, std::span<const T> values) const {
     check_list(indices.size(), values.size(), detail::Call::scatter);
     const auto g = to_base(indices, detail::Call::scatter);
-    array().scatter(g, values);
+    array_for(detail::Call::scatter).scatter(g, values);
   }
   /// One-sided. view[indices[j]] += alpha * values[j], atomic per element; repeated
   /// positions all contribute. Completion as put. Throws as gather.
   void scatter_acc(std::span<const Shape<M>> indices, std::span<const T> values, T alpha = T{1}) const {
     check_list(indices.size(), values.size(), detail::Call::scatter_acc);
     const auto g = to_base(indices, detail::Call::scatter_acc);
-    array().scatter_acc(g, values, alpha);
+    array_for(detail::Call::scatter_acc).scatter_acc(g, values, alpha);
   }
 
   // ---- owner-computes -------------------------------------------------------------------
@@ -281,7 +287,7 @@ class View {
   /// there (InvalidArgument) and CollectiveMismatch elsewhere.
   void fill(const T& value) const {
     detail::join_if_stale(call_name(detail::Call::fill), *this);
-    array_type& a = array();
+    array_type& a = array_for(detail::Call::fill);
     // Every element selected (either direction, dimensions of extent 1 dropped or not): the
     // whole array, GlobalArray::fill, which sets the ghosts too (one fill semantics).
     bool whole = true;
@@ -330,6 +336,12 @@ class View {
 
   static std::string call_name(detail::Call c) {
     return std::string(detail::ArrayAccess::name<array_type>(c)) + "(view)";
+  }
+  /// array(), the error (only) naming the call `c` made through the view.
+  array_type& array_for(detail::Call c) const {
+    if (!alive_ || !alive_->alive) [[unlikely]]
+      detail::view_of_dead_array(call_name(c));
+    return *a_;
   }
 
   // The part of the view in `rank`'s block: view-coordinate box and element count.

@@ -224,7 +224,7 @@ void gemm_views(MatOp oa, MatOp ob, T alpha, const View<T, NA, 2>& a, const View
     if (std::max({m, n, ka}) > INT_MAX)
       raise<InvalidArgument>(what, ": extents [", m, ", ", n, ", ", ka, "] exceed the BLAS' 32-bit integers");
     if (opt.panel < 0) raise<InvalidArgument>(what, ": negative panel width ", opt.panel);
-  } catch (const Error&) {
+  } catch (...) {  // a garray error, or std::bad_alloc: carried into the handshake alike
     err = std::current_exception();
   }
   std::uint64_t sig = hash_string("gemm-invalid");
@@ -435,7 +435,7 @@ requires BlasElement<detail::mat_value_t<XA>> GlobalArray < detail::mat_value_t<
     if (sa[1] != sb[0])
       detail::raise<SizeMismatch>(what, ": A of shape ", detail::seq(sa), " times B of shape ",
                                   detail::seq(sb), ": inner dimensions differ");
-  } catch (const Error&) {
+  } catch (...) {  // a garray error, or std::bad_alloc: carried into the handshake alike
     err = std::current_exception();
   }
   std::uint64_t sig = detail::hash_string("matmul");
@@ -472,7 +472,7 @@ GlobalArray<T, 3> matmul(GlobalArray<T, 3>& a, GlobalArray<T, 3>& b,
     if (sa[0] != sb[0] || sa[2] != sb[1])
       detail::raise<SizeMismatch>(what, ": batches of A ", detail::seq(sa), " and B ", detail::seq(sb),
                                   " differ in count or inner dimension");
-  } catch (const Error&) {
+  } catch (...) {  // a garray error, or std::bad_alloc: carried into the handshake alike
     err = std::current_exception();
   }
   std::uint64_t sig = detail::hash_string("matmul3");

@@ -40,10 +40,12 @@ GlobalArray<T, N>::GlobalArray(GlobalArray&& o)
       my_box_(o.my_box_),
       ghost_(o.ghost_),
       my_layout_(o.my_layout_),
-      win_(std::move(o.win_)),
       id_(o.id_),
-      slot_(o.slot_),
-      alive_(std::make_shared<ArrayLiveness>(ArrayLiveness{static_cast<bool>(win_), ctx_})) {
+      slot_(o.slot_) {
+  // Everything that can throw (the copies above, the token) before the window moves: a throw
+  // after it would destroy the window in this half-built object, on this rank alone.
+  alive_ = std::make_shared<ArrayLiveness>(ArrayLiveness{static_cast<bool>(o.win_), ctx_});
+  win_ = std::move(o.win_);
   o.retire();
 }
 
@@ -162,7 +164,9 @@ GlobalArray<T, N>::GlobalArray(const Context& ctx, const shape_type& shape, cons
   id_ = ctx_.next_array_id();
   ++ctx_.stats().arrays_created;
   alive_ = std::move(token);
-  win_->memory_sync();  // store, sync, barrier (the agreement), sync: the others' zeroing is visible to loads
+  // store, sync, barrier (the agreement), sync: the others' zeroing is visible to loads. After
+  // the agreement a throw would reach this rank alone (and free the window on it alone).
+  win_->memory_sync_noexcept();
 }
 
 namespace detail {

@@ -68,7 +68,8 @@ struct Plan {
     if (std::find(fenced.begin(), fenced.end(), a.id()) != fenced.end()) return;
     fenced.push_back(a.id());
     fences.push_back([&a] { a.fence(); });
-    syncs.push_back([&a] { detail::ArrayAccess::window(a).memory_sync(); });
+    // run after the handshake's agreement: a throw there would reach one rank alone
+    syncs.push_back([&a] { detail::ArrayAccess::window(a).memory_sync_noexcept(); });
   }
 
   /// Output section overlap class of a leaf of the output's array: 0 none, 1 identical, 2 other.
@@ -244,7 +245,7 @@ void validate(Plan<M>& p, const E& e) {
   e.for_each_leaf([&](const auto& leaf) {
     ++k;
     if constexpr (requires { leaf.v.section(); }) {
-      auto& a = leaf.v.array();
+      auto& a = leaf.v.array(p.what);
       if (a.context() != *p.ctx)
         raise<InvalidArgument>(
             p.what, ": operand ", k, " (", array_label(a.id()),
