@@ -925,3 +925,97 @@ TEST_CASE(
   CHECK(test::all_ranks(zero_at_create, ctx.comm()));
   CHECK(test::all_ranks(zero_after_sync, ctx.comm()));
 }
+
+TEST_CASE("depth 0: destroying an array completes its unwaited get_nb (reversed too) before its window goes to "
+          "pending; the buffers hold the array's data; the next create frees the window") {
+  // semantics.md, Array cache: "Nonblocking requests still outstanding on an array are
+  // completed when it is destroyed (before the window goes to the pool)"; the table: "Destroying
+  // the array ... does the same ... the Request is done". The existing tests destroy arrays
+  // with requests at depth 3 only (reusable path). At depth 0 the window skips the flush and
+  // goes straight to pending; the requests must still complete, and the next create's
+  // MPI_Win_free must not free memory a get still lands in. Fails if the pending path skipped
+  // complete_outstanding (done() false, buffers -1 where a finisher should have unpacked).
+  garray::Context ctx;  // a cache of its own
+  ctx.cache().set_depth(0);
+  const int p = ctx.size(), me = ctx.rank();
+  const Index per = Index{1} << 13, n = per * p;
+  const int nb = (me + 1) % p;
+  const garray::Section<1> fwd_sec{{nb * per}, {1}, {per}}, rev_sec{{nb * per + per - 1}, {-1}, {per}};
+  bool done = true, ok = true, freed = true;
+  for (int round = 0; round < 3; ++round) {
+    std::vector<std::int64_t> fwd(static_cast<std::size_t>(per), -1), rev(fwd);
+    garray::Request rf, rr;  // outlive the array
+    {
+      garray::GlobalArray<std::int64_t, 1> a(ctx, {n});
+      {
+        auto blk = a.access();
+        for (Index i = blk.lo(0); i < blk.hi(0); ++i) blk.view()[i] = 7 * i + round;
+      }
+      a.sync();
+      rf = a.get_section_nb(fwd_sec, fwd);
+      rr = a.get_section_nb(rev_sec, rev);
+    }  // depth 0: the window goes to pending
+    done = done && rf.done() && rr.done();
+    for (Index k = 0; k < per; ++k) {
+      ok = ok && fwd[static_cast<std::size_t>(k)] == 7 * (fwd_sec.start[0] + k) + round;
+      ok = ok && rev[static_cast<std::size_t>(k)] == 7 * (rev_sec.start[0] - k) + round;
+    }
+    garray::GlobalArray<std::int64_t, 1> b(ctx, {n});  // frees the pending window, allocates anew
+    freed = freed && ctx.cache().windows_pending() == 0;
+    b.fill(-1);
+  }
+  CHECK(all_ranks(done, ctx.comm()));
+  CHECK(all_ranks(ok, ctx.comm()));
+  CHECK(all_ranks(freed, ctx.comm()));
+}
+
+TEST_CASE("GARRAY_CACHE_* valid on every rank but different: the next create throws CollectiveMismatch on every "
+          "rank and creates nothing; settings made equal from code let creates work again") {
+  // semantics.md, Array cache, Limits: "Four settings, local calls that must be identical on
+  // every rank (a difference is reported at the next create), also read from the environment
+  // when the context is made". cache.cpp tests differing settings set from code, and a
+  // *malformed* variable on one rank; nothing makes a context from valid but different
+  // environment values. Fails if a setting read from the environment were left out of the
+  // create's plan signature (ranks would then decide differently at their next destroy).
+  using test::ScopedEnv;
+  int me = 0, p = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
+  if (p < 2) {
+    MESSAGE("one rank: settings cannot differ across ranks, skipped");
+    return;
+  }
+  struct Case {
+    const char* name;
+    const char* mine;
+    const char* others;
+  };
+  const Case cases[] = {{"GARRAY_CACHE_DEPTH", "1", "2"},
+                        {"GARRAY_CACHE_BYTES", "1M", "2M"},
+                        {"GARRAY_CACHE_WINDOWS", "7", "8"},
+                        {"GARRAY_CACHE_IDLE", "5", "6"}};
+  for (const Case& c : cases) {
+    INFO(c.name);
+    const ScopedEnv depth0("GARRAY_CACHE_DEPTH", nullptr), bytes0("GARRAY_CACHE_BYTES", nullptr),
+        windows0("GARRAY_CACHE_WINDOWS", nullptr), idle0("GARRAY_CACHE_IDLE", nullptr);
+    const ScopedEnv env(c.name, me == p - 1 ? c.mine : c.others);
+    garray::Context ctx;  // every value parses: no error here
+    bool mismatch = false;
+    try {
+      A2 x(ctx, {6, 4});
+    } catch (const garray::CollectiveMismatch&) {
+      mismatch = true;
+    }
+    CHECK(all_ranks(mismatch));
+    CHECK(all_ranks(ctx.stats().arrays_created == 0 && ctx.cache().windows_held() == 0));
+    ctx.cache().set_depth(garray::WindowCache::default_depth);
+    ctx.cache().set_byte_cap(garray::WindowCache::default_byte_cap);
+    ctx.cache().set_window_cap(garray::WindowCache::default_window_cap);
+    ctx.cache().set_idle_after(garray::WindowCache::default_idle_after);
+    A2 y(ctx, {6, 4});
+    y.fill(2.5);
+    std::vector<double> got(24, 0.0);
+    y.get(garray::idx[garray::all][garray::all], std::span<double>(got));
+    CHECK(all_ranks(got == std::vector<double>(24, 2.5)));
+  }
+}

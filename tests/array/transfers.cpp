@@ -546,3 +546,162 @@ TEST_CASE("views: a[...] composes without copying and moves data like the array"
   CHECK(m[2][3] == 24.0);
   u.sync();
 }
+
+namespace {
+// a[i] = 3 i + off in this rank's block (global indexing of access(), as the tests above)
+void fill_affine(garray::GlobalArray<std::int64_t, 1>& a, std::int64_t off) {
+  auto blk = a.access();
+  for (garray::Index i = blk.lo(0); i < blk.hi(0); ++i) blk.view()[i] = 3 * i + off;
+}
+}  // namespace
+
+TEST_CASE("fence() completes this rank's unwaited get_nb as wait() would: done on return, the owner may then write") {
+  // semantics.md, the table, fence(): "this rank's outstanding nonblocking requests on the
+  // array are completed (as by wait())". No existing test calls fence() with a request
+  // outstanding (transfers.cpp checks sync() and fill(); every fence() in the suite follows a
+  // waited request). Each rank reads its right neighbour's block (reversed in odd rounds: on
+  // rma/mixed windows through a temporary that only a finisher unpacks), calls fence(), and
+  // after a barrier the neighbour overwrites its block by local stores. Fails if fence() left
+  // the request outstanding (done() false, or the unpack not run: the buffer still -1, or a
+  // late get read -7).
+  garray::Context ctx;
+  const int p = ctx.size(), me = ctx.rank();
+  const garray::Index per = garray::Index{1} << 14;  // 128 KiB of int64 per rank
+  garray::GlobalArray<std::int64_t, 1> a(ctx, {per * p});
+  const int nb = (me + 1) % p;
+  bool done = true, ok = true;
+  for (int round = 0; round < 4; ++round) {
+    fill_affine(a, round);
+    a.sync();
+    const garray::Section<1> sec = round % 2 ? garray::Section<1>{{nb * per + per - 1}, {-1}, {per}}
+                                             : garray::Section<1>{{nb * per}, {1}, {per}};
+    std::vector<std::int64_t> got(static_cast<std::size_t>(per), -1);
+    auto r = a.get_section_nb(sec, got);
+    a.fence();
+    done = done && r.done();
+    MPI_Barrier(ctx.comm());  // every rank's fence() has returned
+    {
+      auto blk = a.access();  // the owner overwrites what its left neighbour read
+      for (garray::Index i = blk.lo(0); i < blk.hi(0); ++i) blk.view()[i] = -7;
+    }
+    for (garray::Index k = 0; k < per; ++k)  // checked before any wait()
+      ok = ok && got[static_cast<std::size_t>(k)] == 3 * (sec.start[0] + k * sec.step[0]) + round;
+    r.wait();  // nothing left to do
+    a.sync();
+  }
+  INFO("window kind " << garray::to_string(a.window_kind()));
+  CHECK(test::all_ranks(done));
+  CHECK(test::all_ranks(ok));
+}
+
+TEST_CASE("test() returning true has unpacked a reversed, strided 2-d get_nb from every owner") {
+  // semantics.md, the table, get_nb: "Request::wait() (or test() returning true) gives the
+  // blocking call's guarantee". The existing test() test reads idx[all] (no temporary); a
+  // reversed get lands through one temporary per owner on rma/mixed windows, unpacked by a
+  // finisher (and, under MPICH, completed by per-target flush finishers). Fails if test()
+  // reported true before the finishers ran.
+  garray::Context ctx;
+  const garray::Index n0 = 4 * ctx.size() + 3, n1 = 9;
+  garray::GlobalArray<double, 2> a(ctx, {n0, n1});
+  {
+    auto blk = a.access();
+    for (garray::Index i = blk.lo(0); i < blk.hi(0); ++i)
+      for (garray::Index j = blk.lo(1); j < blk.hi(1); ++j) blk.view()[i][j] = 100.0 * static_cast<double>(i) + static_cast<double>(j);
+  }
+  a.sync();
+  const garray::Index m1 = (n1 + 1) / 2;  // columns 8, 6, 4, 2, 0
+  bool ok = true, done = true;
+  for (int rep = 0; rep < 3; ++rep) {
+    std::vector<double> got(static_cast<std::size_t>(n0 * m1), -1.0);
+    auto r = a.get_nb(idx[range(_, _, -1)][range(_, _, -2)], got);
+    while (!r.test()) {
+    }
+    done = done && r.done();
+    for (garray::Index k0 = 0; k0 < n0; ++k0)
+      for (garray::Index k1 = 0; k1 < m1; ++k1)
+        ok = ok && got[static_cast<std::size_t>(k0 * m1 + k1)] ==
+                       100.0 * static_cast<double>(n0 - 1 - k0) + static_cast<double>(n1 - 1 - 2 * k1);
+  }
+  INFO("window kind " << garray::to_string(a.window_kind()));
+  CHECK(test::all_ranks(done));
+  CHECK(test::all_ranks(ok));
+  a.sync();
+}
+
+TEST_CASE("requests follow their array through the move constructor and a move assignment: the new holder's "
+          "fill() completes them with the data from before; destroying the moved-from shells does not lose them") {
+  // semantics.md, the table, get_nb: "Requests belong to the array's window: moving the array
+  // moves them with it", and "A collective on the array ... first completes this rank's
+  // outstanding requests on it ... an unwaited get holds the data from before the
+  // collective". transfers.cpp only moves *another* array over one with requests; nothing
+  // moves the array that holds them. Fails if a move left the requests with the moved-from
+  // object (the new holder's fill() would not complete them: done() false, buffers -1 or -7).
+  garray::Context ctx;
+  const int p = ctx.size(), me = ctx.rank();
+  const garray::Index per = garray::Index{1} << 13, n = per * p;
+  const int nb = (me + 1) % p;
+  const garray::Section<1> fwd_sec{{nb * per}, {1}, {per}}, rev_sec{{nb * per + per - 1}, {-1}, {per}};
+  std::vector<std::int64_t> fwd(static_cast<std::size_t>(per), -1), rev(fwd);
+  garray::GlobalArray<std::int64_t, 1> a(ctx, {n});
+  fill_affine(a, 5);
+  a.sync();
+  garray::Request rf = a.get_section_nb(fwd_sec, fwd);
+  garray::Request rr = a.get_section_nb(rev_sec, rev);
+  std::optional<garray::GlobalArray<std::int64_t, 1>> moved;
+  moved.emplace(std::move(a));                  // move constructor
+  garray::GlobalArray<std::int64_t, 1> c(ctx, {n});
+  c = std::move(*moved);                        // move assignment: c's own window goes to the cache
+  moved.reset();                                // the moved-from shell: nothing of its own
+  c.fill(-7);                                   // the holder's collective completes rf and rr first
+  const bool done = rf.done() && rr.done();
+  bool ok = true;
+  for (garray::Index k = 0; k < per; ++k) {
+    ok = ok && fwd[static_cast<std::size_t>(k)] == 3 * (fwd_sec.start[0] + k) + 5;
+    ok = ok && rev[static_cast<std::size_t>(k)] == 3 * (rev_sec.start[0] - k) + 5;
+  }
+  INFO("window kind " << garray::to_string(c.window_kind()));
+  CHECK(test::all_ranks(done));
+  CHECK(test::all_ranks(ok));
+  rf.wait();  // nothing left to do
+  rr.wait();
+  c.sync();
+}
+
+TEST_CASE("a Request move-assigned a request of another array belongs to that array's window: its collective "
+          "completes it, destroying the first array does not lose it") {
+  // semantics.md: "Requests belong to the array's window"; request.hpp: operator= "waits for
+  // this request's own operation first (as the destructor), then takes over o's". The
+  // existing move-assignment test uses one array. Here r holds a's get, is assigned b's get
+  // (a's must be complete at once), a is destroyed, and b's fill() must complete r with
+  // b's data from before the fill.
+  garray::Context ctx;
+  const int p = ctx.size(), me = ctx.rank();
+  const garray::Index per = garray::Index{1} << 13, n = per * p;
+  const int nb = (me + 1) % p;
+  const garray::Section<1> rev_sec{{nb * per + per - 1}, {-1}, {per}};
+  std::vector<std::int64_t> ga(static_cast<std::size_t>(per), -1), gb(ga);
+  garray::GlobalArray<std::int64_t, 1> b(ctx, {n});
+  fill_affine(b, 40);
+  b.sync();
+  garray::Request r;
+  bool a_ok = true;
+  {
+    garray::GlobalArray<std::int64_t, 1> a(ctx, {n});
+    fill_affine(a, 11);
+    a.sync();
+    r = a.get_section_nb(rev_sec, ga);
+    garray::Request s = b.get_section_nb(rev_sec, gb);
+    r = std::move(s);  // a's get completes here; r now holds b's
+    for (garray::Index k = 0; k < per; ++k) a_ok = a_ok && ga[static_cast<std::size_t>(k)] == 3 * (rev_sec.start[0] - k) + 11;
+    CHECK(s.done());
+  }  // ~a
+  b.fill(-7);  // completes r (b's get) as wait() would
+  const bool done = r.done();
+  bool b_ok = true;
+  for (garray::Index k = 0; k < per; ++k) b_ok = b_ok && gb[static_cast<std::size_t>(k)] == 3 * (rev_sec.start[0] - k) + 40;
+  CHECK(test::all_ranks(a_ok));
+  CHECK(test::all_ranks(done));
+  CHECK(test::all_ranks(b_ok));
+  r.wait();
+  b.sync();
+}

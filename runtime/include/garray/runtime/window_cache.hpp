@@ -108,7 +108,8 @@ class WindowCache {
   int depth() const noexcept;  ///< Local.
   /// Local. Cap on the bytes of reusable windows per rank (each window charged its largest
   /// per-rank block, so the decision is the same on every rank). A window charged more
-  /// than the cap is never reused; 0 caches nothing.
+  /// than the cap is never reused; 0 reuses only windows charged 0 bytes (arrays whose
+  /// blocks are all empty).
   void set_byte_cap(std::size_t bytes) noexcept;
   std::size_t byte_cap() const noexcept;  ///< Local.
   /// Local. Cap on the number of reusable windows (least recently released out); 0 caches
