@@ -248,7 +248,8 @@ int node_leader(MPI_Comm comm, int rank, const NodeOverride& o, MPI_Comm* shm) {
     const int nodes = (wsize + o.k - 1) / o.k;
     check_mpi(MPI_Comm_split(comm, o.cyclic ? w % nodes : w / o.k, rank, shm), "MPI_Comm_split");
   } else {
-    check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, shm), "MPI_Comm_split_type");
+    check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, shm),
+              "MPI_Comm_split_type");
   }
   MPI_Comm_set_errhandler(*shm, MPI_ERRORS_RETURN);
   int leader = rank;
@@ -586,7 +587,8 @@ Context Context::split(int color, int key) const {
       err = std::current_exception();
     }
   }
-  detail::agree_signature(state_->comm, detail::hash_string("Context::split"), "Context::split", "split", err);
+  detail::agree_signature(state_->comm, detail::hash_string("Context::split"), "Context::split", "split",
+                          err);
   MPI_Comm sub = MPI_COMM_NULL;
   detail::check_mpi(MPI_Comm_split(state_->comm, color, key, &sub), "MPI_Comm_split");
   if (sub == MPI_COMM_NULL) return Context(std::shared_ptr<detail::ContextState>{});

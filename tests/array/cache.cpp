@@ -926,8 +926,9 @@ TEST_CASE(
   CHECK(test::all_ranks(zero_after_sync, ctx.comm()));
 }
 
-TEST_CASE("depth 0: destroying an array completes its unwaited get_nb (reversed too) before its window goes to "
-          "pending; the buffers hold the array's data; the next create frees the window") {
+TEST_CASE(
+    "depth 0: destroying an array completes its unwaited get_nb (reversed too) before its window goes to "
+    "pending; the buffers hold the array's data; the next create frees the window") {
   // semantics.md, Array cache: "Nonblocking requests still outstanding on an array are
   // completed when it is destroyed (before the window goes to the pool)"; the table: "Destroying
   // the array ... does the same ... the Request is done". The existing tests destroy arrays
@@ -969,8 +970,9 @@ TEST_CASE("depth 0: destroying an array completes its unwaited get_nb (reversed 
   CHECK(all_ranks(freed, ctx.comm()));
 }
 
-TEST_CASE("GARRAY_CACHE_* valid on every rank but different: the next create throws CollectiveMismatch on every "
-          "rank and creates nothing; settings made equal from code let creates work again") {
+TEST_CASE(
+    "GARRAY_CACHE_* valid on every rank but different: the next create throws CollectiveMismatch on every "
+    "rank and creates nothing; settings made equal from code let creates work again") {
   // semantics.md, Array cache, Limits: "Four settings, local calls that must be identical on
   // every rank (a difference is reported at the next create), also read from the environment
   // when the context is made". cache.cpp tests differing settings set from code, and a

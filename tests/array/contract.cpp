@@ -310,13 +310,13 @@ TEST_CASE_TEMPLATE(
   INFO("seed " << seed);
   for (const bool replicated : {false, true}) {
     CAPTURE(replicated);
-    garray::GlobalArray<T, 1> a(ctx, {n},
-                                replicated ? garray::Distribution<1>::replicated() : garray::Distribution<1>::blocked());
+    garray::GlobalArray<T, 1> a(
+        ctx, {n}, replicated ? garray::Distribution<1>::replicated() : garray::Distribution<1>::blocked());
     INFO("window kind " << garray::to_string(a.window_kind()));
     test::Rng g(seed ^ (0x9e3779b97f4a7c15ULL * static_cast<std::uint64_t>(2 * me + (replicated ? 2 : 1))));
     const auto un = static_cast<std::size_t>(n);
-    std::vector<T> mine(un, T{});          // this rank's contributions (the serial reference)
-    std::vector<std::int64_t> olds;        // (element, old value) pairs returned by read_inc
+    std::vector<T> mine(un, T{});    // this rank's contributions (the serial reference)
+    std::vector<std::int64_t> olds;  // (element, old value) pairs returned by read_inc
     const auto val = [&] { return audit_value<T>(test::uniform(g, 1, 9), test::uniform(g, -4, 4)); };
     const auto factor = [&] { return audit_value<T>(test::uniform(g, 1, 3), 0); };
     for (Index it = 0; it < iters; ++it) {
@@ -326,7 +326,8 @@ TEST_CASE_TEMPLATE(
           for (auto& x : v) x = val();
           const T alpha = factor();
           a.accumulate(idx[range(garray::_, garray::_, -1)], std::span<const T>(v), alpha);
-          for (Index k = 0; k < n; ++k) mine[static_cast<std::size_t>(n - 1 - k)] += alpha * v[static_cast<std::size_t>(k)];
+          for (Index k = 0; k < n; ++k)
+            mine[static_cast<std::size_t>(n - 1 - k)] += alpha * v[static_cast<std::size_t>(k)];
           break;
         }
         case 1: {  // every element twice, in a random order, half of them spelled negative
@@ -350,7 +351,8 @@ TEST_CASE_TEMPLATE(
           for (auto& x : v) x = val();
           const T alpha = factor();
           a.acc_nb(idx[range(k0, n, 2)], std::span<const T>(v), alpha).wait();
-          for (Index j = 0; j < cnt; ++j) mine[static_cast<std::size_t>(k0 + 2 * j)] += alpha * v[static_cast<std::size_t>(j)];
+          for (Index j = 0; j < cnt; ++j)
+            mine[static_cast<std::size_t>(k0 + 2 * j)] += alpha * v[static_cast<std::size_t>(j)];
           break;
         }
         default: {  // one element: read_inc (integers) or a one-element accumulate
@@ -380,14 +382,17 @@ TEST_CASE_TEMPLATE(
       std::vector<int> counts(static_cast<std::size_t>(p)), displs(static_cast<std::size_t>(p));
       MPI_Allgather(&cnt, 1, MPI_INT, counts.data(), 1, MPI_INT, ctx.comm());
       for (int r = 1; r < p; ++r)
-        displs[static_cast<std::size_t>(r)] = displs[static_cast<std::size_t>(r - 1)] + counts[static_cast<std::size_t>(r - 1)];
+        displs[static_cast<std::size_t>(r)] =
+            displs[static_cast<std::size_t>(r - 1)] + counts[static_cast<std::size_t>(r - 1)];
       std::vector<std::int64_t> every(static_cast<std::size_t>(displs.back() + counts.back()));
-      MPI_Allgatherv(olds.data(), cnt, MPI_INT64_T, every.data(), counts.data(), displs.data(), MPI_INT64_T, ctx.comm());
+      MPI_Allgatherv(olds.data(), cnt, MPI_INT64_T, every.data(), counts.data(), displs.data(), MPI_INT64_T,
+                     ctx.comm());
       std::vector<std::pair<std::int64_t, std::int64_t>> pairs;
       bool in_range = true;
       for (std::size_t q = 0; q + 1 < every.size(); q += 2) {
         pairs.emplace_back(every[q], every[q + 1]);
-        in_range = in_range && every[q + 1] >= 0 && every[q + 1] < static_cast<std::int64_t>(want[static_cast<std::size_t>(every[q])]);
+        in_range = in_range && every[q + 1] >= 0 &&
+                   every[q + 1] < static_cast<std::int64_t>(want[static_cast<std::size_t>(every[q])]);
       }
       std::sort(pairs.begin(), pairs.end());
       CHECK(in_range);
@@ -404,7 +409,8 @@ TEST_CASE_TEMPLATE(
                     static_cast<int>(un * sizeof(T)), MPI_BYTE, ctx.comm());
       int differing = 0;
       for (int r = 1; r < p; ++r)
-        differing += std::memcmp(copies.data() + static_cast<std::size_t>(r) * un, copies.data(), un * sizeof(T)) != 0;
+        differing +=
+            std::memcmp(copies.data() + static_cast<std::size_t>(r) * un, copies.data(), un * sizeof(T)) != 0;
       CHECK(differing == 0);
     }
     a.sync();
@@ -1162,7 +1168,10 @@ TEST_CASE("scatter_from with a root that differs on one rank: CollectiveMismatch
   {  // the documented usage: data on rank 0 only, an empty array elsewhere; rank 1 names itself root
     std::string m;
     const Got g = outcome(
-        [&] { (void)garray::scatter_from(ctx, me == 1 ? 1 : 0, me == 0 ? full : none, Shape<2>{5, 6}); }, &m);
+        [&] {
+          (void)garray::scatter_from(ctx, me == 1 ? 1 : 0, me == 0 ? full : none, Shape<2>{5, 6});
+        },
+        &m);
     CAPTURE(m);
     if (me == 1) {
       CHECK((g == Got::mismatch || g == Got::other_garray));  // its own SizeMismatch is acceptable
@@ -1301,7 +1310,9 @@ TEST_CASE("a fault on a rank that owns nothing reaches every rank; an owner-less
 // (arrays on different groups)" and the numeric layer's "operands on different contexts", on
 // every rank, nothing written. No existing test uses a sub-context of size 1 or mixes a
 // sub-context's array into a numeric assignment of the parent's.
-TEST_CASE("size-1 sub-contexts work alone; their arrays mixed with the parent's throw everywhere, nothing written") {
+TEST_CASE(
+    "size-1 sub-contexts work alone; their arrays mixed with the parent's throw everywhere, nothing "
+    "written") {
   garray::Context world;
   const int p = world.size(), me = world.rank();
   A1 dst(world, {6});

@@ -555,7 +555,9 @@ void fill_affine(garray::GlobalArray<std::int64_t, 1>& a, std::int64_t off) {
 }
 }  // namespace
 
-TEST_CASE("fence() completes this rank's unwaited get_nb as wait() would: done on return, the owner may then write") {
+TEST_CASE(
+    "fence() completes this rank's unwaited get_nb as wait() would: done on return, the owner may then "
+    "write") {
   // semantics.md, the table, fence(): "this rank's outstanding nonblocking requests on the
   // array are completed (as by wait())". No existing test calls fence() with a request
   // outstanding (transfers.cpp checks sync() and fill(); every fence() in the suite follows a
@@ -606,7 +608,8 @@ TEST_CASE("test() returning true has unpacked a reversed, strided 2-d get_nb fro
   {
     auto blk = a.access();
     for (garray::Index i = blk.lo(0); i < blk.hi(0); ++i)
-      for (garray::Index j = blk.lo(1); j < blk.hi(1); ++j) blk.view()[i][j] = 100.0 * static_cast<double>(i) + static_cast<double>(j);
+      for (garray::Index j = blk.lo(1); j < blk.hi(1); ++j)
+        blk.view()[i][j] = 100.0 * static_cast<double>(i) + static_cast<double>(j);
   }
   a.sync();
   const garray::Index m1 = (n1 + 1) / 2;  // columns 8, 6, 4, 2, 0
@@ -628,8 +631,9 @@ TEST_CASE("test() returning true has unpacked a reversed, strided 2-d get_nb fro
   a.sync();
 }
 
-TEST_CASE("requests follow their array through the move constructor and a move assignment: the new holder's "
-          "fill() completes them with the data from before; destroying the moved-from shells does not lose them") {
+TEST_CASE(
+    "requests follow their array through the move constructor and a move assignment: the new holder's "
+    "fill() completes them with the data from before; destroying the moved-from shells does not lose them") {
   // semantics.md, the table, get_nb: "Requests belong to the array's window: moving the array
   // moves them with it", and "A collective on the array ... first completes this rank's
   // outstanding requests on it ... an unwaited get holds the data from before the
@@ -648,11 +652,11 @@ TEST_CASE("requests follow their array through the move constructor and a move a
   garray::Request rf = a.get_section_nb(fwd_sec, fwd);
   garray::Request rr = a.get_section_nb(rev_sec, rev);
   std::optional<garray::GlobalArray<std::int64_t, 1>> moved;
-  moved.emplace(std::move(a));                  // move constructor
+  moved.emplace(std::move(a));  // move constructor
   garray::GlobalArray<std::int64_t, 1> c(ctx, {n});
-  c = std::move(*moved);                        // move assignment: c's own window goes to the cache
-  moved.reset();                                // the moved-from shell: nothing of its own
-  c.fill(-7);                                   // the holder's collective completes rf and rr first
+  c = std::move(*moved);  // move assignment: c's own window goes to the cache
+  moved.reset();          // the moved-from shell: nothing of its own
+  c.fill(-7);             // the holder's collective completes rf and rr first
   const bool done = rf.done() && rr.done();
   bool ok = true;
   for (garray::Index k = 0; k < per; ++k) {
@@ -667,8 +671,9 @@ TEST_CASE("requests follow their array through the move constructor and a move a
   c.sync();
 }
 
-TEST_CASE("a Request move-assigned a request of another array belongs to that array's window: its collective "
-          "completes it, destroying the first array does not lose it") {
+TEST_CASE(
+    "a Request move-assigned a request of another array belongs to that array's window: its collective "
+    "completes it, destroying the first array does not lose it") {
   // semantics.md: "Requests belong to the array's window"; request.hpp: operator= "waits for
   // this request's own operation first (as the destructor), then takes over o's". The
   // existing move-assignment test uses one array. Here r holds a's get, is assigned b's get
@@ -692,13 +697,15 @@ TEST_CASE("a Request move-assigned a request of another array belongs to that ar
     r = a.get_section_nb(rev_sec, ga);
     garray::Request s = b.get_section_nb(rev_sec, gb);
     r = std::move(s);  // a's get completes here; r now holds b's
-    for (garray::Index k = 0; k < per; ++k) a_ok = a_ok && ga[static_cast<std::size_t>(k)] == 3 * (rev_sec.start[0] - k) + 11;
+    for (garray::Index k = 0; k < per; ++k)
+      a_ok = a_ok && ga[static_cast<std::size_t>(k)] == 3 * (rev_sec.start[0] - k) + 11;
     CHECK(s.done());
-  }  // ~a
+  }            // ~a
   b.fill(-7);  // completes r (b's get) as wait() would
   const bool done = r.done();
   bool b_ok = true;
-  for (garray::Index k = 0; k < per; ++k) b_ok = b_ok && gb[static_cast<std::size_t>(k)] == 3 * (rev_sec.start[0] - k) + 40;
+  for (garray::Index k = 0; k < per; ++k)
+    b_ok = b_ok && gb[static_cast<std::size_t>(k)] == 3 * (rev_sec.start[0] - k) + 40;
   CHECK(test::all_ranks(a_ok));
   CHECK(test::all_ranks(done));
   CHECK(test::all_ranks(b_ok));

@@ -245,7 +245,6 @@ TEST_CASE("GARRAY_WINDOW=mixed and GARRAY_NODE_RANKS: node-local blocks mapped, 
   }
 }
 
-
 TEST_CASE("GARRAY_NODE_RANKS: a sub-context sees the world's simulated nodes") {
   // Simulated nodes are fixed by the MPI_COMM_WORLD rank, as real nodes by the host: the odd
   // world ranks of nodes {0,1} {2,3} ... are each alone on their node, also in a context of

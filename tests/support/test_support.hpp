@@ -3,24 +3,22 @@
 // distributions, and a serial reference (a boost::multi_array replicated on every rank)
 // with an independent, brute-force implementation of numpy slicing.
 
-#include <garray/array/detail/mpi_region.hpp>
-#include <garray/garray.hpp>
-
 #include <doctest/doctest.h>
 #include <mpi.h>
 
-#include <boost/multi_array.hpp>
-
 #include <algorithm>
 #include <array>
+#include <boost/multi_array.hpp>
 #include <complex>
 #include <cstdint>
 #include <cstdlib>
+#include <garray/array/detail/mpi_region.hpp>
+#include <garray/garray.hpp>
 #include <optional>
 #include <random>
-#include <typeinfo>
 #include <string>
 #include <type_traits>
+#include <typeinfo>
 #include <vector>
 
 namespace test {

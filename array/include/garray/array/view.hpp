@@ -227,9 +227,13 @@ class View {
     array_for(detail::Call::put).put_section(sec_, std::span<const T>(in.data(), in.num_elements()));
   }
   /// One-sided. Writes one value into a 0-d view. Completion as put.
-  void put(const T& v) const requires(M == 0) { array_for(detail::Call::put).put_section(sec_, std::span<const T>(&v, 1)); }
+  void put(const T& v) const requires(M == 0) {
+    array_for(detail::Call::put).put_section(sec_, std::span<const T>(&v, 1));
+  }
   /// One-sided. view += alpha * in, atomic per element. Completion as put.
-  void accumulate(std::span<const T> in, T alpha = T{1}) const { array_for(detail::Call::acc).acc_section(sec_, in, alpha); }
+  void accumulate(std::span<const T> in, T alpha = T{1}) const {
+    array_for(detail::Call::acc).acc_section(sec_, in, alpha);
+  }
   /// One-sided. As accumulate(span) from a row-major boost array of the view's shape.
   void accumulate(const boost::multi_array_ref<T, M>& in, T alpha = T{1}) const requires(M >= 1) {
     check_shape(in.shape(), in.storage_order(), detail::Call::acc);
@@ -244,7 +248,9 @@ class View {
   Request get_nb(std::span<T> out) const { return array_for(detail::Call::get).get_section_nb(sec_, out); }
   /// One-sided, nonblocking put: `in` must stay untouched until the request's wait(), which
   /// gives the blocking put's guarantee.
-  Request put_nb(std::span<const T> in) const { return array_for(detail::Call::put).put_section_nb(sec_, in); }
+  Request put_nb(std::span<const T> in) const {
+    return array_for(detail::Call::put).put_section_nb(sec_, in);
+  }
   /// One-sided, nonblocking accumulate: `in` must stay untouched until the request's
   /// wait(), which gives the blocking accumulate's guarantee.
   Request acc_nb(std::span<const T> in, T alpha = T{1}) const {
