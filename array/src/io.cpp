@@ -84,9 +84,37 @@ void defer_close(hid_type fid, std::uint64_t context, const std::string& path) n
   }
 }
 
+// ---- files open in this process ---------------------------------------------------------
+// For the same reason a path a live io::File holds is not opened a second time (unless both
+// handles only read): the second open would keep its own metadata cache.
+struct LiveFile {
+  const FileState* owner = nullptr;
+  dev_t dev = 0;
+  ino_t ino = 0;
+  bool writable = false;
+};
+std::mutex live_mutex;
+std::vector<LiveFile>& live_files() {
+  static auto* v = new std::vector<LiveFile>;
+  return *v;
+}
+
+void forget_live(const FileState* st) noexcept {
+  std::lock_guard lock(live_mutex);
+  std::erase_if(live_files(), [st](const LiveFile& f) { return f.owner == st; });
+}
+
+void note_live(const FileState* st) {
+  struct stat s {};
+  if (::stat(st->path.c_str(), &s) != 0) return;  // not found by path: nothing to compare with
+  std::lock_guard lock(live_mutex);
+  live_files().push_back(LiveFile{st, s.st_dev, s.st_ino, st->mode != Mode::read_only});
+}
+
 }  // namespace
 
 FileState::~FileState() {
+  forget_live(this);
   int fin = 0;
   MPI_Finalized(&fin);
   if (fin) return;
@@ -142,6 +170,20 @@ void check_not_deferred_elsewhere(std::string_view what, const std::string& path
       gd::raise<FileError>(what, ": file '", path, "' is still open on context ", d.context,
                            " (its last handle was dropped while a rank unwound; it closes at that context's "
                            "next io call, or when MPI_Finalize starts)");
+}
+
+/// Local, part of File's validation: the path is open in this process through another live
+/// io::File, and one of the two handles may write (see "files open in this process").
+void check_not_open_here(std::string_view what, const std::string& path, Mode mode) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return;
+  std::lock_guard lock(live_mutex);
+  for (const auto& f : live_files())
+    if (f.dev == st.st_dev && f.ino == st.st_ino && (f.writable || mode != Mode::read_only))
+      gd::raise<FileError>(what, ": file '", path, "' is already open in this process through another io::File",
+                           f.writable ? " that may write" : "",
+                           " (a second handle would keep its own metadata cache, and closing one could "
+                           "overwrite what the other wrote): use that File, or close it first");
 }
 
 }  // namespace
@@ -359,6 +401,7 @@ File::File(const Context& ctx, const std::string& path, Mode mode) {
     if (path.empty()) gd::raise<InvalidArgument>(what, ": empty file name");
     detail::check_path(what, path, mode, mode_names[static_cast<int>(mode)]);
     detail::check_not_deferred_elsewhere(what, path, ctx.serial());
+    detail::check_not_open_here(what, path, mode);
   } catch (const Error&) {
     err = std::current_exception();
   }
@@ -404,6 +447,7 @@ File::File(const Context& ctx, const std::string& path, Mode mode) {
     gd::fault_point("io.open");  // after the collective open: every rank closes it again
   });
   close_on_throw.armed = false;
+  detail::note_live(st.get());
   gid_ = std::move(root);
   file_ = std::move(st);
   path_ = "/";
@@ -429,6 +473,7 @@ void File::close() {
   });
   gd::run_concluded(comm(), what, [&] {
     gid_.reset();
+    detail::forget_live(file_.get());
     const herr_t rc = H5Fclose(file_->fid);
     file_->fid = H5I_INVALID_HID;
     if (file_->close_comm != MPI_COMM_NULL) MPI_Comm_free(&file_->close_comm);

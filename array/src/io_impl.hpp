@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <cmath>
 #include <cstring>
 #include <garray/array/box.hpp>
 #include <garray/array/detail/transfer_plan.hpp>
@@ -469,7 +470,8 @@ inline std::optional<std::string> get_string_attr(hid_t obj, const char* key) {
   H5Tset_strpad(mt.get(), H5T_STR_NULLPAD);
   H5Tset_cset(mt.get(), H5Tget_cset(ft.get()));
   if (H5Aread(at.get(), mt.get(), buf.data()) < 0) return std::nullopt;
-  buf.resize(std::strlen(buf.c_str()));
+  // only the padding goes: a NUL inside the string is part of it (as HDF5 stores it)
+  while (!buf.empty() && buf.back() == '\0') buf.pop_back();
   return buf;
 }
 
@@ -869,10 +871,38 @@ V Group::value_attribute(const std::string& key, const std::string& object) cons
                               detail::describe_type(ft.get()), " with ", H5Sget_simple_extent_npoints(sp.get()),
                               " value(s), not one ", type_name<V>());
     V v{};
-    detail::Hid mt = detail::h5_type<V>();
-    if (H5Aread(at.get(), mt.get(), &v) < 0)
+    const auto cannot_read = [&] {
       gd::raise<FileError>(what, ": cannot read attribute '", key, "' of ", where(object), ": ",
                            detail::hdf5_message());
+    };
+    const auto cannot_hold = [&](const auto& x) {
+      gd::raise<TypeMismatch>(what, ": attribute '", key, "' of ", where(object), " holds ", x, ", which a ",
+                              type_name<V>(), " cannot hold");
+    };
+    if constexpr (detail::is_complex<V>::value) {
+      detail::Hid mt = detail::h5_type<V>();
+      if (H5Aread(at.get(), mt.get(), &v) < 0) cannot_read();
+    } else if (cls == H5T_INTEGER) {
+      // Read at full width and check the range: HDF5's conversion saturates without an error.
+      if (H5Tget_sign(ft.get()) == H5T_SGN_NONE && H5Tget_size(ft.get()) >= sizeof(std::uint64_t)) {
+        std::uint64_t x = 0;
+        if (H5Aread(at.get(), H5T_NATIVE_UINT64, &x) < 0) cannot_read();
+        if constexpr (std::is_integral_v<V>)
+          if (!std::in_range<V>(x)) cannot_hold(x);
+        v = static_cast<V>(x);
+      } else {
+        std::int64_t x = 0;
+        if (H5Aread(at.get(), H5T_NATIVE_INT64, &x) < 0) cannot_read();
+        if constexpr (std::is_integral_v<V>)
+          if (!std::in_range<V>(x)) cannot_hold(x);
+        v = static_cast<V>(x);
+      }
+    } else if constexpr (std::is_floating_point_v<V>) {
+      double x = 0;  // a float attribute (cls == H5T_FLOAT)
+      if (H5Aread(at.get(), H5T_NATIVE_DOUBLE, &x) < 0) cannot_read();
+      if (std::isfinite(x) && !std::isfinite(static_cast<V>(x))) cannot_hold(x);
+      v = static_cast<V>(x);
+    }
     return v;
   });
 }

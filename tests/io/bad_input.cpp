@@ -680,3 +680,135 @@ TEST_CASE(
   f.close();
   iotest::remove_file(ctx, name);
 }
+
+// Errors: "Sizes are overflow-checked"; read_array trusts garray_process_grid. A recorded grid
+// {65536, 65536, 65536, 65536} made Distribution::resolve's product of the grid wrap to 0
+// (signed overflow), so the "needs more ranks" check passed and no rank owned any element:
+// read_array "succeeded" with an array whose every element is unowned. Must be InvalidArgument on every rank. The 4-d dataset with those attributes is
+// written by h5py (garray's set_attribute writes scalars only).
+TEST_CASE("read_array: a recorded process grid whose product overflows is refused, not resolved to zero blocks") {
+  // the root cause, local and deterministic
+  const std::string local = message_of<garray::InvalidArgument>([] {
+    (void)garray::Distribution<4>::grid({65536, 65536, 65536, 65536}).resolve(Shape<4>{2, 2, 2, 2}, 4, "test");
+  });
+  CAPTURE(local);
+  CHECK(contains(local, "process grid"));
+
+  garray::Context ctx;
+  const std::string name = tmp_name(ctx, "grid_overflow");
+  static const char* script = R"PY(
+import sys
+try:
+    import h5py, numpy as np
+except ImportError:
+    sys.exit(77)
+with h5py.File(sys.argv[1], "w") as f:
+    d = f.create_dataset("d", data=np.arange(16, dtype=np.float64).reshape(2, 2, 2, 2))
+    d.attrs["garray_type"] = np.bytes_("float64")
+    d.attrs["garray_distribution"] = np.bytes_("grid")
+    d.attrs["garray_process_grid"] = np.array([65536] * 4, dtype=np.int64)
+    d.attrs["garray_ghost"] = np.zeros(4, dtype=np.int64)
+)PY";
+  const int rc = run_h5py(ctx, name, script, name);
+  if (rc == no_h5py) {
+    MESSAGE("skipped: /usr/bin/python3 has no h5py and NumPy");
+    return;
+  }
+  REQUIRE(rc == 0);
+  {
+    io::File f(ctx, name);
+    std::optional<GlobalArray<double, 4>> r;
+    std::string m;
+    const test::Got got = test::outcome([&] { r.emplace(io::read_array<double, 4>(f, "d")); }, &m);
+    CAPTURE(m);
+    if (got == test::Got::nothing) {
+      Index owned = 0;  // local queries only: every element must have an owner
+      for (int k = 0; k < ctx.size(); ++k) owned += r->box_of(k).volume();
+      CHECK(owned == 16);
+      if (owned == 16) {
+        std::vector<double> want(16);
+        for (std::size_t k = 0; k < want.size(); ++k) want[k] = static_cast<double>(k);
+        CHECK(bitwise_equal(all_of(*r), want));
+      }
+    } else {
+      CHECK(got == test::Got::invalid);  // InvalidArgument, on every rank
+    }
+  }
+  remove_file(ctx, name);
+}
+
+// io.hpp:274-276: attribute<V> returns the attribute "converted by HDF5 between numeric types of
+// the same kind", "TypeMismatch if it does not hold a V". H5Aread saturates out-of-range integer
+// conversions and overflows floats to inf without an error (checked with h5py's low-level
+// H5Aread on HDF5 1.10.8: int64 2^40 read as int32 -> 2147483647, float64 1e300 as float32 ->
+// inf, uint64 2^63+5 as int64 -> INT64_MAX), so attribute<int32_t> of 2^40 returned
+// 2147483647 and attribute<float> of 1e300 returned inf, on every rank, with no error.
+TEST_CASE("attribute<V>: a stored value that V cannot hold is TypeMismatch, not a saturated conversion") {
+  garray::Context ctx;
+  const std::string name = tmp_name(ctx, "attr_range");
+  {
+    io::File f(ctx, name, io::Mode::create);
+    f.set_attribute("big", std::int64_t{1} << 40);
+    f.set_attribute("small", std::int64_t{-7});
+    f.set_attribute("huge", 1.0e300);
+    f.set_attribute("quarter", 0.25);
+    CHECK(f.attribute<std::int32_t>("small") == -7);  // in range: converted, as documented
+    CHECK(f.attribute<float>("quarter") == 0.25f);
+    std::string m = message_of<garray::TypeMismatch>([&] { (void)f.attribute<std::int32_t>("big"); });
+    CAPTURE(m);
+    CHECK(contains(m, "'big'"));
+    m = message_of<garray::TypeMismatch>([&] { (void)f.attribute<float>("huge"); });
+    CHECK(contains(m, "'huge'"));
+  }
+  remove_file(ctx, name);
+}
+
+// semantics.md, Files ("Dropping a file while unwinding"): "the MPI-IO driver does not recognise
+// a file it already holds, so a second open would get a second metadata cache whose close could
+// overwrite the other's" -- io::File refuses that for files left open by an unwinding rank
+// (check_not_deferred_elsewhere), and now also for a path a *live* File holds. Two
+// read_write handles would each close with their own superblock/root group: the datasets written
+// through the one closed first were lost, although io::write promised "on return the dataset holds
+// the array". Either refusing the second open (FileError naming the file, on every rank) or
+// sharing the open file satisfies this test; losing "y" does not.
+TEST_CASE("io::File on a path a live File of this process holds: refused, or both handles' writes survive") {
+  garray::Context ctx;
+  const std::string name = tmp_name(ctx, "open_twice");
+  GlobalArray<double, 1> a(ctx, {8});
+  fill_bits(a, 1);
+  const auto want = all_of(a);
+  bool second_opened = false;
+  {
+    io::File w(ctx, name, io::Mode::create);
+    io::write(w, "x", a);
+    w.flush();  // so the second open finds a complete file
+    std::string m;
+    const test::Got got = test::outcome(
+        [&] {
+          io::File w2(ctx, name, io::Mode::read_write);
+          io::write(w2, "y", a);
+        },  // w2 closes here
+        &m);
+    CAPTURE(m);
+    second_opened = got == test::Got::nothing;
+    if (!second_opened) {
+      CHECK(got == test::Got::invalid);  // FileError on every rank
+      CHECK(contains(m, name));
+    }
+    io::write(w, "z", a);
+  }  // w closes
+  {
+    io::File r(ctx, name);
+    CHECK(r.contains("x"));
+    CHECK(r.contains("z"));
+    CHECK(r.contains("y") == second_opened);
+    for (const char* d : {"x", "y", "z"}) {
+      if (!r.contains(d)) continue;
+      INFO("dataset " << d);
+      GlobalArray<double, 1> b(ctx, {8});
+      io::read(r, d, b);
+      CHECK(bitwise_equal(all_of(b), want));
+    }
+  }
+  remove_file(ctx, name);
+}

@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sys/wait.h>
 #include <string>
 #include <vector>
 
@@ -93,6 +95,26 @@ inline void remove_file(const garray::Context& ctx, const std::string& name) {
   ctx.barrier();
   if (ctx.rank() == 0) std::remove(name.c_str());
   ctx.barrier();
+}
+
+/// run_h5py's answer when /usr/bin/python3 has no h5py and NumPy (the caller skips).
+constexpr int no_h5py = -1;
+/// Rank 0 writes `script` to STEM.py and runs it with /usr/bin/python3 on `arg` (a script
+/// exits 77 when it cannot import h5py and NumPy); on every rank: 0 ok, 1 failed, no_h5py.
+/// The broadcast orders whatever the script wrote before every rank's next step.
+inline int run_h5py(const garray::Context& ctx, const std::string& stem, const char* script,
+                    const std::string& arg) {
+  int rc = 0;
+  if (ctx.rank() == 0) {
+    const std::string py = stem + ".py";
+    { std::ofstream(py) << script; }
+    const int st = std::system(("/usr/bin/python3 " + py + " " + arg + " 2>&1").c_str());
+    std::remove(py.c_str());
+    const int code = (st >= 0 && WIFEXITED(st)) ? WEXITSTATUS(st) : 1;
+    rc = code == 0 ? 0 : (code == 77 || code == 127) ? no_h5py : 1;
+  }
+  MPI_Bcast(&rc, 1, MPI_INT, 0, ctx.comm());
+  return rc;
 }
 
 }  // namespace iotest

@@ -361,3 +361,154 @@ TEST_CASE("fill, iota, generate, fill_random and for_each_local") {
     CHECK(garray::max(c) <= 4);
   }
 }
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <type_traits>
+#include <vector>
+
+namespace audit_expr {
+using garray::Index;
+template <class T, std::size_t N>
+std::vector<T> audit_fetch(const garray::GlobalArray<T, N>& a) {
+  std::vector<T> v(static_cast<std::size_t>(a.size()));
+  if (!v.empty()) a.get_section(garray::Section<N>::full(a.shape()), v);
+  return v;
+}
+template <class T>
+void load_all(garray::GlobalArray<T, 1>& a, const std::vector<T>& v) {
+  if (a.context().rank() == 0) a.put(garray::idx[garray::range()], std::span<const T>(v));
+  a.sync();
+}
+}  // namespace audit_expr
+
+// user-guide "Coming from NumPy": `int / int` is double; semantics.md: "integer `+ - *` ...
+// wrap modulo 2^bits of the promoted type". numpy_promotion.cpp divides only by nonzero
+// values; numpy_compat.cpp checks wrapping for int64 (+, *) and int32 (pow, -, abs) only.
+TEST_CASE("integer / is true division (inf, -inf, nan at zero), int32 + - * wrap mod 2^32, int32 with int64 is int64") {
+  using namespace audit_expr;
+  using I32 = std::int32_t;
+  garray::Context ctx;
+  const int p = ctx.size();
+  garray::GlobalArray<I32, 1> x(ctx, {4}, test::last_rank_owns_nothing(4, p)), y(ctx, {4});
+  load_all(x, {1, -1, 0, 7});
+  load_all(y, {0, 0, 0, 2});
+  auto q = garray::eval(x / y);
+  static_assert(std::is_same_v<decltype(q), garray::GlobalArray<double, 1>>);
+  // np.array([1, -1, 0, 7], np.int32) / np.array([0, 0, 0, 2], np.int32): [inf, -inf, nan, 3.5]
+  const auto g = audit_fetch(q);
+  const double inf = std::numeric_limits<double>::infinity();
+  CHECK(g[0] == inf);
+  CHECK(g[1] == -inf);
+  CHECK(std::isnan(g[2]));
+  CHECK(g[3] == 3.5);
+  CHECK(std::isnan(garray::sum(x / y)));  // inf + -inf
+  // np.int32(2**31 - 1) + 1 == -2**31, np.int32(65536) * 65536 == 0, np.int32(-2**31) - 1 == 2**31 - 1
+  constexpr I32 mx = std::numeric_limits<I32>::max(), mn = std::numeric_limits<I32>::min();
+  garray::GlobalArray<I32, 1> a(ctx, {3}), b(ctx, {3}, test::last_rank_owns_nothing(3, p));
+  load_all(a, {mx, 65536, mn});
+  load_all(b, {1, 65536, 1});
+  auto es = garray::eval(a + b);
+  static_assert(std::is_same_v<decltype(es), garray::GlobalArray<I32, 1>>);
+  CHECK(audit_fetch(es) == std::vector<I32>{mn, 131072, mn + 1});
+  CHECK(audit_fetch(garray::eval(a * b)) == std::vector<I32>{mx, 0, mn});
+  CHECK(audit_fetch(garray::eval(a - b)) == std::vector<I32>{mx - 1, 0, mx});
+  // Summing the wrapped products: int64 accumulator over the int32 values mx, 0, mn.
+  CHECK(garray::sum(a * b) == std::int64_t{mx} + std::int64_t{mn});
+  // With an int64 operand the promoted type is int64: no wrap (np.int32(2**31-1) + np.int64(1) == 2**31).
+  garray::GlobalArray<std::int64_t, 1> one(ctx, {3});
+  one.fill(1);
+  auto wide = garray::eval(a + one);
+  static_assert(std::is_same_v<decltype(wide), garray::GlobalArray<std::int64_t, 1>>);
+  CHECK(audit_fetch(wide) == std::vector<std::int64_t>{std::int64_t{mx} + 1, 65537, std::int64_t{mn} + 1});
+}
+
+// NumPy: bool + bool is logical or (np.array([True]) + np.array([True]) is [True]), bool * bool
+// is and, bool + 1 is int64, sum of a bool array counts. garray has bool expressions
+// (comparisons); nothing tests their arithmetic.
+TEST_CASE("bool expressions as NumPy: + is or, * is and, True + True is True, bool + 1 is int64, sums count") {
+  using namespace audit_expr;
+  garray::Context ctx;
+  garray::GlobalArray<double, 1> x(ctx, {4}), y(ctx, {4}, test::last_rank_owns_nothing(4, ctx.size()));
+  load_all(x, {3.0, -1.0, 0.0, 2.0});
+  load_all(y, {0.0, 2.0, 0.0, -1.0});
+  static_assert(std::is_same_v<typename decltype((x > 0.0) + (y > 0.0))::value_type, bool>);
+  static_assert(std::is_same_v<typename decltype((x > 0.0) * (y > 0.0))::value_type, bool>);
+  static_assert(std::is_same_v<typename decltype((x > 0.0) + 1)::value_type, std::int64_t>);
+  // a = [3, -1, 0, 2], b = [0, 2, 0, -1]: (a > 0) + (b > 0) == [T, T, F, T], sum 3;
+  // (a > 0) * (b > 0) all False; (a > 0) + (a > 0) == [T, F, F, T] (True + True is True: 1, not 2)
+  CHECK(audit_fetch(garray::eval<std::int32_t>((x > 0.0) + (y > 0.0))) == std::vector<std::int32_t>{1, 1, 0, 1});
+  CHECK(audit_fetch(garray::eval<std::int32_t>((x > 0.0) * (y > 0.0))) == std::vector<std::int32_t>{0, 0, 0, 0});
+  CHECK(audit_fetch(garray::eval<std::int32_t>((x > 0.0) + (x > 0.0))) == std::vector<std::int32_t>{1, 0, 0, 1});
+  CHECK(garray::sum((x > 0.0) + (y > 0.0)) == 3);
+  CHECK(garray::sum((x > 0.0) + (x > 0.0)) == 2);
+  CHECK(garray::count_nonzero((x > 0.0) * (y > 0.0)) == 0);
+  // (a > 0) + 1 == [2, 1, 1, 2] (int64)
+  auto plus1 = garray::eval((x > 0.0) + 1);
+  static_assert(std::is_same_v<decltype(plus1), garray::GlobalArray<std::int64_t, 1>>);
+  CHECK(audit_fetch(plus1) == std::vector<std::int64_t>{2, 1, 1, 2});
+  // mean of a bool expression is a double fraction: np.mean([T, T, F, T]) == 0.75
+  CHECK(garray::mean((x > 0.0) + (y > 0.0)) == 0.75);
+}
+
+// semantics.md "Slices": "Slicing a view composes"; Operations table: "an operand that overlaps
+// the output ... is read before anything is written, as NumPy". 0-d views (integer indices
+// in every dimension) appear in tests/array only for get/put/fill/gather; no test puts a 0-d
+// view in an expression, as an output, in a compound assignment or a reduction. Every
+// statement below is replayed on a std::vector as NumPy would run it.
+TEST_CASE("0-d views as outputs, operands and reductions; composed overlapping views; steps past the extent") {
+  using namespace audit_expr;
+  using garray::idx, garray::range, garray::_;
+  garray::Context ctx;
+  const Index n = 4 * ctx.size() + 6;  // even, spread over every rank
+  garray::GlobalArray<double, 1> a(ctx, {n});
+  garray::iota(a);  // a[i] = i
+  std::vector<double> ref(static_cast<std::size_t>(n));
+  for (Index i = 0; i < n; ++i) ref[static_cast<std::size_t>(i)] = static_cast<double>(i);
+  const auto at = [&](Index i) -> double& { return ref[static_cast<std::size_t>(i < 0 ? i + n : i)]; };
+  // a[0] = a[-1] * 2 + a[1]
+  a[idx[0]] = a[idx[-1]] * 2.0 + a[idx[1]];
+  at(0) = at(-1) * 2 + at(1);
+  // a[-1] += a[0]
+  a[idx[-1]] += a[idx[0]];
+  at(-1) += at(0);
+  // 0-d reductions
+  CHECK(garray::sum(a[idx[-1]]) == at(-1));
+  CHECK(garray::min(a[idx[0]]) == at(0));
+  CHECK(garray::max(a[idx[0]] - a[idx[-1]]) == at(0) - at(-1));
+  CHECK(garray::mean(a[idx[2]]) == at(2));
+  CHECK(garray::argmax(a[idx[range(0, 1)]]) == 0);
+  // a[1:] = a[:-1] + a[0]: overlapping operand and a 0-d broadcast operand, read first
+  a[idx[range(1, _)]] = a[idx[range(_, -1)]] + a[idx[0]];
+  {
+    const auto old = ref;
+    for (Index i = 1; i < n; ++i) at(i) = old[static_cast<std::size_t>(i - 1)] + old[0];
+  }
+  // a[::-1][1::2] = a[::2][:n//2] * 3 + a[::-1][1::2]: the output is a[n-2], a[n-4], ..., a[0],
+  // the first operand a[0], a[2], ..., a[n-2] (the same elements in the other order)
+  a[idx[range(_, _, -1)]][idx[range(1, _, 2)]] =
+      a[idx[range(_, _, 2)]][idx[range(_, n / 2)]] * 3.0 + a[idx[range(_, _, -1)]][idx[range(1, _, 2)]];
+  {
+    const auto old = ref;
+    for (Index k = 0; k < n / 2; ++k) {
+      const Index o = n - 2 - 2 * k, i = 2 * k;
+      at(o) = old[static_cast<std::size_t>(i)] * 3 + old[static_cast<std::size_t>(o)];
+    }
+  }
+  // A step beyond the extent selects one element: a[2::100] = a[::-100] is a[2] = a[n-1].
+  a[idx[range(2, _, 100)]] = a[idx[range(_, _, -100)]] * 1.0;
+  at(2) = at(-1);
+  // A start beyond the end selects nothing: an empty assignment, no error.
+  CHECK_NOTHROW(a[idx[range(n + 5, _)]] = a[idx[range(n + 7, _, 3)]] * 2.0);
+  // A negative step from beyond the end starts at the last element: a[n+5::-3]
+  double s3 = 0;
+  for (Index i = n - 1; i >= 0; i -= 3) s3 += at(i);
+  CHECK(garray::sum(a[idx[range(n + 5, _, -3)]]) == s3);  // integer-valued: exact in any order
+  // a[::-1][::-1] is a: its sum equals the serial sum
+  double total = 0;
+  for (double v : ref) total += v;
+  CHECK(garray::sum(a[idx[range(_, _, -1)]][idx[range(_, _, -1)]]) == total);
+  CHECK(audit_fetch(a) == ref);
+}

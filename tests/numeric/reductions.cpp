@@ -188,3 +188,215 @@ TEST_CASE("a replicated first operand is counted once (rank 0's copy), alone, in
     CHECK(garray::sum(r) == s);
   }
 }
+
+#include <cstdint>
+#include <span>
+#include <type_traits>
+#include <vector>
+
+namespace audit_red {
+using garray::Index;
+
+/// The whole array, row-major, on every rank (one-sided get).
+template <class T, std::size_t N>
+std::vector<T> audit_fetch(const garray::GlobalArray<T, N>& a) {
+  std::vector<T> v(static_cast<std::size_t>(a.size()));
+  if (!v.empty()) a.get_section(garray::Section<N>::full(a.shape()), v);
+  return v;
+}
+
+/// True if `a` is distributed as Distribution<N>::blocked() distributes its shape (every
+/// rank's box equal). Collective (creates a reference array).
+template <class T, std::size_t N>
+bool is_blocked(const garray::GlobalArray<T, N>& a) {
+  garray::GlobalArray<T, N> ref(a.context(), a.shape(), garray::Distribution<N>::blocked());
+  bool ok = true;
+  for (int q = 0; q < a.context().size(); ++q) ok = ok && a.box_of(q) == ref.box_of(q);
+  return ok;
+}
+
+/// Rank 0 writes `v` (row-major) over the whole of `a`, then a sync. Collective.
+template <class T, std::size_t N>
+void load_all(garray::GlobalArray<T, N>& a, const std::vector<T>& v) {
+  if (a.context().rank() == 0) a.put(garray::idx[garray::range()], std::span<const T>(v));
+  a.sync();
+}
+
+inline bool all_nan(const std::vector<double>& v, std::size_t n) {
+  bool ok = v.size() == n;
+  for (double d : v) ok = ok && std::isnan(d);
+  return ok;
+}
+}  // namespace audit_red
+
+// semantics.md, Operations table: "`sum(x)`, `prod(x)` of integers: accumulated in int64,
+// wrapping modulo 2^64 as NumPy"; "mean ... NumPy's result type (double for integers)";
+// axis reductions: "a new (M-1)-d array (blocked distribution)". The existing tests sum
+// int32 values within +-1000 and multiply only +-1: an int32 accumulator (converted to
+// int64 at the end) would pass them.
+TEST_CASE("int32 sum/prod/mean accumulate in int64 (double for mean): past 2^31, products wrapping mod 2^64, full and along an axis") {
+  using namespace audit_red;
+  garray::Context ctx;
+  const int p = ctx.size();
+  constexpr std::int32_t big = std::numeric_limits<std::int32_t>::max();
+  // Full: every element 2^31 - 1, the last rank owning nothing.
+  const Index n = 2 * p + 3;
+  auto x = garray::full<std::int32_t>(ctx, garray::Shape<1>{n}, big, test::last_rank_owns_nothing(n, p));
+  static_assert(std::is_same_v<decltype(garray::sum(x)), std::int64_t>);
+  static_assert(std::is_same_v<decltype(garray::prod(x)), std::int64_t>);
+  static_assert(std::is_same_v<decltype(garray::mean(x)), double>);
+  CHECK(garray::sum(x) == n * std::int64_t{big});  // np.sum(np.full(n, 2**31 - 1, np.int32)): n * (2**31 - 1)
+  CHECK(garray::mean(x) == static_cast<double>(big));
+  // 3 ** 41 modulo 2^64 (serial loop in uint64); NumPy: np.prod(np.full(41, 3, np.int32)) == -420491770248316829
+  std::uint64_t w = 1;
+  for (int k = 0; k < 41; ++k) w *= 3u;
+  const auto want = static_cast<std::int64_t>(w);
+  CHECK(want == -420491770248316829LL);
+  auto t = garray::full<std::int32_t>(ctx, garray::Shape<1>{41}, 3, test::last_rank_owns_nothing(41, p));
+  CHECK(garray::prod(t) == want);
+  // 65536 ** 4 == 2^64: 0 (np.prod(np.full(4, 65536, np.int32)) == 0); 65536 ** 2 fits int64
+  auto q = garray::full<std::int32_t>(ctx, garray::Shape<1>{4}, 65536);
+  CHECK(garray::prod(q) == 0);
+  CHECK(garray::prod(q[garray::idx[garray::range(0, 2)]]) == std::int64_t{1} << 32);
+  // Along an axis, rows on all ranks but the last.
+  auto s2 = garray::full<std::int32_t>(ctx, garray::Shape<2>{3, 5}, big, test::last_rank_owns_no_rows(3, p));
+  auto c0 = garray::sum(s2, garray::Axis{0});
+  auto c1 = garray::sum(s2, garray::Axis{-1});
+  static_assert(std::is_same_v<decltype(c0), garray::GlobalArray<std::int64_t, 1>>);
+  CHECK(audit_fetch(c0) == std::vector<std::int64_t>(5, 3 * std::int64_t{big}));
+  CHECK(audit_fetch(c1) == std::vector<std::int64_t>(3, 5 * std::int64_t{big}));
+  auto m0 = garray::mean(s2, garray::Axis{0});
+  static_assert(std::is_same_v<decltype(m0), garray::GlobalArray<double, 1>>);
+  CHECK(audit_fetch(m0) == std::vector<double>(5, static_cast<double>(big)));
+  auto t2 = garray::full<std::int32_t>(ctx, garray::Shape<2>{2, 41}, 3);
+  auto pr1 = garray::prod(t2, garray::Axis{1});
+  static_assert(std::is_same_v<decltype(pr1), garray::GlobalArray<std::int64_t, 1>>);
+  CHECK(audit_fetch(pr1) == std::vector<std::int64_t>(2, want));
+  CHECK(audit_fetch(garray::prod(t2, garray::Axis{0})) == std::vector<std::int64_t>(41, 9));
+  // The axis results are blocked.
+  CHECK(is_blocked(c0));
+  CHECK(is_blocked(c1));
+  CHECK(is_blocked(pr1));
+}
+
+// semantics.md: min/max/argmax/argmin "an empty selection throws InvalidArgument everywhere";
+// "along an axis of length 0: InvalidArgument on every rank"; "mean ... NumPy's result"
+// (np.mean of nothing is nan); "`ddof >= n` gives inf (NaN if every element equals the
+// mean), as NumPy"; reductions.hpp: "Empty selections give the reducer's identity". Only
+// max(e, Axis{1}) of a (0, 3) array, min/argmax along its empty axis and the full argmax/min/max
+// of an empty array are tested today; empty means, variances, the other identities and
+// the (0, 0) case (an empty axis AND an empty result: NumPy still raises) are not.
+TEST_CASE("empty selections and empty axes: NumPy's identities, NaN means and variances, errors where NumPy raises") {
+  using namespace audit_red;
+  garray::Context ctx;
+  auto e = garray::zeros<double>(ctx, garray::Shape<2>{0, 3});
+  // Full: np.sum -> 0.0, np.prod -> 1.0, np.mean/var/std -> nan, np.var(ddof=-1) -> 0.0,
+  // np.any -> False, np.all -> True, np.count_nonzero -> 0.
+  const double s = garray::sum(e);
+  CHECK(s == 0.0);
+  CHECK(!std::signbit(s));
+  CHECK(garray::prod(e) == 1.0);
+  CHECK(std::isnan(garray::mean(e)));
+  CHECK(std::isnan(garray::var(e)));
+  CHECK(std::isnan(garray::std_dev(e)));
+  CHECK(garray::var(e, Index{-1}) == 0.0);
+  CHECK(garray::std_dev(e, Index{-1}) == 0.0);
+  CHECK(!garray::any_of(e));
+  CHECK(garray::all_of(e));
+  CHECK(garray::count_nonzero(e) == 0);
+  auto ei = garray::zeros<std::int32_t>(ctx, garray::Shape<1>{0});
+  CHECK(garray::sum(ei) == 0);
+  CHECK(garray::prod(ei) == 1);
+  CHECK(std::isnan(garray::mean(ei)));  // np.mean(np.zeros(0, np.int32)): nan (float64)
+  // Along the empty axis 0 of (0, 3): np.sum -> [0, 0, 0], np.prod -> [1, 1, 1],
+  // np.mean/var/std -> [nan]*3, np.var(ddof=-1) -> [0, 0, 0], np.any -> False,
+  // np.all -> True, np.count_nonzero -> 0.
+  const garray::Axis a0{0};
+  CHECK(audit_fetch(garray::sum(e, a0)) == std::vector<double>(3, 0.0));
+  CHECK(audit_fetch(garray::prod(e, a0)) == std::vector<double>(3, 1.0));
+  CHECK(all_nan(audit_fetch(garray::mean(e, a0)), 3));
+  CHECK(all_nan(audit_fetch(garray::var(e, a0)), 3));
+  CHECK(all_nan(audit_fetch(garray::std_dev(e, a0)), 3));
+  CHECK(audit_fetch(garray::var(e, a0, -1)) == std::vector<double>(3, 0.0));
+  CHECK(audit_fetch(garray::any_of(e, a0)) == std::vector<std::int32_t>(3, 0));
+  CHECK(audit_fetch(garray::all_of(e, a0)) == std::vector<std::int32_t>(3, 1));
+  CHECK(audit_fetch(garray::count_nonzero(e, a0)) == std::vector<Index>(3, 0));
+  auto ei2 = garray::zeros<std::int32_t>(ctx, garray::Shape<2>{0, 3});
+  CHECK(all_nan(audit_fetch(garray::mean(ei2, a0)), 3));  // np.mean(np.zeros((0, 3), np.int32), axis=0)
+  CHECK(audit_fetch(garray::sum(ei2, a0)) == std::vector<std::int64_t>(3, 0));
+  CHECK(audit_fetch(garray::prod(ei2, a0)) == std::vector<std::int64_t>(3, 1));
+  // A non-empty axis with an empty result: no error (np.max(np.zeros((3, 0)), axis=0) and
+  // np.argmin(..., axis=0) are empty arrays; np.var(np.zeros((0, 3)), axis=1) too).
+  auto f = garray::zeros<double>(ctx, garray::Shape<2>{3, 0});
+  CHECK(garray::max(f, a0).size() == 0);
+  CHECK(garray::min(f, a0).size() == 0);
+  CHECK(garray::argmin(f, a0).size() == 0);
+  CHECK(garray::argmax(f, a0).size() == 0);
+  CHECK(garray::var(e, garray::Axis{1}).size() == 0);
+  // An axis of length 0 with an empty result: NumPy still raises ValueError
+  // (np.max(np.zeros((0, 0)), axis=0), axis=1; np.argmax(np.zeros((0, 0)), axis=1); np.argmin(..., axis=0)).
+  auto z = garray::zeros<double>(ctx, garray::Shape<2>{0, 0});
+  for (std::ptrdiff_t ax : {0, 1, -1}) {
+    CAPTURE(ax);
+    CHECK_THROWS_AS(garray::max(z, garray::Axis{ax}), garray::InvalidArgument);
+    CHECK_THROWS_AS(garray::min(z, garray::Axis{ax}), garray::InvalidArgument);
+    CHECK_THROWS_AS(garray::argmax(z, garray::Axis{ax}), garray::InvalidArgument);
+    CHECK_THROWS_AS(garray::argmin(z, garray::Axis{ax}), garray::InvalidArgument);
+  }
+  // ... and every rank can go on.
+  CHECK(garray::sum(garray::full<double>(ctx, garray::Shape<1>{3}, 2.0)) == 6.0);
+}
+
+// semantics.md: var/std "`ddof >= n` gives inf (NaN if every element equals the mean), as
+// NumPy"; along an axis "n - ddof <= 0 gives inf/NaN as NumPy". Tested today: full inf for
+// ddof >= n, full NaN for a constant array, axis inf. Not tested: the axis NaN for constant
+// lines, negative ddof (NumPy divides by n - ddof > n), ddof == n exactly along an axis.
+TEST_CASE("var/std with ddof >= n (inf; NaN for constant lines) and negative ddof (n - ddof), along an axis and full") {
+  using namespace audit_red;
+  garray::Context ctx;
+  const double inf = std::numeric_limits<double>::infinity();
+  garray::GlobalArray<double, 2> x(ctx, {2, 3}, test::last_rank_owns_no_rows(2, ctx.size()));
+  load_all(x, {1, 2, 4, 2, 2, 2});
+  // np.var([[1., 2., 4.], [2., 2., 2.]], axis=1, ddof=3) and ddof=5: [inf, nan]; np.std likewise
+  for (Index ddof : {3, 5}) {
+    CAPTURE(ddof);
+    const auto v = audit_fetch(garray::var(x, garray::Axis{1}, ddof));
+    const auto sd = audit_fetch(garray::std_dev(x, garray::Axis{-1}, ddof));
+    CHECK(v[0] == inf);
+    CHECK(std::isnan(v[1]));
+    CHECK(sd[0] == inf);
+    CHECK(std::isnan(sd[1]));
+  }
+  // np.var(..., axis=0, ddof=2): columns [1, 2], [2, 2], [4, 2] -> [inf, nan, inf]
+  const auto v0 = audit_fetch(garray::var(x, garray::Axis{0}, 2));
+  CHECK(v0[0] == inf);
+  CHECK(std::isnan(v0[1]));
+  CHECK(v0[2] == inf);
+  // Negative ddof divides by n - ddof: np.var([1., 2., 4.], ddof=-2) == (14/3) / 5 == 0.9333...
+  const double ss = 14.0 / 3.0;  // squared deviations of [1, 2, 4] from 7/3
+  const auto vn = audit_fetch(garray::var(x, garray::Axis{1}, -2));
+  CHECK(vn[0] == doctest::Approx(ss / 5).epsilon(1e-14));
+  CHECK(vn[1] == 0.0);
+  auto row0 = x[garray::idx[0]];
+  CHECK(garray::var(row0, Index{-2}) == doctest::Approx(ss / 5).epsilon(1e-14));
+  CHECK(garray::std_dev(row0, Index{-2}) == doctest::Approx(std::sqrt(ss / 5)).epsilon(1e-14));
+  CHECK(garray::var(row0, Index{3}) == inf);
+  CHECK(std::isnan(garray::var(x[garray::idx[1]], Index{3})));  // constant row, ddof == n: 0 / 0
+}
+
+// NumPy: np.count_nonzero([-0.0, nan, 0.0]) == 1, np.any([-0.0]) is False, np.all([nan]) is True.
+TEST_CASE("-0.0 is zero and NaN nonzero in count_nonzero, any_of, all_of, full and along an axis") {
+  using namespace audit_red;
+  garray::Context ctx;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  garray::GlobalArray<double, 2> x(ctx, {2, 3}, test::last_rank_owns_no_rows(2, ctx.size()));
+  load_all(x, {-0.0, nan, 0.0, -0.0, -0.0, 1.0});
+  CHECK(garray::count_nonzero(x) == 2);
+  CHECK(!garray::all_of(x));
+  CHECK(!garray::any_of(x[garray::idx[garray::all][0]]));  // [-0.0, -0.0]
+  CHECK(garray::all_of(x[garray::idx[0][garray::range(1, 2)]]));  // [nan]
+  CHECK(audit_fetch(garray::count_nonzero(x, garray::Axis{1})) == std::vector<Index>{1, 1});
+  CHECK(audit_fetch(garray::count_nonzero(x, garray::Axis{0})) == std::vector<Index>{0, 1, 1});
+  CHECK(audit_fetch(garray::any_of(x, garray::Axis{0})) == std::vector<std::int32_t>{0, 1, 1});
+  CHECK(audit_fetch(garray::all_of(x, garray::Axis{1})) == std::vector<std::int32_t>{0, 0});
+}

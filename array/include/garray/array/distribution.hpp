@@ -115,15 +115,22 @@ class Distribution {
       case Kind::irregular: break;
       case Kind::replicated: r.procs_.fill(1); break;
     }
-    std::int64_t p = 1;
+    std::int64_t p = 1;  // stops growing past nranks: the product of a large grid cannot overflow
     for (std::size_t d = 0; d < N; ++d) {
       if (r.procs_[d] < 1)
         detail::raise<InvalidArgument>(what, ": process grid ", detail::seq(r.procs_), " has a dimension < 1");
-      p *= r.procs_[d];
+      if (p <= nranks) p *= r.procs_[d];
     }
-    if (p > nranks)
-      detail::raise<InvalidArgument>(what, ": process grid ", detail::seq(r.procs_), " needs ", p,
+    if (p > nranks) {
+      std::int64_t q = 1;  // the whole product, unless it exceeds what an int64 holds
+      for (std::size_t d = 0; d < N && q > 0; ++d)
+        q = q > std::numeric_limits<std::int64_t>::max() / r.procs_[d] ? -1 : q * r.procs_[d];
+      if (q < 0)
+        detail::raise<InvalidArgument>(what, ": process grid ", detail::seq(r.procs_),
+                                       " needs more ranks than an int64 counts; the group has ", nranks);
+      detail::raise<InvalidArgument>(what, ": process grid ", detail::seq(r.procs_), " needs ", q,
                                      " ranks but the group has ", nranks);
+    }
     for (std::size_t d = 0; d < N; ++d) {
       auto& b = r.bounds_[d];
       if (kind_ == Kind::irregular) {

@@ -48,6 +48,7 @@
 #include <complex>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <exception>
 #include <garray/array/distribution.hpp>
 #include <garray/array/global_array.hpp>
@@ -539,6 +540,9 @@ Distribution<N> recorded_distribution(const DatasetInfo& inf, std::string_view w
   std::array<int, N> procs{};
   std::size_t total = 0;
   for (std::size_t d = 0; d < N; ++d) {
+    if (inf.process_grid[d] < 1 || inf.process_grid[d] > std::numeric_limits<int>::max())
+      gd::raise<InvalidArgument>(what, ": recorded process grid ", gd::seq(inf.process_grid),
+                                 " has an extent outside [1, INT_MAX]");
     procs[d] = static_cast<int>(inf.process_grid[d]);
     total += static_cast<std::size_t>(procs[d]);
   }
