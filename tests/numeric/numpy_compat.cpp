@@ -171,6 +171,43 @@ void all_dims(Cases& cs, const garray::Context& ctx, test::Rng& rng) {
 }
 }  // namespace
 
+namespace {
+/// Float -> integer conversions of NaN, infinities and values outside the integer's range
+/// (undefined behaviour in C++): astype and assignment give what NumPy gives on x86.
+template <class T>
+void casts_out_of_range(Cases& cs, const garray::Context& ctx, test::Rng& rng) {
+  const T inf = std::numeric_limits<T>::infinity();
+  const std::vector<T> special{inf,         -inf,        std::numeric_limits<T>::quiet_NaN(),
+                               T(3e9),      T(-3e9),     T(2.7),
+                               T(-2.7),     T(-0.0),     T(2147483647.0),
+                               T(-2147483648.0), T(2147483648.0), T(9.3e18),
+                               T(-9.3e18),  T(9.2e18),   T(-9.2e18)};
+  const Index n = 2 * static_cast<Index>(special.size()) + test::uniform(rng, 0, 6);
+  const garray::Shape<1> sh{n};
+  garray::GlobalArray<T, 1> x(ctx, sh, test::random_distribution<1>(rng, sh, ctx.size()));
+  garray::GlobalArray<T, 1> zero(ctx, sh, test::random_distribution<1>(rng, sh, ctx.size()));
+  zero.fill(T{0});
+  const auto shift = static_cast<std::size_t>(test::uniform(rng, 0, 100));
+  if (ctx.rank() == 0) {
+    std::vector<T> v(static_cast<std::size_t>(n));
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = special[(i + shift) % special.size()];
+    x.put(garray::idx[garray::range()], std::span<const T>(v));
+  }
+  x.sync();
+  const std::string xs = "\"x\": " + dump(x), ys = "\"y\": " + dump(zero);
+  const auto to = [&]<class U>(U*) {
+    cs.add(std::string("\"op\": \"astype\", \"args\": {\"dtype\": \"") + dtype_name<U>() + "\"}, " + xs +
+           ", \"got\": " + dump(x.template astype<U>()));
+    garray::GlobalArray<U, 1> r(ctx, sh, test::random_distribution<1>(rng, sh, ctx.size()));
+    r = x * T{2} + zero;  // the engine's store into an integer array
+    cs.add(std::string("\"op\": \"assign_expr\", \"args\": {\"dtype\": \"") + dtype_name<U>() + "\"}, " +
+           xs + ", " + ys + ", \"got\": " + dump(r));
+  };
+  to(static_cast<std::int32_t*>(nullptr));
+  to(static_cast<std::int64_t*>(nullptr));
+}
+}  // namespace
+
 TEST_CASE("creation, whole-array assignment, astype and reductions agree with NumPy") {
   garray::Context ctx;
   auto rng = test::Rng(test::shared_seed());
@@ -180,6 +217,8 @@ TEST_CASE("creation, whole-array assignment, astype and reductions agree with Nu
   ranges_of<double>(cs, ctx, rng);
   ranges_of<std::int32_t>(cs, ctx, rng);
   ranges_of<std::int64_t>(cs, ctx, rng);
+  casts_out_of_range<float>(cs, ctx, rng);
+  casts_out_of_range<double>(cs, ctx, rng);
   CHECK(cs.check(ctx));
 }
 

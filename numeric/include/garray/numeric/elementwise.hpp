@@ -45,15 +45,15 @@ namespace detail {
 
 template <class T, class B>
 void run_unit_restrict(B b, T* __restrict o, Index n) {
-  for (Index i = 0; i < n; ++i) o[i] = static_cast<T>(b.template at<true>(i));
+  for (Index i = 0; i < n; ++i) o[i] = store_cast<T>(b.template at<true>(i));
 }
 template <class T, class B>
 void run_unit(B b, T* o, Index n) {
-  for (Index i = 0; i < n; ++i) o[i] = static_cast<T>(b.template at<true>(i));
+  for (Index i = 0; i < n; ++i) o[i] = store_cast<T>(b.template at<true>(i));
 }
 template <class T, class B>
 void run_strided(B b, T* o, Index n, Index os) {
-  for (Index i = 0; i < n; ++i) o[i * os] = static_cast<T>(b.template at<false>(i));
+  for (Index i = 0; i < n; ++i) o[i * os] = store_cast<T>(b.template at<false>(i));
 }
 
 /// The output view as a view (arrays become their whole view).
@@ -209,7 +209,7 @@ template <class O, Operand X>
 void assign(O&& out_, const X& x) {
   using T = typename std::remove_cvref_t<decltype(detail::out_view(out_))>::value_type;
   if constexpr (ScalarOperand<X> && requires { static_cast<T>(x); }) {
-    detail::out_view(out_).fill(static_cast<T>(x));
+    detail::out_view(out_).fill(detail::store_cast<T>(x));
   } else {
     detail::assign_salted(std::forward<O>(out_), x, 0);
   }
@@ -286,11 +286,11 @@ auto assign_reduce_sweep(O&& out_, const E& e, Red red, F f, const char* what) {
           T& slot = U ? o[i] : o[i * os];
           if constexpr (WithRef) {
             const auto v = bb.template at<U>(i);
-            const T nv = static_cast<T>(v.first);
+            const T nv = store_cast<T>(v.first);
             a = red(a, f(nv, v.second));
             slot = nv;
           } else {
-            const T nv = static_cast<T>(bb.template at<U>(i));
+            const T nv = store_cast<T>(bb.template at<U>(i));
             a = red(a, f(nv, slot));
             slot = nv;
           }
@@ -384,11 +384,11 @@ double assign_norm2_exact_sweep(O&& out_, const E& e, const char* what) {
           T& slot = U ? o[i] : o[i * os];
           if constexpr (WithRef) {
             const auto v = bb.template at<U>(i);
-            const T nv = static_cast<T>(v.first);
+            const T nv = store_cast<T>(v.first);
             slot = nv;
             return AbsSquare{}(nv - v.second);
           } else {
-            const T nv = static_cast<T>(bb.template at<U>(i));
+            const T nv = store_cast<T>(bb.template at<U>(i));
             const double d = AbsSquare{}(nv - slot);
             slot = nv;
             return d;

@@ -86,6 +86,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 #include <utility>
 
@@ -254,6 +255,22 @@ concept Expression = std::derived_from<std::remove_cvref_t<E>, detail::ExprTag>;
 // functors Add Sub Mul Div Lt Le Gt Ge Eq Ne Pow Min Max, Neg Abs Sqrt Exp Log Sin Cos,
 // `Cast<U>` and `Promoted<Op, P>`; pure functions of their arguments. Users write the
 // operators and functions below instead, so the API reference leaves this namespace out.
+namespace detail {
+/// The value stored into an element of type T (assignment, compound assignment, astype,
+/// cast<T>): static_cast, except from floating point to an integer type, where NaN and values
+/// outside T's range (undefined behaviour in C++) give T's minimum, as NumPy's cast does on
+/// x86 (np.array([inf, nan, 3e9]).astype(np.int32) is INT32_MIN three times).
+template <class T, class X>
+constexpr T store_cast(const X& x) noexcept {
+  if constexpr (std::is_integral_v<T> && std::is_floating_point_v<X>) {
+    constexpr X lo = static_cast<X>(std::numeric_limits<T>::min());  // -2^31 or -2^63: exact
+    return x >= lo && x < -lo ? static_cast<T>(x) : std::numeric_limits<T>::min();
+  } else {
+    return static_cast<T>(x);
+  }
+}
+}  // namespace detail
+
 namespace ops {
 #define GARRAY_DETAIL_BINOP(Name, expr)                         \
   struct Name {                                                 \
@@ -325,11 +342,13 @@ GARRAY_DETAIL_UNOP(Cos, std::cos(a))
 /// Conversion to U as static_cast; complex to real keeps the real part (as NumPy).
 template <class U>
 struct Cast {
-  /// Local. `a` converted to U.
+  /// Local. `a` converted to U (detail::store_cast).
   template <class A>
   constexpr U operator()(const A& a) const {
-    if constexpr (detail::is_complex<A>::value && !detail::is_complex<U>::value) return static_cast<U>(a.real());
-    else return static_cast<U>(a);
+    if constexpr (detail::is_complex<A>::value && !detail::is_complex<U>::value)
+      return detail::store_cast<U>(a.real());
+    else
+      return detail::store_cast<U>(a);
   }
 };
 }  // namespace ops

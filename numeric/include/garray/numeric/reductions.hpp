@@ -598,7 +598,8 @@ auto variance(const X& x, Index ddof, std::string_view what) {
                                  static_cast<R>(n));  // mean(x), bit for bit
   const double ss = reduce_all<double>(x - m, sum_reducer{}, AbsSquare{}, what, hash_mix(salt, 2));
   // ddof >= n: a zero denominator, inf (NaN if every element is the mean), as NumPy
-  return static_cast<R>(ss / std::max(static_cast<double>(n - ddof), 0.0));
+  // (n - ddof in double, as the axis form: no integer overflow for an extreme ddof)
+  return static_cast<R>(ss / std::max(static_cast<double>(n) - static_cast<double>(ddof), 0.0));
 }
 }  // namespace detail
 
