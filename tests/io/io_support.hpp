@@ -77,9 +77,7 @@ void fill_bits(garray::GlobalArray<T, N>& a, std::uint64_t salt = 0) {
 /// The whole array (one-sided get on every rank).
 template <class T, std::size_t N>
 std::vector<T> all_of(const garray::GlobalArray<T, N>& a) {
-  std::vector<T> v(static_cast<std::size_t>(a.size()));
-  a.get_section(garray::Section<N>::full(a.shape()), std::span<T>(v));
-  return v;
+  return test::whole_array(a);
 }
 
 template <class T>

@@ -5,7 +5,13 @@
 
 #include <garray/garray.hpp>
 
+#include <cmath>
+#include <cstdint>
+#include <limits>
 #include <memory>
+#include <span>
+#include <type_traits>
+#include <vector>
 
 using gidx = garray::Index;
 using ntest::A2;
@@ -362,33 +368,20 @@ TEST_CASE("fill, iota, generate, fill_random and for_each_local") {
   }
 }
 
-#include <cmath>
-#include <cstdint>
-#include <limits>
-#include <span>
-#include <type_traits>
-#include <vector>
-
-namespace audit_expr {
+namespace edge_expr {
 using garray::Index;
-template <class T, std::size_t N>
-std::vector<T> audit_fetch(const garray::GlobalArray<T, N>& a) {
-  std::vector<T> v(static_cast<std::size_t>(a.size()));
-  if (!v.empty()) a.get_section(garray::Section<N>::full(a.shape()), v);
-  return v;
-}
 template <class T>
 void load_all(garray::GlobalArray<T, 1>& a, const std::vector<T>& v) {
   if (a.context().rank() == 0) a.put(garray::idx[garray::range()], std::span<const T>(v));
   a.sync();
 }
-}  // namespace audit_expr
+}  // namespace edge_expr
 
 // user-guide "Coming from NumPy": `int / int` is double; semantics.md: "integer `+ - *` ...
 // wrap modulo 2^bits of the promoted type". numpy_promotion.cpp divides only by nonzero
 // values; numpy_compat.cpp checks wrapping for int64 (+, *) and int32 (pow, -, abs) only.
 TEST_CASE("integer / is true division (inf, -inf, nan at zero), int32 + - * wrap mod 2^32, int32 with int64 is int64") {
-  using namespace audit_expr;
+  using namespace edge_expr;
   using I32 = std::int32_t;
   garray::Context ctx;
   const int p = ctx.size();
@@ -398,7 +391,7 @@ TEST_CASE("integer / is true division (inf, -inf, nan at zero), int32 + - * wrap
   auto q = garray::eval(x / y);
   static_assert(std::is_same_v<decltype(q), garray::GlobalArray<double, 1>>);
   // np.array([1, -1, 0, 7], np.int32) / np.array([0, 0, 0, 2], np.int32): [inf, -inf, nan, 3.5]
-  const auto g = audit_fetch(q);
+  const auto g = test::whole_array(q);
   const double inf = std::numeric_limits<double>::infinity();
   CHECK(g[0] == inf);
   CHECK(g[1] == -inf);
@@ -412,9 +405,9 @@ TEST_CASE("integer / is true division (inf, -inf, nan at zero), int32 + - * wrap
   load_all(b, {1, 65536, 1});
   auto es = garray::eval(a + b);
   static_assert(std::is_same_v<decltype(es), garray::GlobalArray<I32, 1>>);
-  CHECK(audit_fetch(es) == std::vector<I32>{mn, 131072, mn + 1});
-  CHECK(audit_fetch(garray::eval(a * b)) == std::vector<I32>{mx, 0, mn});
-  CHECK(audit_fetch(garray::eval(a - b)) == std::vector<I32>{mx - 1, 0, mx});
+  CHECK(test::whole_array(es) == std::vector<I32>{mn, 131072, mn + 1});
+  CHECK(test::whole_array(garray::eval(a * b)) == std::vector<I32>{mx, 0, mn});
+  CHECK(test::whole_array(garray::eval(a - b)) == std::vector<I32>{mx - 1, 0, mx});
   // Summing the wrapped products: int64 accumulator over the int32 values mx, 0, mn.
   CHECK(garray::sum(a * b) == std::int64_t{mx} + std::int64_t{mn});
   // With an int64 operand the promoted type is int64: no wrap (np.int32(2**31-1) + np.int64(1) == 2**31).
@@ -422,14 +415,14 @@ TEST_CASE("integer / is true division (inf, -inf, nan at zero), int32 + - * wrap
   one.fill(1);
   auto wide = garray::eval(a + one);
   static_assert(std::is_same_v<decltype(wide), garray::GlobalArray<std::int64_t, 1>>);
-  CHECK(audit_fetch(wide) == std::vector<std::int64_t>{std::int64_t{mx} + 1, 65537, std::int64_t{mn} + 1});
+  CHECK(test::whole_array(wide) == std::vector<std::int64_t>{std::int64_t{mx} + 1, 65537, std::int64_t{mn} + 1});
 }
 
 // NumPy: bool + bool is logical or (np.array([True]) + np.array([True]) is [True]), bool * bool
 // is and, bool + 1 is int64, sum of a bool array counts. garray has bool expressions
 // (comparisons); nothing tests their arithmetic.
 TEST_CASE("bool expressions as NumPy: + is or, * is and, True + True is True, bool + 1 is int64, sums count") {
-  using namespace audit_expr;
+  using namespace edge_expr;
   garray::Context ctx;
   garray::GlobalArray<double, 1> x(ctx, {4}), y(ctx, {4}, test::last_rank_owns_nothing(4, ctx.size()));
   load_all(x, {3.0, -1.0, 0.0, 2.0});
@@ -439,16 +432,16 @@ TEST_CASE("bool expressions as NumPy: + is or, * is and, True + True is True, bo
   static_assert(std::is_same_v<typename decltype((x > 0.0) + 1)::value_type, std::int64_t>);
   // a = [3, -1, 0, 2], b = [0, 2, 0, -1]: (a > 0) + (b > 0) == [T, T, F, T], sum 3;
   // (a > 0) * (b > 0) all False; (a > 0) + (a > 0) == [T, F, F, T] (True + True is True: 1, not 2)
-  CHECK(audit_fetch(garray::eval<std::int32_t>((x > 0.0) + (y > 0.0))) == std::vector<std::int32_t>{1, 1, 0, 1});
-  CHECK(audit_fetch(garray::eval<std::int32_t>((x > 0.0) * (y > 0.0))) == std::vector<std::int32_t>{0, 0, 0, 0});
-  CHECK(audit_fetch(garray::eval<std::int32_t>((x > 0.0) + (x > 0.0))) == std::vector<std::int32_t>{1, 0, 0, 1});
+  CHECK(test::whole_array(garray::eval<std::int32_t>((x > 0.0) + (y > 0.0))) == std::vector<std::int32_t>{1, 1, 0, 1});
+  CHECK(test::whole_array(garray::eval<std::int32_t>((x > 0.0) * (y > 0.0))) == std::vector<std::int32_t>{0, 0, 0, 0});
+  CHECK(test::whole_array(garray::eval<std::int32_t>((x > 0.0) + (x > 0.0))) == std::vector<std::int32_t>{1, 0, 0, 1});
   CHECK(garray::sum((x > 0.0) + (y > 0.0)) == 3);
   CHECK(garray::sum((x > 0.0) + (x > 0.0)) == 2);
   CHECK(garray::count_nonzero((x > 0.0) * (y > 0.0)) == 0);
   // (a > 0) + 1 == [2, 1, 1, 2] (int64)
   auto plus1 = garray::eval((x > 0.0) + 1);
   static_assert(std::is_same_v<decltype(plus1), garray::GlobalArray<std::int64_t, 1>>);
-  CHECK(audit_fetch(plus1) == std::vector<std::int64_t>{2, 1, 1, 2});
+  CHECK(test::whole_array(plus1) == std::vector<std::int64_t>{2, 1, 1, 2});
   // mean of a bool expression is a double fraction: np.mean([T, T, F, T]) == 0.75
   CHECK(garray::mean((x > 0.0) + (y > 0.0)) == 0.75);
 }
@@ -459,7 +452,7 @@ TEST_CASE("bool expressions as NumPy: + is or, * is and, True + True is True, bo
 // view in an expression, as an output, in a compound assignment or a reduction. Every
 // statement below is replayed on a std::vector as NumPy would run it.
 TEST_CASE("0-d views as outputs, operands and reductions; composed overlapping views; steps past the extent") {
-  using namespace audit_expr;
+  using namespace edge_expr;
   using garray::idx, garray::range, garray::_;
   garray::Context ctx;
   const Index n = 4 * ctx.size() + 6;  // even, spread over every rank
@@ -510,5 +503,5 @@ TEST_CASE("0-d views as outputs, operands and reductions; composed overlapping v
   double total = 0;
   for (double v : ref) total += v;
   CHECK(garray::sum(a[idx[range(_, _, -1)]][idx[range(_, _, -1)]]) == total);
-  CHECK(audit_fetch(a) == ref);
+  CHECK(test::whole_array(a) == ref);
 }

@@ -5,7 +5,11 @@
 #include <garray/garray.hpp>
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
+#include <span>
+#include <type_traits>
+#include <vector>
 
 using gidx = garray::Index;
 
@@ -189,21 +193,8 @@ TEST_CASE("a replicated first operand is counted once (rank 0's copy), alone, in
   }
 }
 
-#include <cstdint>
-#include <span>
-#include <type_traits>
-#include <vector>
-
-namespace audit_red {
+namespace edge_red {
 using garray::Index;
-
-/// The whole array, row-major, on every rank (one-sided get).
-template <class T, std::size_t N>
-std::vector<T> audit_fetch(const garray::GlobalArray<T, N>& a) {
-  std::vector<T> v(static_cast<std::size_t>(a.size()));
-  if (!v.empty()) a.get_section(garray::Section<N>::full(a.shape()), v);
-  return v;
-}
 
 /// True if `a` is distributed as Distribution<N>::blocked() distributes its shape (every
 /// rank's box equal). Collective (creates a reference array).
@@ -227,7 +218,7 @@ inline bool all_nan(const std::vector<double>& v, std::size_t n) {
   for (double d : v) ok = ok && std::isnan(d);
   return ok;
 }
-}  // namespace audit_red
+}  // namespace edge_red
 
 // semantics.md, Operations table: "`sum(x)`, `prod(x)` of integers: accumulated in int64,
 // wrapping modulo 2^64 as NumPy"; "mean ... NumPy's result type (double for integers)";
@@ -235,7 +226,7 @@ inline bool all_nan(const std::vector<double>& v, std::size_t n) {
 // int32 values within +-1000 and multiply only +-1: an int32 accumulator (converted to
 // int64 at the end) would pass them.
 TEST_CASE("int32 sum/prod/mean accumulate in int64 (double for mean): past 2^31, products wrapping mod 2^64, full and along an axis") {
-  using namespace audit_red;
+  using namespace edge_red;
   garray::Context ctx;
   const int p = ctx.size();
   constexpr std::int32_t big = std::numeric_limits<std::int32_t>::max();
@@ -263,16 +254,16 @@ TEST_CASE("int32 sum/prod/mean accumulate in int64 (double for mean): past 2^31,
   auto c0 = garray::sum(s2, garray::Axis{0});
   auto c1 = garray::sum(s2, garray::Axis{-1});
   static_assert(std::is_same_v<decltype(c0), garray::GlobalArray<std::int64_t, 1>>);
-  CHECK(audit_fetch(c0) == std::vector<std::int64_t>(5, 3 * std::int64_t{big}));
-  CHECK(audit_fetch(c1) == std::vector<std::int64_t>(3, 5 * std::int64_t{big}));
+  CHECK(test::whole_array(c0) == std::vector<std::int64_t>(5, 3 * std::int64_t{big}));
+  CHECK(test::whole_array(c1) == std::vector<std::int64_t>(3, 5 * std::int64_t{big}));
   auto m0 = garray::mean(s2, garray::Axis{0});
   static_assert(std::is_same_v<decltype(m0), garray::GlobalArray<double, 1>>);
-  CHECK(audit_fetch(m0) == std::vector<double>(5, static_cast<double>(big)));
+  CHECK(test::whole_array(m0) == std::vector<double>(5, static_cast<double>(big)));
   auto t2 = garray::full<std::int32_t>(ctx, garray::Shape<2>{2, 41}, 3);
   auto pr1 = garray::prod(t2, garray::Axis{1});
   static_assert(std::is_same_v<decltype(pr1), garray::GlobalArray<std::int64_t, 1>>);
-  CHECK(audit_fetch(pr1) == std::vector<std::int64_t>(2, want));
-  CHECK(audit_fetch(garray::prod(t2, garray::Axis{0})) == std::vector<std::int64_t>(41, 9));
+  CHECK(test::whole_array(pr1) == std::vector<std::int64_t>(2, want));
+  CHECK(test::whole_array(garray::prod(t2, garray::Axis{0})) == std::vector<std::int64_t>(41, 9));
   // The axis results are blocked.
   CHECK(is_blocked(c0));
   CHECK(is_blocked(c1));
@@ -287,7 +278,7 @@ TEST_CASE("int32 sum/prod/mean accumulate in int64 (double for mean): past 2^31,
 // of an empty array are tested today; empty means, variances, the other identities and
 // the (0, 0) case (an empty axis AND an empty result: NumPy still raises) are not.
 TEST_CASE("empty selections and empty axes: NumPy's identities, NaN means and variances, errors where NumPy raises") {
-  using namespace audit_red;
+  using namespace edge_red;
   garray::Context ctx;
   auto e = garray::zeros<double>(ctx, garray::Shape<2>{0, 3});
   // Full: np.sum -> 0.0, np.prod -> 1.0, np.mean/var/std -> nan, np.var(ddof=-1) -> 0.0,
@@ -312,19 +303,19 @@ TEST_CASE("empty selections and empty axes: NumPy's identities, NaN means and va
   // np.mean/var/std -> [nan]*3, np.var(ddof=-1) -> [0, 0, 0], np.any -> False,
   // np.all -> True, np.count_nonzero -> 0.
   const garray::Axis a0{0};
-  CHECK(audit_fetch(garray::sum(e, a0)) == std::vector<double>(3, 0.0));
-  CHECK(audit_fetch(garray::prod(e, a0)) == std::vector<double>(3, 1.0));
-  CHECK(all_nan(audit_fetch(garray::mean(e, a0)), 3));
-  CHECK(all_nan(audit_fetch(garray::var(e, a0)), 3));
-  CHECK(all_nan(audit_fetch(garray::std_dev(e, a0)), 3));
-  CHECK(audit_fetch(garray::var(e, a0, -1)) == std::vector<double>(3, 0.0));
-  CHECK(audit_fetch(garray::any_of(e, a0)) == std::vector<std::int32_t>(3, 0));
-  CHECK(audit_fetch(garray::all_of(e, a0)) == std::vector<std::int32_t>(3, 1));
-  CHECK(audit_fetch(garray::count_nonzero(e, a0)) == std::vector<Index>(3, 0));
+  CHECK(test::whole_array(garray::sum(e, a0)) == std::vector<double>(3, 0.0));
+  CHECK(test::whole_array(garray::prod(e, a0)) == std::vector<double>(3, 1.0));
+  CHECK(all_nan(test::whole_array(garray::mean(e, a0)), 3));
+  CHECK(all_nan(test::whole_array(garray::var(e, a0)), 3));
+  CHECK(all_nan(test::whole_array(garray::std_dev(e, a0)), 3));
+  CHECK(test::whole_array(garray::var(e, a0, -1)) == std::vector<double>(3, 0.0));
+  CHECK(test::whole_array(garray::any_of(e, a0)) == std::vector<std::int32_t>(3, 0));
+  CHECK(test::whole_array(garray::all_of(e, a0)) == std::vector<std::int32_t>(3, 1));
+  CHECK(test::whole_array(garray::count_nonzero(e, a0)) == std::vector<Index>(3, 0));
   auto ei2 = garray::zeros<std::int32_t>(ctx, garray::Shape<2>{0, 3});
-  CHECK(all_nan(audit_fetch(garray::mean(ei2, a0)), 3));  // np.mean(np.zeros((0, 3), np.int32), axis=0)
-  CHECK(audit_fetch(garray::sum(ei2, a0)) == std::vector<std::int64_t>(3, 0));
-  CHECK(audit_fetch(garray::prod(ei2, a0)) == std::vector<std::int64_t>(3, 1));
+  CHECK(all_nan(test::whole_array(garray::mean(ei2, a0)), 3));  // np.mean(np.zeros((0, 3), np.int32), axis=0)
+  CHECK(test::whole_array(garray::sum(ei2, a0)) == std::vector<std::int64_t>(3, 0));
+  CHECK(test::whole_array(garray::prod(ei2, a0)) == std::vector<std::int64_t>(3, 1));
   // A non-empty axis with an empty result: no error (np.max(np.zeros((3, 0)), axis=0) and
   // np.argmin(..., axis=0) are empty arrays; np.var(np.zeros((0, 3)), axis=1) too).
   auto f = garray::zeros<double>(ctx, garray::Shape<2>{3, 0});
@@ -352,7 +343,7 @@ TEST_CASE("empty selections and empty axes: NumPy's identities, NaN means and va
 // ddof >= n, full NaN for a constant array, axis inf. Not tested: the axis NaN for constant
 // lines, negative ddof (NumPy divides by n - ddof > n), ddof == n exactly along an axis.
 TEST_CASE("var/std with ddof >= n (inf; NaN for constant lines) and negative ddof (n - ddof), along an axis and full") {
-  using namespace audit_red;
+  using namespace edge_red;
   garray::Context ctx;
   const double inf = std::numeric_limits<double>::infinity();
   garray::GlobalArray<double, 2> x(ctx, {2, 3}, test::last_rank_owns_no_rows(2, ctx.size()));
@@ -360,21 +351,21 @@ TEST_CASE("var/std with ddof >= n (inf; NaN for constant lines) and negative ddo
   // np.var([[1., 2., 4.], [2., 2., 2.]], axis=1, ddof=3) and ddof=5: [inf, nan]; np.std likewise
   for (Index ddof : {3, 5}) {
     CAPTURE(ddof);
-    const auto v = audit_fetch(garray::var(x, garray::Axis{1}, ddof));
-    const auto sd = audit_fetch(garray::std_dev(x, garray::Axis{-1}, ddof));
+    const auto v = test::whole_array(garray::var(x, garray::Axis{1}, ddof));
+    const auto sd = test::whole_array(garray::std_dev(x, garray::Axis{-1}, ddof));
     CHECK(v[0] == inf);
     CHECK(std::isnan(v[1]));
     CHECK(sd[0] == inf);
     CHECK(std::isnan(sd[1]));
   }
   // np.var(..., axis=0, ddof=2): columns [1, 2], [2, 2], [4, 2] -> [inf, nan, inf]
-  const auto v0 = audit_fetch(garray::var(x, garray::Axis{0}, 2));
+  const auto v0 = test::whole_array(garray::var(x, garray::Axis{0}, 2));
   CHECK(v0[0] == inf);
   CHECK(std::isnan(v0[1]));
   CHECK(v0[2] == inf);
   // Negative ddof divides by n - ddof: np.var([1., 2., 4.], ddof=-2) == (14/3) / 5 == 0.9333...
   const double ss = 14.0 / 3.0;  // squared deviations of [1, 2, 4] from 7/3
-  const auto vn = audit_fetch(garray::var(x, garray::Axis{1}, -2));
+  const auto vn = test::whole_array(garray::var(x, garray::Axis{1}, -2));
   CHECK(vn[0] == doctest::Approx(ss / 5).epsilon(1e-14));
   CHECK(vn[1] == 0.0);
   auto row0 = x[garray::idx[0]];
@@ -386,7 +377,7 @@ TEST_CASE("var/std with ddof >= n (inf; NaN for constant lines) and negative ddo
 
 // NumPy: np.count_nonzero([-0.0, nan, 0.0]) == 1, np.any([-0.0]) is False, np.all([nan]) is True.
 TEST_CASE("-0.0 is zero and NaN nonzero in count_nonzero, any_of, all_of, full and along an axis") {
-  using namespace audit_red;
+  using namespace edge_red;
   garray::Context ctx;
   const double nan = std::numeric_limits<double>::quiet_NaN();
   garray::GlobalArray<double, 2> x(ctx, {2, 3}, test::last_rank_owns_no_rows(2, ctx.size()));
@@ -395,8 +386,8 @@ TEST_CASE("-0.0 is zero and NaN nonzero in count_nonzero, any_of, all_of, full a
   CHECK(!garray::all_of(x));
   CHECK(!garray::any_of(x[garray::idx[garray::all][0]]));  // [-0.0, -0.0]
   CHECK(garray::all_of(x[garray::idx[0][garray::range(1, 2)]]));  // [nan]
-  CHECK(audit_fetch(garray::count_nonzero(x, garray::Axis{1})) == std::vector<Index>{1, 1});
-  CHECK(audit_fetch(garray::count_nonzero(x, garray::Axis{0})) == std::vector<Index>{0, 1, 1});
-  CHECK(audit_fetch(garray::any_of(x, garray::Axis{0})) == std::vector<std::int32_t>{0, 1, 1});
-  CHECK(audit_fetch(garray::all_of(x, garray::Axis{1})) == std::vector<std::int32_t>{0, 0});
+  CHECK(test::whole_array(garray::count_nonzero(x, garray::Axis{1})) == std::vector<Index>{1, 1});
+  CHECK(test::whole_array(garray::count_nonzero(x, garray::Axis{0})) == std::vector<Index>{0, 1, 1});
+  CHECK(test::whole_array(garray::any_of(x, garray::Axis{0})) == std::vector<std::int32_t>{0, 1, 1});
+  CHECK(test::whole_array(garray::all_of(x, garray::Axis{1})) == std::vector<std::int32_t>{0, 0});
 }

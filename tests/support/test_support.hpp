@@ -341,4 +341,12 @@ bool equal_on_all_ranks(garray::GlobalArray<T, N>& ga, Reference<T, N>& ref) {
   return all_ranks(ok, ga.context().comm());
 }
 
+/// The whole array, row-major, on every rank (one-sided get).
+template <class T, std::size_t N>
+std::vector<T> whole_array(const garray::GlobalArray<T, N>& a) {
+  std::vector<T> v(static_cast<std::size_t>(a.size()));
+  if (!v.empty()) a.get_section(garray::Section<N>::full(a.shape()), std::span<T>(v));
+  return v;
+}
+
 }  // namespace test
