@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <mutex>
+#include <optional>
 #include <random>
 
 #include "io_impl.hpp"
@@ -32,13 +33,25 @@ namespace detail {
 // path left open on another context.
 namespace {
 
+/// Which file a path names (a second path to the same file, a link, compares equal).
+struct FileId {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  bool operator==(const FileId&) const = default;
+};
+
+/// Local: the file at `path`, or nothing when the path cannot be stat'ed (nothing to compare).
+std::optional<FileId> file_id(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return FileId{st.st_dev, st.st_ino};
+}
+
 struct DeferredFile {
   hid_type fid = invalid_hid;
   std::uint64_t context = 0;  // the context's serial
   std::string path;
-  bool known = false;  // dev/ino valid
-  dev_t dev = 0;
-  ino_t ino = 0;
+  std::optional<FileId> id;
 };
 
 std::mutex deferred_mutex;
@@ -67,12 +80,7 @@ void defer_close(hid_type fid, std::uint64_t context, const std::string& path) n
     d.fid = fid;
     d.context = context;
     d.path = path;
-    struct stat st {};
-    if (::stat(path.c_str(), &st) == 0) {
-      d.known = true;
-      d.dev = st.st_dev;
-      d.ino = st.st_ino;
-    }
+    d.id = file_id(path);
     std::lock_guard lock(deferred_mutex);
     if (deferred_keyval == MPI_KEYVAL_INVALID &&
         MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, close_deferred_at_finalize, &deferred_keyval,
@@ -89,8 +97,7 @@ void defer_close(hid_type fid, std::uint64_t context, const std::string& path) n
 // handles only read): the second open would keep its own metadata cache.
 struct LiveFile {
   const FileState* owner = nullptr;
-  dev_t dev = 0;
-  ino_t ino = 0;
+  FileId id;
   bool writable = false;
 };
 std::mutex live_mutex;
@@ -105,10 +112,10 @@ void forget_live(const FileState* st) noexcept {
 }
 
 void note_live(const FileState* st) {
-  struct stat s {};
-  if (::stat(st->path.c_str(), &s) != 0) return;  // not found by path: nothing to compare with
+  const auto id = file_id(st->path);
+  if (!id) return;  // not found by path: nothing to compare with
   std::lock_guard lock(live_mutex);
-  live_files().push_back(LiveFile{st, s.st_dev, s.st_ino, st->mode != Mode::read_only});
+  live_files().push_back(LiveFile{st, *id, st->mode != Mode::read_only});
 }
 
 }  // namespace
@@ -162,11 +169,11 @@ namespace {
 
 /// Local, part of File's validation: a file left open on another context (see above).
 void check_not_deferred_elsewhere(std::string_view what, const std::string& path, std::uint64_t context) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return;
+  const auto id = file_id(path);
+  if (!id) return;
   std::lock_guard lock(deferred_mutex);
   for (const auto& d : deferred())
-    if (d.context != context && d.known && d.dev == st.st_dev && d.ino == st.st_ino)
+    if (d.context != context && d.id == id)
       gd::raise<FileError>(what, ": file '", path, "' is still open on context ", d.context,
                            " (its last handle was dropped while a rank unwound; it closes at that context's "
                            "next io call, or when MPI_Finalize starts)");
@@ -175,11 +182,11 @@ void check_not_deferred_elsewhere(std::string_view what, const std::string& path
 /// Local, part of File's validation: the path is open in this process through another live
 /// io::File, and one of the two handles may write (see "files open in this process").
 void check_not_open_here(std::string_view what, const std::string& path, Mode mode) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return;
+  const auto id = file_id(path);
+  if (!id) return;
   std::lock_guard lock(live_mutex);
   for (const auto& f : live_files())
-    if (f.dev == st.st_dev && f.ino == st.st_ino && (f.writable || mode != Mode::read_only))
+    if (f.id == *id && (f.writable || mode != Mode::read_only))
       gd::raise<FileError>(what, ": file '", path, "' is already open in this process through another io::File",
                            f.writable ? " that may write" : "",
                            " (a second handle would keep its own metadata cache, and closing one could "

@@ -884,19 +884,16 @@ V Group::value_attribute(const std::string& key, const std::string& object) cons
       if (H5Aread(at.get(), mt.get(), &v) < 0) cannot_read();
     } else if (cls == H5T_INTEGER) {
       // Read at full width and check the range: HDF5's conversion saturates without an error.
-      if (H5Tget_sign(ft.get()) == H5T_SGN_NONE && H5Tget_size(ft.get()) >= sizeof(std::uint64_t)) {
-        std::uint64_t x = 0;
-        if (H5Aread(at.get(), H5T_NATIVE_UINT64, &x) < 0) cannot_read();
+      const auto read_as = [&](auto x, hid_t mem_type) {
+        if (H5Aread(at.get(), mem_type, &x) < 0) cannot_read();
         if constexpr (std::is_integral_v<V>)
           if (!std::in_range<V>(x)) cannot_hold(x);
         v = static_cast<V>(x);
-      } else {
-        std::int64_t x = 0;
-        if (H5Aread(at.get(), H5T_NATIVE_INT64, &x) < 0) cannot_read();
-        if constexpr (std::is_integral_v<V>)
-          if (!std::in_range<V>(x)) cannot_hold(x);
-        v = static_cast<V>(x);
-      }
+      };
+      if (H5Tget_sign(ft.get()) == H5T_SGN_NONE && H5Tget_size(ft.get()) >= sizeof(std::uint64_t))
+        read_as(std::uint64_t{0}, H5T_NATIVE_UINT64);
+      else
+        read_as(std::int64_t{0}, H5T_NATIVE_INT64);
     } else if constexpr (std::is_floating_point_v<V>) {
       double x = 0;  // a float attribute (cls == H5T_FLOAT)
       if (H5Aread(at.get(), H5T_NATIVE_DOUBLE, &x) < 0) cannot_read();

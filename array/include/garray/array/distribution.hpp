@@ -115,22 +115,19 @@ class Distribution {
       case Kind::irregular: break;
       case Kind::replicated: r.procs_.fill(1); break;
     }
-    std::int64_t p = 1;  // stops growing past nranks: the product of a large grid cannot overflow
+    std::int64_t p = 1;
+    bool overflow = false;  // the grid's product does not fit an int64 (grids read from files)
     for (std::size_t d = 0; d < N; ++d) {
       if (r.procs_[d] < 1)
         detail::raise<InvalidArgument>(what, ": process grid ", detail::seq(r.procs_), " has a dimension < 1");
-      if (p <= nranks) p *= r.procs_[d];
+      overflow = overflow || __builtin_mul_overflow(p, r.procs_[d], &p);
     }
-    if (p > nranks) {
-      std::int64_t q = 1;  // the whole product, unless it exceeds what an int64 holds
-      for (std::size_t d = 0; d < N && q > 0; ++d)
-        q = q > std::numeric_limits<std::int64_t>::max() / r.procs_[d] ? -1 : q * r.procs_[d];
-      if (q < 0)
-        detail::raise<InvalidArgument>(what, ": process grid ", detail::seq(r.procs_),
-                                       " needs more ranks than an int64 counts; the group has ", nranks);
-      detail::raise<InvalidArgument>(what, ": process grid ", detail::seq(r.procs_), " needs ", q,
+    if (overflow)
+      detail::raise<InvalidArgument>(what, ": process grid ", detail::seq(r.procs_),
+                                     " needs more ranks than an int64 counts; the group has ", nranks);
+    if (p > nranks)
+      detail::raise<InvalidArgument>(what, ": process grid ", detail::seq(r.procs_), " needs ", p,
                                      " ranks but the group has ", nranks);
-    }
     for (std::size_t d = 0; d < N; ++d) {
       auto& b = r.bounds_[d];
       if (kind_ == Kind::irregular) {
