@@ -1,7 +1,8 @@
 // Serial: distribution math over random shapes, grids and rank counts.
-#include "support/test_support.hpp"
-
 #include <garray/array/detail/transfer_plan.hpp>
+#include <optional>
+
+#include "support/test_support.hpp"
 
 using garray::Box;
 using garray::Distribution;
@@ -136,4 +137,34 @@ TEST_CASE("bad distributions are rejected with InvalidArgument") {
                   garray::InvalidArgument);
   CHECK_THROWS_AS(D2::blocked().resolve({-1, 10}, 4, "t"), garray::InvalidArgument);
   CHECK_NOTHROW(D2::grid({1, 2}).resolve({10, 10}, 4, "t"));  // ranks 2, 3 own nothing
+}
+
+// GlobalArray(ctx, shape, a.distribution()) resolves a resolved map again (the user guide's
+// GA_Duplicate row): an irregular map then appended its extent a second time ({0, 3, 6} ->
+// {0, 3, 6, 6}), so the duplicate's signature differed, numeric results made from its starts
+// needed (procs + 1) blocks per dimension, and for another shape the new elements had no
+// owner (owner() named a rank whose block does not hold them).
+TEST_CASE(
+    "resolving a resolved irregular distribution again gives the same map, or for another shape a tiling") {
+  using D2 = Distribution<2>;
+  const Shape<2> shape{6, 4};
+  const auto a =
+      D2::irregular({std::vector<test::Index>{0, 3}, std::vector<test::Index>{0}}).resolve(shape, 2, "test");
+  const auto b = a.resolve(shape, 2, "test");  // GlobalArray b(ctx, a.shape(), a.distribution())
+  CHECK(b.bounds(0) == a.bounds(0));           // {0, 3, 6}; is {0, 3, 6, 6}
+  CHECK(b.bounds(1) == a.bounds(1));           // {0, 4};    is {0, 4, 4}
+  CHECK(b.signature() == a.signature());       // semantics.md "Array cache": same blocks, same key
+  // What eval/zeros_like/astype/take/cumsum do with it (numeric derived_distribution): the
+  // block starts are bounds minus the last; here {0,3,6} x {0,4}: a 3 x 2 grid on 2 ranks.
+  std::array<std::vector<test::Index>, 2> starts;
+  for (std::size_t k = 0; k < 2; ++k) starts[k].assign(b.bounds(k).begin(), b.bounds(k).end() - 1);
+  CHECK_NOTHROW((void)D2::irregular(starts).resolve(shape, 2, "test"));  // throws: needs 6 ranks
+  // Another shape (more columns): must be refused or tile it. Today columns 4..7 are owned by
+  // nobody and owner({0, 5}) is rank 1, whose block is rows 3-5 x columns 0-3.
+  std::optional<D2> c;
+  try {
+    c = a.resolve({6, 8}, 2, "test");
+  } catch (const garray::InvalidArgument&) {
+  }
+  if (c) check_tiling(*c);
 }

@@ -597,3 +597,42 @@ TEST_CASE("GA row: GA_Brdcst / GA_Dgop are plain MPI on ctx.comm()") {
   CHECK(gb == b);
 #endif
 }
+
+// The guide's GA_Duplicate recipe on an irregular array (see distribution_math.cpp): the
+// duplicate has the original's map and signature, numeric calls on it work, and the map
+// tiles a wider array.
+TEST_CASE(
+    "GA_Duplicate of an irregular array: the duplicate has the original's map, numeric calls on it work") {
+  garray::Context ctx;
+  const int nb = std::min(2, ctx.size());
+  std::vector<gidx> rows = {0};
+  if (nb == 2) rows.push_back(5);
+  A2 a(ctx, {R, C}, D2::irregular({rows, {0}}));
+  A2 dup(ctx, a.shape(), a.distribution(), a.ghost());
+  for (std::size_t d = 0; d < 2; ++d) CHECK(dup.distribution().bounds(d) == a.distribution().bounds(d));
+  CHECK(dup.distribution().signature() == a.distribution().signature());
+  load(dup);
+  std::string err;
+  try {
+    auto twice = garray::eval(dup * 2.0);  // blocked like dup (derived_distribution)
+    CHECK(twice.local_box() == a.local_box());
+    auto z = garray::zeros_like(dup);
+    CHECK(z.local_box() == a.local_box());
+  } catch (const garray::Error& e) {
+    err = e.what();
+  }
+  CHECK_MESSAGE(err.empty(), err);
+  // The same map for a wider array must tile it (or be refused on every rank).
+  bool refused = false;
+  std::optional<A2> wide;
+  try {
+    wide.emplace(ctx, garray::Shape<2>{R, 2 * C}, a.distribution());
+  } catch (const garray::InvalidArgument&) {
+    refused = true;
+  }
+  if (!refused) {
+    gidx covered = 0;
+    for (int r = 0; r < ctx.size(); ++r) covered += wide->box_of(r).empty() ? 0 : wide->box_of(r).volume();
+    CHECK(covered == wide->size());  // is R * C: columns C..2C-1 have no owner
+  }
+}

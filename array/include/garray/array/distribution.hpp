@@ -92,8 +92,10 @@ class Distribution {
   bool resolved() const noexcept { return resolved_; }
 
   /// Local (pure index math). Returns the full map of this spec for `shape` over `nranks`
-  /// ranks; this object is unchanged. Throws InvalidArgument naming `what` for a negative
-  /// extent, a shape with more elements than int64 holds, or a spec that does not fit.
+  /// ranks; this object is unchanged. A resolved map resolves as the spec it was made from (an
+  /// irregular map by its block starts), so a.distribution() makes an array with a's blocks. Throws
+  /// InvalidArgument naming `what` for a negative extent, a shape with more elements than int64 holds, or a
+  /// spec that does not fit.
   Distribution resolve(const Shape<N>& shape, int nranks, std::string_view what) const {
     Distribution r = *this;
     r.shape_ = shape;
@@ -131,6 +133,7 @@ class Distribution {
     for (std::size_t d = 0; d < N; ++d) {
       auto& b = r.bounds_[d];
       if (kind_ == Kind::irregular) {
+        if (resolved_) b.pop_back();  // a resolved map: back to its block starts (then re-checked)
         if (b.empty() || b.front() != 0)
           detail::raise<InvalidArgument>(what, ": irregular block starts in dim ", d, " must begin with 0");
         for (std::size_t i = 1; i < b.size(); ++i)

@@ -476,13 +476,7 @@ template <std::size_t M, class T, std::size_t N>
 Distribution<M> derived_distribution(const View<T, N, M>& v) {
   if constexpr (M == N) {
     const auto& a = v.array();
-    if (v.section() == Section<N>::full(a.shape())) {
-      const auto& d = a.distribution();
-      if (d.kind() != Distribution<N>::Kind::irregular) return d;
-      std::array<std::vector<Index>, N> starts;
-      for (std::size_t k = 0; k < N; ++k) starts[k].assign(d.bounds(k).begin(), d.bounds(k).end() - 1);
-      return Distribution<N>::irregular(starts);
-    }
+    if (v.section() == Section<N>::full(a.shape())) return a.distribution();
   }
   return Distribution<M>::blocked();
 }
