@@ -194,8 +194,17 @@ struct max_reducer {
 // ---- assignment ------------------------------------------------------------------------------
 
 namespace detail {
+/// An operand whose evaluation can throw for some values (an integer pow): the writing calls
+/// evaluate it into a temporary (eval, found by ADL) first and assign that, so a throw, on
+/// every rank by the failure rule, leaves the output unchanged ("a call that threw changed
+/// nothing"). One more pass and one more array, for these expressions only.
+template <class X>
+inline constexpr bool evaluate_first = can_throw_in_eval<expr_t<X>> && (expr_t<X>::rank >= 1);
+
 template <class O, Operand X>
 void assign_salted(O&& out_, const X& x, std::uint64_t salt);
+template <class O, Operand X>
+void assign_fused(O&& out_, const X& x, std::uint64_t salt);
 template <class O, class F>
 void generate_salted(O&& out_, F f, std::uint64_t salt);
 }  // namespace detail
@@ -220,6 +229,15 @@ namespace detail {
 /// step, fill_random's seed) folded into the collective signature.
 template <class O, Operand X>
 void assign_salted(O&& out_, const X& x, std::uint64_t salt) {
+  if constexpr (evaluate_first<X>)
+    assign_fused(std::forward<O>(out_), eval(x), salt);
+  else
+    assign_fused(std::forward<O>(out_), x, salt);
+}
+
+/// assign_salted's one fused pass (eval's too: no detour through a temporary).
+template <class O, Operand X>
+void assign_fused(O&& out_, const X& x, std::uint64_t salt) {
   const auto out = out_view(out_);
   using V = std::remove_cvref_t<decltype(out)>;
   using T = typename V::value_type;
@@ -316,8 +334,11 @@ auto assign_reduce_sweep(O&& out_, const E& e, Red red, F f, const char* what) {
 /// count and distribution).
 template <class O, Operand X, class Red, class F>
 auto assign_reduce(O&& out, const X& x, Red red, F f) {
-  return detail::assign_reduce_sweep<false>(std::forward<O>(out), as_expr(x), red, f,
-                                            "garray::assign_reduce");
+  if constexpr (detail::evaluate_first<X>)
+    return assign_reduce(std::forward<O>(out), eval(x), red, f);
+  else
+    return detail::assign_reduce_sweep<false>(std::forward<O>(out), as_expr(x), red, f,
+                                              "garray::assign_reduce");
 }
 
 /// out = expr in one sweep that also reduces f(new_value, ref_value) with `red`, where
@@ -328,8 +349,12 @@ auto assign_reduce(O&& out, const X& x, Red red, F f) {
 /// then read as numpy would, before any element is written. **Collective**, as assign_reduce.
 template <class O, Operand X, ArrayOperand Ref, class Red, class F>
 auto assign_reduce(O&& out, const X& x, const Ref& ref, Red red, F f) {
-  const auto e = BinaryExpr<detail::PairOp, expr_t<X>, expr_t<Ref>>(as_expr(x), as_expr(ref));
-  return detail::assign_reduce_sweep<true>(std::forward<O>(out), e, red, f, "garray::assign_reduce");
+  if constexpr (detail::evaluate_first<X>) {
+    return assign_reduce(std::forward<O>(out), eval(x), ref, red, f);
+  } else {
+    const auto e = BinaryExpr<detail::PairOp, expr_t<X>, expr_t<Ref>>(as_expr(x), as_expr(ref));
+    return detail::assign_reduce_sweep<true>(std::forward<O>(out), e, red, f, "garray::assign_reduce");
+  }
 }
 
 /// out = expr; returns sqrt(sum over out of |expr - ref|^2), in one sweep (the change of a
@@ -414,6 +439,8 @@ double assign_norm2_exact_sweep(O&& out_, const E& e, const char* what) {
 /// rank count, process grid and distribution of out (see garray::reproducible).
 template <class O, Operand X>
 double assign_norm2_change(O&& out, const X& x, reproducible_t) {
+  if constexpr (detail::evaluate_first<X>)
+    return assign_norm2_change(std::forward<O>(out), eval(x), reproducible);
   return std::sqrt(detail::assign_norm2_exact_sweep<false>(std::forward<O>(out), as_expr(x),
                                                             "garray::assign_norm2_change(reproducible)"));
 }
@@ -424,6 +451,8 @@ double assign_norm2_change(O&& out, const X& x, reproducible_t) {
 /// process grid and distribution.
 template <class O, Operand X, ArrayOperand Ref>
 double assign_norm2_diff(O&& out, const X& x, const Ref& ref, reproducible_t) {
+  if constexpr (detail::evaluate_first<X>)
+    return assign_norm2_diff(std::forward<O>(out), eval(x), ref, reproducible);
   const auto e = BinaryExpr<detail::PairOp, expr_t<X>, expr_t<Ref>>(as_expr(x), as_expr(ref));
   return std::sqrt(detail::assign_norm2_exact_sweep<true>(std::forward<O>(out), e,
                                                            "garray::assign_norm2_diff(reproducible)"));
@@ -508,7 +537,7 @@ auto eval(const X& x) {
   Distribution<M> dist = Distribution<M>::blocked();
   detail::with_driver_view(e, [&](const auto& v) { dist = detail::derived_distribution(v); });
   GlobalArray<T, M> out(*p.ctx, p.shape, dist);
-  assign(out, e);
+  detail::assign_fused(out, e, 0);
   return out;
 }
 /// A new array holding expr's values (element type V, default the expression's),
@@ -524,7 +553,7 @@ auto eval(const X& x, const Distribution<M>& dist) {
   detail::Plan<M> p;
   detail::prepare_free(p, e, "garray::eval");
   GlobalArray<T, M> out(*p.ctx, p.shape, dist);
-  assign(out, e);
+  detail::assign_fused(out, e, 0);
   return out;
 }
 

@@ -594,6 +594,27 @@ struct WhereExpr : detail::ExprTag {
   }
 };
 
+namespace detail {
+/// True when evaluating an element of the expression node type E can throw for some input
+/// values: an integer pow (a negative exponent). assign() and assign_reduce() evaluate such
+/// an expression into a temporary first, so a throw leaves the output unchanged.
+template <class Op>
+inline constexpr bool op_can_throw = false;
+template <class P>
+inline constexpr bool op_can_throw<ops::Promoted<ops::Pow, P>> =
+    std::is_integral_v<P> && !std::is_same_v<P, bool>;
+template <class E>
+inline constexpr bool can_throw_in_eval = false;
+template <class Op, class A>
+inline constexpr bool can_throw_in_eval<UnaryExpr<Op, A>> = op_can_throw<Op> || can_throw_in_eval<A>;
+template <class Op, class A, class B>
+inline constexpr bool can_throw_in_eval<BinaryExpr<Op, A, B>> =
+    op_can_throw<Op> || can_throw_in_eval<A> || can_throw_in_eval<B>;
+template <class C, class A, class B>
+inline constexpr bool can_throw_in_eval<WhereExpr<C, A, B>> =
+    can_throw_in_eval<C> || can_throw_in_eval<A> || can_throw_in_eval<B>;
+}  // namespace detail
+
 // ---- operands ------------------------------------------------------------------------------
 namespace detail {
 template <class X>
