@@ -655,6 +655,29 @@ void write_section(const Group& loc, const std::string& name, GlobalArray<T, N>&
   });
 }
 
+/// Throws FileError on this rank when the dataset's chunks need a filter this HDF5 cannot
+/// decode (h5py's LZF, a plugin not installed): found here, before any rank reads, rather
+/// than inside H5Dread, which may have stored into the destination by then.
+inline void check_filters(hid_t dset, const std::string& ds, std::string_view what) {
+  Hid dcpl(H5Dget_create_plist(dset), H5Pclose);
+  const int n = dcpl.valid() ? H5Pget_nfilters(dcpl.get()) : 0;
+  for (int i = 0; i < n; ++i) {
+    unsigned flags = 0, config = 0;
+    std::size_t nvalues = 0;
+    char fname[64] = {};
+    const H5Z_filter_t id = H5Pget_filter2(dcpl.get(), static_cast<unsigned>(i), &flags, &nvalues, nullptr,
+                                           sizeof fname, fname, &config);
+    if (id < 0) gd::raise<FileError>(what, ": ", ds, ": cannot query its filters: ", hdf5_message());
+    unsigned info = 0;
+    const bool usable = H5Zfilter_avail(id) > 0 && H5Zget_filter_info(id, &info) >= 0 &&
+                        (info & H5Z_FILTER_CONFIG_DECODE_ENABLED);
+    if (!usable)
+      gd::raise<FileError>(
+          what, ": ", ds, " needs HDF5 filter ", id, fname[0] ? cat(" ('", fname, "')") : "",
+          ", which this HDF5 cannot decode (not built in, no plugin found); nothing was read");
+  }
+}
+
 /// Opens dataset `name` and checks its type and shape against T and `want` (the file-side
 /// shape a read needs; empty to skip the shape check). Throws on this rank.
 template <Element T>
@@ -669,6 +692,7 @@ Hid open_checked(const Group& loc, const std::string& name, const std::vector<In
   }
   Hid dset(H5Dopen2(loc.id(), name.c_str(), H5P_DEFAULT), H5Dclose);
   if (!dset.valid()) gd::raise<FileError>(what, ": cannot open ", ds, ": ", hdf5_message());
+  check_filters(dset.get(), ds, what);
   Hid ft(H5Dget_type(dset.get()), H5Tclose);
   if (!type_matches<T>(ft.get()))
     gd::raise<TypeMismatch>(what, ": ", ds, " holds ", describe_type(ft.get()), ", the array holds ",
