@@ -133,3 +133,42 @@ TEST_CASE("sync on different arrays is detected on every rank") {
   a.sync();
   b.sync();
 }
+
+// A get, get_nb or gather that throws on bad input leaves the caller's buffer untouched, also
+// when the bad list entry comes after entries other ranks own (strong-guarantee audit).
+namespace untouched_buffer {
+TEST_CASE("a get, get_nb or gather that throws leaves the caller's buffer untouched") {
+  garray::Context ctx;
+  A2 a(ctx, {6, 10});
+  auto ref = pattern(a);
+  const std::vector<double> sentinel(10, -7.0);
+  std::vector<double> buf = sentinel;
+  CHECK_THROWS_AS(a.get(idx[6], std::span<double>(buf)), garray::BoundsError);
+  CHECK(buf == sentinel);
+  CHECK_THROWS_AS(a.get(idx[1], std::span<double>(buf.data(), 9)), garray::SizeMismatch);
+  CHECK(buf == sentinel);
+  CHECK_THROWS_AS((void)a.get_nb(idx[all][10], std::span<double>(buf.data(), 6)), garray::BoundsError);
+  CHECK(buf == sentinel);
+  {
+    boost::multi_array<double, 2> wrong(boost::extents[3][4]);
+    std::fill_n(wrong.data(), wrong.num_elements(), -7.0);
+    CHECK_THROWS_AS(a.get(idx[range(0, 4)][range(0, 3)], wrong), garray::SizeMismatch);
+    CHECK(std::all_of(wrong.data(), wrong.data() + wrong.num_elements(), [](double x) { return x == -7.0; }));
+  }
+  // entries owned by rank 0 and the last rank first, the bad one last
+  const std::vector<garray::Shape<2>> list{{0, 0}, {5, 9}, {3, 4}, {6, 0}};
+  std::vector<double> vals(4, -7.0);
+  CHECK_THROWS_AS(a.gather(list, vals), garray::BoundsError);
+  CHECK(vals == std::vector<double>(4, -7.0));
+  auto col = a[idx[all][9]];  // a view: view coordinates
+  const std::vector<garray::Shape<1>> ks{{0}, {5}, {-7}};
+  std::vector<double> three(3, -7.0);
+  CHECK_THROWS_AS(col.gather(ks, three), garray::BoundsError);
+  CHECK(three == std::vector<double>(3, -7.0));
+  CHECK_THROWS_AS(col.scatter_acc(ks, std::vector<double>(3, 1.0)), garray::BoundsError);
+  CHECK_THROWS_AS((void)col.get_nb(std::span<double>(buf.data(), 5)), garray::SizeMismatch);
+  CHECK(buf == sentinel);
+  a.sync();
+  CHECK(test::equal_on_all_ranks(a, ref));
+}
+}  // namespace untouched_buffer

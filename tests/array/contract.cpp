@@ -3,7 +3,9 @@
 // failure point of every collective, arguments that differ across ranks, and bad input
 // from the outside (moved-from arrays, stale views, an invalid Context, int64 limits).
 // Every test must fail (or hang: ctest's timeout) if the promise is broken.
+#include <bit>
 #include <complex>
+#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <garray/runtime/fault.hpp>
@@ -1363,3 +1365,66 @@ TEST_CASE(
   }
   check_context_works(world);
 }
+
+// semantics.md Participation: "Scalars are compared by their bits" (docs audit).
+namespace scalar_bits {
+namespace {
+using garray::idx;
+using garray::range;
+
+/// The array's elements, bitwise (a whole-array get: one-sided, after the collective failed).
+std::vector<std::uint64_t> bits_of(const garray::GlobalArray<double, 1>& a) {
+  const auto v = test::whole_array(a);
+  std::vector<std::uint64_t> b(v.size());
+  std::memcpy(b.data(), v.data(), v.size() * sizeof(double));
+  return b;
+}
+}  // namespace
+
+TEST_CASE(
+    "scalars that compare equal but differ in their bits (+0.0/-0.0, NaN payloads) are different arguments") {
+  garray::Context ctx;
+  const int p = ctx.size(), me = ctx.rank();
+  if (p < 2) return;
+  const bool odd = me == p - 1;
+  const double qnan = std::numeric_limits<double>::quiet_NaN();
+  const double payload = std::bit_cast<double>(std::uint64_t{0x7ff8000000000001ULL});  // another quiet NaN
+  REQUIRE(payload != payload);
+  REQUIRE(std::bit_cast<std::uint64_t>(payload) != std::bit_cast<std::uint64_t>(qnan));
+  garray::GlobalArray<double, 1> a(ctx, {4 * static_cast<garray::Index>(p) + 1}),
+      b(ctx, {4 * static_cast<garray::Index>(p) + 1});
+  garray::iota(a, 1.0, 1.0);
+  garray::iota(b, 100.0, 1.0);
+  struct Pair {
+    const char* name;
+    double mine, odd_one;
+  };
+  for (const Pair& s : {Pair{"+0.0 vs -0.0", 0.0, -0.0}, Pair{"NaN payloads", qnan, payload}}) {
+    INFO("scalars := " << std::string(s.name));
+    const double v = odd ? s.odd_one : s.mine;
+    const auto expect_mismatch = [&](const char* what, auto&& op) {
+      INFO("what := " << std::string(what));
+      const auto ba = bits_of(a), bb = bits_of(b);
+      std::string msg;
+      const test::Got g = test::outcome(op, &msg);
+      CAPTURE(msg);
+      CHECK(g == test::Got::mismatch);                               // on every rank, the odd one included
+      CHECK(test::all_ranks(bits_of(a) == ba && bits_of(b) == bb));  // nothing written
+    };
+    expect_mismatch("fill", [&] { a.fill(v); });
+    expect_mismatch("view fill", [&] { a[idx[range(1, 3)]].fill(v); });
+    expect_mismatch("scalar assignment", [&] { a = v; });
+    expect_mismatch("scalar in an expression", [&] { garray::assign(b, a * v); });
+    expect_mismatch("iota start", [&] { garray::iota(b, v, 1.0); });
+    expect_mismatch("scale", [&] { garray::scale(b, v); });
+    expect_mismatch("axpy", [&] { garray::axpy(v, a, b); });
+    expect_mismatch("full", [&] { (void)garray::full<double>(ctx, garray::Shape<1>{5}, v); });
+  }
+  // Control: the same bits everywhere is no mismatch, and -0.0 keeps its sign.
+  a.fill(-0.0);
+  const auto v = test::whole_array(a);
+  bool neg = true;
+  for (double x : v) neg = neg && x == 0.0 && std::signbit(x);
+  CHECK(test::all_ranks(neg));
+}
+}  // namespace scalar_bits

@@ -237,3 +237,53 @@ TEST_CASE("every spelling of a whole-array fill sets the ghosts too; a partial f
     return inside && i < 3 ? 1.0 : sentinel;
   })));
 }
+
+// update_ghosts in 4-d, frames wrapping several times in 2-d and 3-d, and on a sub-context
+// whose ranks differ from the world's (halo audit).
+namespace halo_more {
+TEST_CASE("update_ghosts: 4-d, and frames wider than every extent") {
+  garray::Context ctx;
+  const auto seed = test::shared_seed();
+  INFO("seed " << seed << " (rerun with GARRAY_TEST_SEED=" << seed << ")");
+  test::Rng g(seed);
+  for (int c = 0; c < 2; ++c) ghost_case<4>(ctx, g, 3, 3);  // widths up to 3 > extents <= 3
+  for (int c = 0; c < 2; ++c) ghost_case<2>(ctx, g, 2, 5);  // wraps 2-3 times per side
+  for (int c = 0; c < 2; ++c) ghost_case<3>(ctx, g, 2, 4);
+}
+
+TEST_CASE("update_ghosts on a sub-context of the odd world ranks (context ranks differ from world ranks)") {
+  garray::Context world;
+  const auto seed = test::shared_seed();
+  INFO("seed " << seed << " (rerun with GARRAY_TEST_SEED=" << seed << ")");
+  test::Rng g(seed);
+  const bool in = world.rank() % 2 == 1 || world.size() == 1;
+  auto sub = world.split(in ? 0 : MPI_UNDEFINED);
+  if (in) {
+    for (int c = 0; c < 4; ++c) {
+      const auto shape = test::random_shape<2>(g, sub.size() + 4);
+      for (const auto& dist : test::every_distribution<2>(g, shape, sub.size())) {
+        const Shape<2> ghost{test::uniform(g, 0, 3), test::uniform(g, 1, 3)};
+        const std::array<bool, 2> periodic{test::uniform(g, 0, 1) == 1, test::uniform(g, 0, 1) == 1};
+        INFO("shape " << garray::detail::seq(shape) << " " << dist.describe() << " ghost "
+                      << garray::detail::seq(ghost));
+        garray::GlobalArray<double, 2> a(sub, shape, dist, ghost);
+        a.fill(sentinel);
+        auto ref = test::filled_reference<double, 2>(shape);
+        if (sub.rank() == sub.size() - 1)
+          a.put_section(garray::Section<2>::full(shape),
+                        std::span<const double>(ref.a.data(), ref.a.num_elements()));
+        garray::update_ghosts(a, periodic);
+        std::string why;
+        CHECK_MESSAGE(test::all_ranks(frame_ok(a, ref, periodic, why), sub.comm()), why);
+        auto b = garray::redistribute(a, test::random_distribution<2>(g, shape, sub.size()), {1, 1});
+        garray::update_ghosts(b, periodic);
+        b.fill(sentinel);  // frames too
+        garray::copy(b, a);
+        garray::update_ghosts(b, periodic);
+        CHECK_MESSAGE(test::all_ranks(frame_ok(b, ref, periodic, why), sub.comm()), why);
+      }
+    }
+  }
+  world.barrier();
+}
+}  // namespace halo_more

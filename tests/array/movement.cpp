@@ -536,3 +536,32 @@ TEST_CASE(
     a.sync();
   }
 }
+
+// Arrays with an extent-0 dimension through scatter_from, redistribute, transpose,
+// update_ghosts and gather (halo audit).
+namespace extent_zero {
+TEST_CASE("extent-0 dimensions through scatter_from, redistribute, transpose, update_ghosts, gather") {
+  garray::Context ctx;
+  const auto seed = test::shared_seed();
+  INFO("seed " << seed);
+  test::Rng g(seed);
+  boost::multi_array<double, 3> none;
+  for (const Shape<3>& shape : {Shape<3>{0, 4, 3}, Shape<3>{4, 0, 3}, Shape<3>{2, 3, 0}}) {
+    auto ref = test::filled_reference<double, 3>(shape);
+    for (const auto& dist : test::every_distribution<3>(g, shape, ctx.size())) {
+      INFO("shape " << garray::detail::seq(shape) << " " << dist.describe());
+      auto a = garray::scatter_from(ctx, 0, ctx.rank() == 0 ? ref.a : none, shape, dist, Shape<3>{1, 2, 1});
+      CHECK(a.local_box().empty());
+      CHECK(a.access().view().num_elements() == 0u);  // no frame
+      garray::update_ghosts(a, {true, true, true});
+      auto b = garray::redistribute(a, test::every_distribution<3>(g, shape, ctx.size()).back(), {2, 0, 1});
+      CHECK(b.size() == 0);
+      auto t = garray::transpose(b, {2, 0, 1}, garray::Distribution<3>::blocked(), {1, 1, 1});
+      CHECK(t.shape() == Shape<3>{shape[2], shape[0], shape[1]});
+      garray::update_ghosts(t);
+      CHECK(garray::gather(t, ctx.size() - 1).num_elements() == 0u);
+      CHECK(garray::allgather(a).num_elements() == 0u);
+    }
+  }
+}
+}  // namespace extent_zero

@@ -5,9 +5,10 @@
 // all of them to its reference; each rank executes only its own. Puts come from one writer
 // per round (overlapping puts from different ranks have no defined winner); accumulates come
 // from everyone (integer-valued, so any order gives the exact same sum).
-#include "support/test_support.hpp"
-
 #include <complex>
+#include <functional>
+
+#include "support/test_support.hpp"
 
 using garray::_;
 using garray::all;
@@ -712,3 +713,104 @@ TEST_CASE(
   r.wait();
   b.sync();
 }
+
+// semantics.md fill / copy: "earlier operations of every rank completed first". Unfenced puts,
+// unwaited put_nb and acc_nb from every rank into the same elements cannot land after the
+// collective's own stores (docs audit).
+namespace collective_writes {
+namespace {
+using garray::Index;
+using garray::range;
+}  // namespace
+
+TEST_CASE(
+    "fill, view fill, scalar assignment and copy overwrite every rank's earlier unfenced writes to the same "
+    "elements") {
+  garray::Context ctx;
+  const int p = ctx.size(), me = ctx.rank();
+  const Index per = Index{3} << 14, n = per * p;  // 49152 doubles per rank
+  garray::GlobalArray<double, 1> a(ctx, {n}, garray::Distribution<1>::slab(0));
+  garray::GlobalArray<double, 1> src(ctx, {n}, garray::Distribution<1>::blocked());
+  garray::iota(src, 0.5, 1.0);
+  const auto src_all = test::whole_array(src);
+  const std::vector<std::pair<const char*, std::function<std::vector<double>()>>> collectives = {
+      {"a.fill(7)",
+       [&] {
+         a.fill(7.0);
+         return std::vector<double>(static_cast<std::size_t>(n), 7.0);
+       }},
+      {"a[::-1].fill(8)",
+       [&] {
+         a[garray::idx[range(garray::_, garray::_, -1)]].fill(8.0);
+         return std::vector<double>(static_cast<std::size_t>(n), 8.0);
+       }},
+      {"a = 9",
+       [&] {
+         a = 9.0;
+         return std::vector<double>(static_cast<std::size_t>(n), 9.0);
+       }},
+      {"copy(a, src)",
+       [&] {
+         garray::copy(a, src);
+         return src_all;
+       }},
+  };
+  const int nb = (me + 1) % p;  // every rank writes into its right neighbour's block
+  const Index lo = nb * per, third = per / 3;
+  std::vector<double> junk1(static_cast<std::size_t>(third), -1.0), junk2(junk1.size(), -2.0),
+      ones(junk1.size(), 1.0);
+  for (const auto& [name, collective] : collectives) {
+    INFO("collective := " << std::string(name));
+    a.fill(0.0);
+    // Three disjoint thirds (a put and an accumulate to one element without a sync in between
+    // would be undefined): a blocking put (locally complete only), an unwaited put_nb and an
+    // unwaited acc_nb.
+    a.put(garray::idx[range(lo, lo + third)], std::span<const double>(junk1));
+    garray::Request r1 =
+        a.put_nb(garray::idx[range(lo + third, lo + 2 * third)], std::span<const double>(junk2));
+    garray::Request r2 =
+        a.acc_nb(garray::idx[range(lo + 2 * third, lo + per)], std::span<const double>(ones));
+    const std::vector<double> want = collective();
+    CHECK(r1.done());
+    CHECK(r2.done());
+    // No sync: the collective promises its values visible to every rank on return.
+    CHECK(test::all_ranks(test::whole_array(a) == want));
+    // ... and they stay after a sync (a write that landed late would show here on rma windows).
+    a.sync();
+    CHECK(test::all_ranks(test::whole_array(a) == want));
+  }
+}
+}  // namespace collective_writes
+
+// semantics.md Errors: "garray's communicator and windows use MPI_ERRORS_RETURN" (the
+// communicator is checked in tests/runtime/context.cpp; docs audit).
+namespace window_errhandler {
+namespace {
+bool returns_errors(MPI_Win w) {
+  MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
+  if (MPI_Win_get_errhandler(w, &eh) != MPI_SUCCESS) return false;
+  const bool ok = eh == MPI_ERRORS_RETURN;
+  MPI_Errhandler_free(&eh);
+  return ok;
+}
+}  // namespace
+
+TEST_CASE(
+    "windows use MPI_ERRORS_RETURN, as the communicator does: raw, array, cached and every window kind") {
+  garray::Context ctx;
+  {
+    garray::detail::Window w(ctx, static_cast<std::size_t>(8 * (ctx.rank() + 1)));
+    CHECK(returns_errors(w.win()));
+  }
+  {
+    garray::GlobalArray<double, 2> a(ctx, {6, 5});
+    CHECK(returns_errors(garray::detail::ArrayAccess::window(a).win()));
+  }
+  garray::GlobalArray<double, 2> b(ctx, {6, 5});  // a cache hit: the pooled window
+  CHECK(returns_errors(garray::detail::ArrayAccess::window(b).win()));
+  garray::GlobalArray<double, 1> r(ctx, {7}, garray::Distribution<1>::replicated());
+  CHECK(returns_errors(garray::detail::ArrayAccess::window(r).win()));
+  INFO("window kind " << garray::to_string(ctx.window_kind()));
+  CHECK(test::all_ranks(true));
+}
+}  // namespace window_errhandler

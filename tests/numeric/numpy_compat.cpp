@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "numeric/numpy_cases.hpp"
+#include "numeric/support.hpp"
 #include "support/outcome.hpp"
 
 namespace {
@@ -365,3 +366,57 @@ TEST_CASE("cumsum keeps the sign of zero at any distribution; arange rejects NaN
   CHECK_THROWS_AS(garray::arange<double>(ctx, 0.0, 1.0, nan), garray::InvalidArgument);
   CHECK_THROWS_AS(garray::arange<double>(ctx, 0.0, -inf, 1.0), garray::InvalidArgument);
 }
+
+// semantics.md: *_like and astype keep the model's distribution; a = b never rebinds (docs audit).
+namespace like_astype {
+namespace {
+using garray::Index;
+using D2 = garray::Distribution<2>;
+MPI_Win win_of(const garray::GlobalArray<double, 2>& a) {
+  return garray::detail::ArrayAccess::window(a).win();
+}
+}  // namespace
+
+TEST_CASE("*_like and astype keep the model's distribution; a = b copies elements and never rebinds") {
+  garray::Context ctx;
+  const int p = ctx.size();
+  const garray::Shape<2> sh{7, 2 * p + 1};
+  std::vector<D2> dists{D2::slab(1), D2::replicated()};
+  if (p >= 2) dists.push_back(D2::irregular({std::vector<Index>{0, 3}, std::vector<Index>{0}}));  // 2 blocks
+  for (const D2& dist : dists) {
+    INFO("distribution " << dist.describe());
+    garray::GlobalArray<double, 2> x(ctx, sh, dist);
+    garray::iota(x, 1.0, 0.5);
+    const auto sig = x.distribution().signature();
+    CHECK(garray::ones_like(x).distribution().signature() == sig);
+    CHECK(garray::full_like(x, 3.0).distribution().signature() == sig);
+    CHECK(garray::empty_like(x).distribution().signature() == sig);
+    auto zf = garray::zeros_like<float>(x);  // the user guide's "zeros_like<float>(a) for another type"
+    static_assert(std::is_same_v<decltype(zf), garray::GlobalArray<float, 2>>);
+    CHECK(zf.distribution().signature() == sig);
+    CHECK(garray::sum(zf) == 0.0f);
+    auto xf = x.astype<float>();
+    CHECK(xf.distribution().signature() == sig);
+    auto xi = garray::astype<std::int32_t>(x * 2.0);  // the free form over an expression
+    CHECK(xi.distribution().signature() == sig);
+    CHECK(garray::sum(xi) == garray::sum(garray::cast<std::int32_t>(x * 2.0)));
+  }
+  // a = b (lvalue, same shape, another distribution): elements copied, a keeps its own window
+  // and distribution, and later writes to b do not show in a.
+  garray::GlobalArray<double, 2> a(ctx, sh, D2::slab(0)), b(ctx, sh, D2::slab(1));
+  garray::iota(b, 10.0, 1.0);
+  const MPI_Win aw = win_of(a);
+  const auto asig = a.distribution().signature();
+  const auto before = ctx.stats().windows_allocated;
+  a = b;
+  CHECK(win_of(a) == aw);
+  CHECK(a.distribution().signature() == asig);
+  CHECK(test::all_ranks(test::whole_array(a) == test::whole_array(b)));
+  b.fill(-1.0);
+  CHECK(garray::min(a) == 10.0);  // no aliasing: a holds its copy
+  garray::GlobalArray<double, 2> c(ctx, sh, D2::slab(1));
+  c = a;  // a view assignment too (a.view() = ...), never a rebind
+  CHECK(c.distribution().signature() == b.distribution().signature());
+  CHECK(ctx.stats().windows_allocated - before <= 1);  // only c's window (or a cache hit)
+}
+}  // namespace like_astype

@@ -5,9 +5,10 @@
 // NumPy (np.take, np.put, x[mask], np.place, np.where) and compares dtype, shape and values
 // exactly. Random shapes, distributions (including ranks owning nothing), views with
 // negative steps, index arrays with repeats and negative values, the six element types.
-#include "numeric/numpy_cases.hpp"
-
 #include <set>
+
+#include "numeric/numpy_cases.hpp"
+#include "support/test_support.hpp"
 
 namespace {
 using namespace nptest;
@@ -403,3 +404,53 @@ TEST_CASE("indexing: a mask of another shape on one rank only, and a fault at th
   }
 #endif
 }
+
+// semantics.md take: "the handshake completes every rank's earlier writes to a and idx first"
+// (docs audit).
+namespace take_completes {
+namespace {
+using garray::Index;
+using garray::range;
+}  // namespace
+
+TEST_CASE(
+    "take sees every rank's unfenced puts and unwaited put_nb to a and idx, and completes the requests") {
+  garray::Context ctx;
+  const int p = ctx.size(), me = ctx.rank(), last = p - 1;
+  const Index n = Index{1} << 15;  // large: on rma windows the puts are still moving at the call
+  for (int round = 0; round < 4; ++round) {
+    CAPTURE(round);
+    garray::GlobalArray<double, 1> a(ctx, {n});  // zeros
+    garray::GlobalArray<std::int64_t, 1> ix(ctx, {n},
+                                            garray::Distribution<1>::slab(0));  // zeros: a[0] everywhere
+    std::vector<double> va(static_cast<std::size_t>(n));
+    std::vector<std::int64_t> vi(static_cast<std::size_t>(n));
+    for (Index k = 0; k < n; ++k) {
+      va[static_cast<std::size_t>(k)] = 1.0 + static_cast<double>(k) + round;
+      vi[static_cast<std::size_t>(k)] = (k % 2 == 0) ? n - 1 - k : -(k + 1);  // reversed, half negative
+    }
+    std::optional<garray::Request> ra, ri;
+    if (me == last) {  // one writer, every owner's block; no fence, no sync
+      if (round % 2 == 0) {
+        a.put(garray::idx[range()], std::span<const double>(va));
+        ix.put(garray::idx[range()], std::span<const std::int64_t>(vi));
+      } else {
+        ra.emplace(a.put_nb(garray::idx[range()], std::span<const double>(va)));
+        ri.emplace(ix.put_nb(garray::idx[range()], std::span<const std::int64_t>(vi)));
+      }
+    }
+    auto t = garray::take(a, ix);  // a collective on a and ix: completes the writes first
+    if (ra) CHECK((ra->done() && ri->done()));
+    const auto got = test::whole_array(t);
+    bool ok = got.size() == static_cast<std::size_t>(n);
+    for (Index k = 0; ok && k < n; ++k) {
+      const std::int64_t j = vi[static_cast<std::size_t>(k)];
+      const Index flat = j < 0 ? j + n : j;
+      ok = got[static_cast<std::size_t>(k)] == va[static_cast<std::size_t>(flat)];
+    }
+    CHECK(test::all_ranks(ok));
+    if (ra) ra->wait();
+    if (ri) ri->wait();
+  }
+}
+}  // namespace take_completes

@@ -391,3 +391,121 @@ TEST_CASE("-0.0 is zero and NaN nonzero in count_nonzero, any_of, all_of, full a
   CHECK(test::whole_array(garray::any_of(x, garray::Axis{0})) == std::vector<std::int32_t>{0, 1, 1});
   CHECK(test::whole_array(garray::all_of(x, garray::Axis{1})) == std::vector<std::int32_t>{0, 0});
 }
+
+// semantics.md Reductions: max_reducer/min_reducer and assign_max_abs_change propagate NaN
+// wherever it sits and on any rank count (docs audit).
+namespace nan_reducers {
+namespace {
+using garray::idx;
+using garray::Index;
+using garray::range;
+using D1 = garray::Distribution<1>;
+}  // namespace
+
+TEST_CASE(
+    "max_reducer, min_reducer and assign_max_abs_change give NaN for a NaN anywhere, identically on every "
+    "rank") {
+  garray::Context ctx;
+  const int p = ctx.size();
+  const Index n = 5 * static_cast<Index>(p) + 2;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const auto take_new = [](double nv, double) { return nv; };
+  const auto take_old = [](double, double ov) { return ov; };
+  for (const D1& dist : {D1::blocked(), test::last_rank_owns_nothing(n, p), D1::replicated()}) {
+    // the NaN first, in the middle, last (on the last owner: its partial is combined last)
+    for (const Index where : {Index{0}, n / 2, n - 1}) {
+      INFO("distribution " << dist.describe() << ", NaN at " << where);
+      garray::GlobalArray<double, 1> x(ctx, {n}, dist), out(ctx, {n}, D1::slab(0)), two(ctx, {n});
+      two.fill(2.0);  // finite new values (x * 0.0 + 2.0 would carry the NaN)
+      garray::iota(x, 1.0, 1.0);
+      if (ctx.rank() == 0) x[idx[where]].put(nan);
+      x.sync();
+      const auto is_nan_everywhere = [&](double r) {
+        return test::all_ranks(std::isnan(r)) && ntest::same_on_all_ranks(std::isnan(r) ? 1 : 0);
+      };
+      // NaN among the new values
+      CHECK(is_nan_everywhere(garray::assign_reduce(out, x, garray::max_reducer{}, take_new)));
+      CHECK(is_nan_everywhere(garray::assign_reduce(out, x, garray::min_reducer{}, take_new)));
+      // NaN among the old values (out holds x's NaN now), new values finite
+      garray::assign(out, x);
+      CHECK(is_nan_everywhere(garray::assign_reduce(out, two, garray::max_reducer{}, take_old)));
+      garray::assign(out, x);
+      CHECK(is_nan_everywhere(garray::assign_max_abs_change(out, two)));  // |2 - NaN|
+      garray::fill(out, 0.0);
+      CHECK(is_nan_everywhere(garray::assign_max_abs_change(out, x)));  // |NaN - 0|
+      // the reference form, through a reversed view of the output
+      garray::fill(out, 0.0);
+      CHECK(is_nan_everywhere(garray::assign_reduce(
+          out[idx[range(garray::_, garray::_, -1)]], two, x[idx[range(garray::_, garray::_, -1)]],
+          garray::max_reducer{}, [](double, double rv) { return rv; })));
+      // control: without the NaN the same calls give the finite extreme
+      garray::iota(x, 1.0, 1.0);
+      const double mx = garray::assign_reduce(out, x, garray::max_reducer{}, take_new);
+      CHECK(mx == static_cast<double>(n));
+      CHECK(ntest::same_on_all_ranks(mx));
+    }
+  }
+}
+}  // namespace nan_reducers
+
+// semantics.md: mean/var/std_dev/prod/argmax/argmin identical on every rank; argmax/argmin
+// the first extreme against a serial scan (docs audit).
+namespace identical_reductions {
+namespace {
+using garray::Index;
+}  // namespace
+
+TEST_CASE(
+    "mean, var, std_dev, prod, argmax and argmin: the same bytes on every rank; argmax/argmin the first "
+    "extreme") {
+  garray::Context ctx;
+  auto rng = test::Rng(test::shared_seed());
+  for (int round = 0; round < 16; ++round) {
+    const garray::Shape<2> sh = test::random_shape<2>(rng, 23);
+    garray::GlobalArray<double, 2> x(ctx, sh, test::random_distribution<2>(rng, sh, ctx.size()));
+    const int kind = round % 4;  // 0 wide magnitudes, 1 ties, 2 a NaN somewhere, 3 reversed view
+    const Index salt = test::uniform(rng, 0, 1000);
+    garray::generate(x, [kind, salt](const garray::Shape<2>& i) {
+      const Index k = i[0] * 131 + i[1] * 17 + salt;
+      if (kind == 1) return static_cast<double>(k % 5);  // many equal extremes
+      return std::ldexp(std::sin(static_cast<double>(k)), static_cast<int>(k % 61) - 30);
+    });
+    if (kind == 2) {
+      const garray::Shape<2> at{test::uniform(rng, 0, sh[0] - 1), test::uniform(rng, 0, sh[1] - 1)};
+      if (ctx.rank() == 0) x[garray::idx[at[0]][at[1]]].put(std::numeric_limits<double>::quiet_NaN());
+      x.sync();
+    }
+    INFO("round " << round << " shape " << sh[0] << "x" << sh[1] << " " << x.distribution().describe());
+    auto v = kind == 3 ? x[garray::idx[garray::range(garray::_, garray::_, -1)]] : x.view();
+    const double m = garray::mean(v), v0 = garray::var(v, 0), v1 = garray::var(v, 1), s = garray::std_dev(v);
+    const double pr = garray::prod(1.0 + v * 1e-3);
+    const Index amax = garray::argmax(v), amin = garray::argmin(v);
+    // bitwise; a NaN result compared as "NaN" (which NaN bits an operation returns is not the point)
+    const auto same = [](double r) {
+      return ntest::same_on_all_ranks(std::isnan(r) ? std::numeric_limits<double>::quiet_NaN() : r);
+    };
+    CHECK(same(m));
+    CHECK(same(v0));
+    CHECK(same(v1));
+    CHECK(same(s));
+    CHECK(same(pr));
+    CHECK(ntest::same_on_all_ranks(amax));
+    CHECK(ntest::same_on_all_ranks(amin));
+    // argmax/argmin against a serial scan of the view's elements (first extreme; NaN wins)
+    const auto all = v.get();
+    const double* d = all.data();
+    const Index n = static_cast<Index>(all.num_elements());
+    Index want_max = 0, want_min = 0;
+    for (Index k = 1; k < n; ++k) {
+      if (std::isnan(d[want_max])) break;
+      if (std::isnan(d[k]) || d[k] > d[want_max]) want_max = k;
+    }
+    for (Index k = 1; k < n; ++k) {
+      if (std::isnan(d[want_min])) break;
+      if (std::isnan(d[k]) || d[k] < d[want_min]) want_min = k;
+    }
+    CHECK(amax == want_max);
+    CHECK(amin == want_min);
+  }
+}
+}  // namespace identical_reductions
