@@ -355,7 +355,7 @@ TEST_CASE("gemm: operands on another handle of the same group are fine") {
 }
 
 #ifdef GARRAY_FAULT_INJECTION
-TEST_CASE("gemm: a rank failing mid-product makes every rank throw; C unchanged; the context still works") {
+TEST_CASE("gemm: a rank failing mid-product makes every rank throw; A and B unchanged, C unspecified; the context still works") {
   garray::Context ctx;
   garray::GlobalArray<double, 2> a(ctx, {9, 8}), b(ctx, {8, 7}), c(ctx, {9, 7});
   garray::fill(a, 1.0);
