@@ -810,6 +810,24 @@ TEST_CASE("settings from the environment: GARRAY_CACHE_DEPTH and GARRAY_CACHE_BY
     CHECK(ctx.cache().byte_cap() == garray::WindowCache::default_byte_cap);
   }
   {
+    // The documented defaults (semantics.md, "Array cache"), not only the constants' names.
+    garray::Context ctx;
+    CHECK(ctx.cache().depth() == 3);
+    CHECK(ctx.cache().byte_cap() == std::size_t{1} << 30);
+    CHECK(ctx.cache().window_cap() == 64);
+    CHECK(ctx.cache().idle_after() == 1024);
+  }
+  // K/M/G/T binary suffixes, case-insensitive, with an optional B or iB.
+  for (const auto& [text, want] :
+       {std::pair{"2K", std::size_t{2} << 10}, std::pair{"5g", std::size_t{5} << 30},
+        std::pair{"1T", std::size_t{1} << 40}, std::pair{"7MiB", std::size_t{7} << 20},
+        std::pair{"9kb", std::size_t{9} << 10}, std::pair{"64B", std::size_t{64}}}) {
+    CAPTURE(text);
+    const ScopedEnv bytes("GARRAY_CACHE_BYTES", text);
+    garray::Context ctx;
+    CHECK(ctx.cache().byte_cap() == want);
+  }
+  {
     const ScopedEnv depth("GARRAY_CACHE_DEPTH", "1"), bytes("GARRAY_CACHE_BYTES", "3M");
     garray::Context ctx;
     CHECK(ctx.cache().depth() == 1);

@@ -251,8 +251,9 @@ TEST_CASE("~Mutexes on the holding rank releases its mutexes: another rank gets 
 
 TEST_CASE("user guide: mutexes") {
   garray::Context ctx;
+  // clang-format off
+  // guide-example: mutexes
   garray::GlobalArray<double, 1> total(ctx, {1});
-  // --- guide: mutexes ---
   garray::Mutexes locks(ctx, 1);  // collective
   for (int k = 0; k < 10; ++k) {
     garray::MutexGuard g(locks, 0);  // one-sided: FIFO among the ranks asking
@@ -261,7 +262,8 @@ TEST_CASE("user guide: mutexes") {
     total.fence();  // complete the put before the guard unlocks
   }
   total.sync();
-  // --- end guide ---
+  // end guide-example
+  // clang-format on
   CHECK(total.get(idx[0]) == 10.0 * ctx.size());
 }
 

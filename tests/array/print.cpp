@@ -374,14 +374,23 @@ TEST_CASE("user guide: Printing, and the print rows of 'Coming from NumPy'") {
   const bool root = ctx.rank() == 0;
   std::ostringstream out;
   std::streambuf* const saved = std::cout.rdbuf(out.rdbuf());  // what the guide prints
-  std::string s, dist;
+  std::string str_a, dist;
   {
+    // clang-format off
+    // guide-example: printing
     garray::GlobalArray<double, 2> a(ctx, {4, 3});
     garray::iota(a, 0.0, 0.5);
-    garray::print(a);
-    std::cout << a[idx[range(_, _, -1)][1]];
-    s = garray::array_str(a, {.threshold = 5, .edgeitems = 1});
-    if (ctx.rank() == 0) std::cout << garray::describe(a);
+    garray::print(a);                         // collective; rank 0 writes str(a) and '\n':
+                                              // [[0.  0.5 1. ]
+                                              //  [1.5 2.  2.5]
+                                              //  [3.  3.5 4. ]
+                                              //  [4.5 5.  5.5]]
+    std::cout << a[idx[range(_, _, -1)][1]];  // a[::-1, 1] without the newline: [5.  3.5 2.  0.5]
+    std::string s = garray::array_str(a, {.threshold = 5, .edgeitems = 1});  // "" off rank 0
+    if (ctx.rank() == 0) std::cout << garray::describe(a);  // GA_Print_distribution (local)
+    // end guide-example
+    // clang-format on
+    str_a = s;
     dist = garray::describe(a);
     garray::GlobalArray<double, 1> b(ctx, {30});
     garray::iota(b, 0.0, 1.0);
@@ -394,9 +403,9 @@ TEST_CASE("user guide: Printing, and the print rows of 'Coming from NumPy'") {
     CHECK(out.str() == "[[0.  0.5 1. ]\n [1.5 2.  2.5]\n [3.  3.5 4. ]\n [4.5 5.  5.5]]\n"
                        "[5.  3.5 2.  0.5]" +
                            dist + "[4.1429 4.     ... 0.1429 0.    ]\n");
-    CHECK(s == "[[0.  ... 1. ]\n ...\n [4.5 ... 5.5]]");
+    CHECK(str_a == "[[0.  ... 1. ]\n ...\n [4.5 ... 5.5]]");
   } else {
     CHECK(out.str().empty());
-    CHECK(s.empty());
+    CHECK(str_a.empty());
   }
 }

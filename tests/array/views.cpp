@@ -827,3 +827,104 @@ TEST_CASE("views: bad input throws the documented error and changes nothing") {
     CHECK(test::equal_on_all_ranks(a, ref));
   }
 }
+
+TEST_CASE("user guide: views (slicing, one-sided transfers, fill, copy, access in view coordinates)") {
+  // The guide's examples ("Views"), verbatim between the markers, checked against a serial
+  // model of u and b.
+  garray::Context ctx;
+  const double p = ctx.size();
+  using Ref = boost::multi_array<double, 2>;
+  const auto value = [](Index i, Index j) { return static_cast<double>(10 * i + j); };
+  const auto load = [&](garray::GlobalArray<double, 2>& a) {  // a[i, j] = 10 i + j
+    a.sync();                                                 // every rank has read a before this rank writes
+    {
+      auto blk = a.access();
+      for (auto i = blk.lo(0); i < blk.hi(0); ++i)
+        for (auto j = blk.lo(1); j < blk.hi(1); ++j) blk.view()[i][j] = value(i, j);
+    }
+    a.sync();
+  };
+  const auto whole = [](garray::GlobalArray<double, 2>& a) {
+    Ref r(boost::extents[6][7]);
+    const auto v = test::whole_array(a);
+    std::copy(v.begin(), v.end(), r.data());
+    return r;
+  };
+  // clang-format off
+  // guide-example: views, the arrays
+  using garray::idx, garray::range, garray::all, garray::_;
+  garray::GlobalArray<double, 2> u(ctx, {6, 7});
+  garray::GlobalArray<double, 2> b(ctx, {6, 7}, garray::Distribution<2>::slab(1));  // for copy() below
+  // end guide-example
+  // clang-format on
+  load(u);
+  // clang-format off
+  // guide-example: views, slicing, transfers, fill and copy
+  auto inner = u[idx[range(1, -1)][range(1, -1)]];  // u[1:-1, 1:-1]   View<double, 2, 2>
+  auto col   = u[idx[all][3]];                      // u[:, 3]         View<double, 2, 1>
+  auto rev   = inner[idx[range(_, _, -2)]];          // inner[::-2]     = u[4:0:-2, 1:-1]
+  double x   = u[idx[3][4]].get();                  // u[3, 4]: a 0-d view reads as a value
+
+  auto m = rev.get();                               // one-sided: a boost::multi_array<double, 2>
+  std::vector<double> buf(col.size());
+  col.get(buf);                                     // or into your own buffer (row-major)
+  if (ctx.rank() == 0) u[idx[all][0]].put(buf);     // u[:, 0] = buf: one-sided, complete at fence()/sync()
+  u[idx[all][-1]].accumulate(buf, 2.0);             // u[:, -1] += 2 * buf, from every rank (atomic)
+  if (ctx.rank() == 0) u[idx[0][1]].put(1.0);       // 0-d views take a value
+
+  garray::fill(inner, 0.0);                         // collective: u[1:-1, 1:-1] = 0
+  garray::copy(b[idx[range(_, _, -1)]], u);          // collective: b[::-1] = u (any distributions)
+  garray::copy(u[idx[range(1, _)]], u[idx[range(_, -1)]]);  // u[1:] = u[:-1], overlapping: numpy result
+  // end guide-example
+  // clang-format on
+  CHECK(x == 34.0);
+  CHECK(inner.shape() == Shape<2>{4, 5});
+  CHECK(col.shape() == Shape<1>{6});
+  REQUIRE(rev.shape() == Shape<2>{2, 5});
+  REQUIRE(m.shape()[0] == 2);
+  REQUIRE(m.shape()[1] == 5);
+  bool ok = true;
+  for (Index k = 0; k < 2; ++k)
+    for (Index c = 0; c < 5; ++c) ok = ok && m[k][c] == value(4 - 2 * k, 1 + c);  // rows 4, 2; columns 1..5
+  CHECK(ok);
+  REQUIRE(buf.size() == 6);
+  for (Index i = 0; i < 6; ++i) ok = ok && buf[static_cast<std::size_t>(i)] == value(i, 3);
+  CHECK(ok);
+  // The serial model: the writes, the fill, b[::-1] = u, then u[1:] = u[:-1] (numpy order).
+  Ref model(boost::extents[6][7]);
+  for (Index i = 0; i < 6; ++i)
+    for (Index j = 0; j < 7; ++j) model[i][j] = value(i, j);
+  for (Index i = 0; i < 6; ++i) {
+    model[i][0] = value(i, 3);
+    model[i][6] += p * 2.0 * value(i, 3);
+  }
+  model[0][1] = 1.0;
+  for (Index i = 1; i < 5; ++i)
+    for (Index j = 1; j < 6; ++j) model[i][j] = 0.0;
+  Ref model_b(boost::extents[6][7]);
+  for (Index i = 0; i < 6; ++i)
+    for (Index j = 0; j < 7; ++j) model_b[5 - i][j] = model[i][j];
+  for (Index i = 5; i >= 1; --i)
+    for (Index j = 0; j < 7; ++j) model[i][j] = model[i - 1][j];
+  CHECK(test::all_ranks(whole(u) == model));
+  CHECK(test::all_ranks(whole(b) == model_b));
+
+  load(u);  // fresh values, so that the access below writes something visible
+  {
+    // clang-format off
+    // guide-example: views, access in view coordinates
+    auto vb = rev.access();                 // rev = u[4:0:-2, 1:-1]
+    auto& w = vb.view();
+    for (auto i = vb.lo(0); i < vb.hi(0); ++i)
+      for (auto j = vb.lo(1); j < vb.hi(1); ++j) w[i][j] *= 2;   // writes u[4 - 2i, 1 + j]
+    // destructor ends the access; u.sync() publishes the writes
+    // end guide-example
+    // clang-format on
+    CHECK(vb.size() == rev.local_size());
+  }
+  u.sync();
+  for (Index i = 0; i < 6; ++i)
+    for (Index j = 0; j < 7; ++j)
+      model[i][j] = value(i, j) * ((i == 4 || i == 2) && j >= 1 && j <= 5 ? 2.0 : 1.0);
+  CHECK(test::all_ranks(whole(u) == model));
+}

@@ -215,7 +215,8 @@ TEST_CASE("gemm completes every rank's earlier writes to A, B and C before it re
 
 TEST_CASE("user guide: matrix products") {
   garray::Context ctx;
-  // --- guide: matrix products ---
+  // clang-format off
+  // guide-example: matrix products
   using garray::idx, garray::range, garray::MatOp;
   garray::GlobalArray<double, 2> a(ctx, {300, 200}), b(ctx, {200, 100}, garray::Distribution<2>::slab(1));
   garray::fill_random(a.view(), 1, -1.0, 1.0);
@@ -227,7 +228,8 @@ TEST_CASE("user guide: matrix products") {
   garray::gemm(MatOp::transpose, MatOp::none, 1.0, a, a, 0.0, d);   // d = a^T a
   // views: sub-matrices, strided or reversed; C may alias A or B (numpy's a[...] = a @ b)
   garray::gemm(1.0, a[idx[range(0, 100)]], b, 0.0, c[idx[range(200, 300)]]);
-  // --- end guide ---
+  // end guide-example
+  // clang-format on
   const auto fa = garray::allgather(a), fb = garray::allgather(b), fc = garray::allgather(c),
              fd = garray::allgather(d);
   double err = 0, scale = 0;
