@@ -24,24 +24,36 @@
 namespace garray {
 namespace detail {
 
+/// garray initialised MPI and finalises it later: at exit (std::atexit) when the last holder
+/// went while an exception unwound.
+void finalize_at_exit() noexcept {
+  int fin = 0;
+  MPI_Finalized(&fin);
+  if (!fin) MPI_Finalize();
+}
+
 /// Finalises MPI when the last holder goes away, if (and only if) garray initialised it.
+/// Not while an exception unwinds (a Context whose creation failed, a rank leaving its last
+/// Context's scope by an exception): MPI_Finalize is collective, so that rank would wait in
+/// it for every other rank, and the program could not make another Context (a retry, or a
+/// report through garray). MPI then stays initialised and is finalised at exit.
 struct MpiLifetime {
   MpiLifetime() {
     // GARRAY_PROGRESS=thread needs MPI_THREAD_MULTIPLE. A bad value is not reported here
     // but by the Context's agreement below, on every rank, once MPI exists.
-    int level = MPI_THREAD_FUNNELED;
-    try {
-      level = required_thread_level();
-    } catch (const Error&) {
-    }
     int provided = 0;
-    check_mpi(MPI_Init_thread(nullptr, nullptr, level, &provided), "MPI_Init_thread");
+    check_mpi(MPI_Init_thread(nullptr, nullptr, required_thread_level(), &provided), "MPI_Init_thread");
   }
   ~MpiLifetime() {
     int fin = 0;
     MPI_Finalized(&fin);
-    if (!fin) MPI_Finalize();
+    if (fin) return;
+    if (std::uncaught_exceptions() > uncaught_at_creation)
+      std::atexit(finalize_at_exit);  // if it cannot be registered, MPI is left to the exit
+    else
+      MPI_Finalize();
   }
+  int uncaught_at_creation = std::uncaught_exceptions();
   MpiLifetime(const MpiLifetime&) = delete;
   MpiLifetime& operator=(const MpiLifetime&) = delete;
 };
@@ -175,9 +187,16 @@ std::shared_ptr<MpiLifetime> acquire_mpi() {
   static std::weak_ptr<MpiLifetime> ours;
   std::lock_guard lock(m);
   if (auto p = ours.lock()) return p;
+  int fin = 0;
+  MPI_Finalized(&fin);
+  if (fin)
+    raise<InvalidArgument>(
+        "garray::Context: MPI is already finalized (MPI cannot be initialised again). garray "
+        "finalises MPI it initialised when the last Context and array are gone: keep one "
+        "Context alive for the whole run, or call MPI_Init_thread and MPI_Finalize yourself");
   int init = 0;
   MPI_Initialized(&init);
-  if (init) return nullptr;  // the program owns MPI
+  if (init) return nullptr;  // the program owns MPI, or garray's MPI waits for the exit
   auto p = std::make_shared<MpiLifetime>();
   ours = p;
   return p;
@@ -348,12 +367,12 @@ const char* thread_level_name(int level) {
 // thread level differs makes every rank throw the same InvalidArgument, never a hang.
 ProgressMode choose_progress(MPI_Comm comm, int rank, int size) {
   // code: 0 none, 1 thread, 2 thread without MPI_THREAD_MULTIPLE, 3 invalid value
-  int code = 0, provided = MPI_THREAD_SINGLE;
+  int code = 0, provided = MPI_THREAD_SINGLE, interval = 0;
   std::exception_ptr local_error;  // this rank's own InvalidArgument, rethrown as it is
   try {
     code = requested_progress() == ProgressMode::thread ? 1 : 0;
     if (code == 1) {
-      (void)progress_interval();  // validates GARRAY_PROGRESS_INTERVAL
+      interval = static_cast<int>(progress_interval().count());  // validates GARRAY_PROGRESS_INTERVAL
       check_mpi(MPI_Query_thread(&provided), "MPI_Query_thread");
       if (provided < MPI_THREAD_MULTIPLE) code = 2;
     }
@@ -361,8 +380,11 @@ ProgressMode choose_progress(MPI_Comm comm, int rank, int size) {
     code = 3;
     local_error = std::current_exception();
   }
+  const int mine[2] = {code, interval};
+  std::vector<int> both(2 * static_cast<std::size_t>(size));
+  check_mpi(MPI_Allgather(mine, 2, MPI_INT, both.data(), 2, MPI_INT, comm), "MPI_Allgather");
   std::vector<int> codes(static_cast<std::size_t>(size));
-  check_mpi(MPI_Allgather(&code, 1, MPI_INT, codes.data(), 1, MPI_INT, comm), "MPI_Allgather");
+  for (int r = 0; r < size; ++r) codes[static_cast<std::size_t>(r)] = both[2 * static_cast<std::size_t>(r)];
   for (int r = 0; r < size; ++r) {
     const int c = codes[static_cast<std::size_t>(r)];
     if (c == 3) {
@@ -372,8 +394,9 @@ ProgressMode choose_progress(MPI_Comm comm, int rank, int size) {
     if (c == 2)
       raise<InvalidArgument>("Context: GARRAY_PROGRESS=thread needs MPI_THREAD_MULTIPLE, but rank ", r,
                              " runs with ", r == rank ? thread_level_name(provided) : "a lower level",
-                             ": let garray initialise MPI, or call MPI_Init_thread(&argc, &argv, "
-                             "garray::required_thread_level(), &provided)");
+                             ": if the program initialises MPI, call MPI_Init_thread(&argc, &argv, "
+                             "garray::required_thread_level(), &provided); if garray did (it asks for "
+                             "MPI_THREAD_MULTIPLE), this MPI library does not provide it");
   }
   for (int r = 0; r < size; ++r)
     if ((codes[static_cast<std::size_t>(r)] != 0) != (codes[0] != 0))
@@ -381,6 +404,11 @@ ProgressMode choose_progress(MPI_Comm comm, int rank, int size) {
                              codes[0] ? "thread" : "none", "', rank ", r, ": '",
                              codes[static_cast<std::size_t>(r)] ? "thread" : "none",
                              "'); set it alike on every rank (mpiexec -x / -genv)");
+  for (int r = 0; codes[0] != 0 && r < size; ++r)
+    if (both[2 * static_cast<std::size_t>(r) + 1] != both[1])
+      raise<InvalidArgument>("Context: GARRAY_PROGRESS_INTERVAL differs across ranks (rank 0: ", both[1],
+                             " us, rank ", r, ": ", both[2 * static_cast<std::size_t>(r) + 1],
+                             " us); set it alike on every rank (mpiexec -x / -genv)");
   return codes[0] ? ProgressMode::thread : ProgressMode::none;
 }
 

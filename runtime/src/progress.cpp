@@ -31,8 +31,10 @@ ProgressMode requested_progress() {
   detail::raise<InvalidArgument>("GARRAY_PROGRESS='", v, "': expected 'none' or 'thread'");
 }
 
-int required_thread_level() {
-  return requested_progress() == ProgressMode::thread ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED;
+int required_thread_level() noexcept {
+  // Called before MPI_Init: a bad value is not reported here (this rank alone, without MPI)
+  // but by the Context's agreement, on every rank.
+  return env_or_empty("GARRAY_PROGRESS") == "thread" ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED;
 }
 
 std::string_view to_string(ProgressMode m) noexcept { return m == ProgressMode::thread ? "thread" : "none"; }

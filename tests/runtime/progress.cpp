@@ -377,3 +377,40 @@ TEST_CASE("a get, accumulate, read_inc and put complete within a bounded number 
   CHECK(a.get(garray::idx[t0 + 1]) == 5);
   CHECK(a.get(garray::idx[t0 + 2]) == 3);
 }
+
+// required_thread_level() runs before MPI_Init (the documented idiom): it must not throw on
+// the rank with a bad value while the others enter MPI_Init (progress/context audit).
+namespace thread_level_invalid {
+TEST_CASE(
+    "required_thread_level() with an invalid GARRAY_PROGRESS on one rank: no throw; the Context reports it "
+    "everywhere") {
+  const int me = world_rank(), last = world_size() - 1;
+  const char* cur = std::getenv("GARRAY_PROGRESS");
+  ScopedEnv e("GARRAY_PROGRESS", me == last ? std::optional<std::string>("threads")
+                                            : (cur ? std::optional<std::string>(cur) : std::nullopt));
+  int level = -1;
+  CHECK_NOTHROW(level = garray::required_thread_level());  // the documented MPI_Init_thread argument
+  CHECK((level == MPI_THREAD_FUNNELED || level == MPI_THREAD_MULTIPLE));
+  const std::string m = test::message_of<garray::InvalidArgument>([] { garray::Context c; });
+  if (me == last)
+    CHECK(test::contains(m, "GARRAY_PROGRESS='threads'"));
+  else
+    CHECK(test::contains(m, "on rank " + std::to_string(last)));
+}
+}  // namespace thread_level_invalid
+
+// GARRAY_PROGRESS_INTERVAL is part of the Context's agreement, as GARRAY_PROGRESS
+// (progress/context audit).
+namespace interval_differs {
+TEST_CASE("GARRAY_PROGRESS_INTERVAL that differs on one rank makes every rank throw, naming the rank") {
+  const int me = world_rank(), p = world_size(), last = p - 1;
+  if (p < 2 || thread_level() < MPI_THREAD_MULTIPLE) return;
+  ScopedEnv e("GARRAY_PROGRESS", "thread");
+  ScopedEnv i("GARRAY_PROGRESS_INTERVAL", me == last ? std::optional<std::string>("1000") : std::nullopt);
+  const auto before = progress_threads();  // another context of this process may run one already
+  const std::string m = test::message_of<garray::InvalidArgument>([] { garray::Context c; });
+  CHECK(test::contains(m, "GARRAY_PROGRESS_INTERVAL"));
+  CHECK(test::contains(m, "rank " + std::to_string(last)));
+  CHECK(progress_threads() == before);  // nothing started
+}
+}  // namespace interval_differs

@@ -8,7 +8,11 @@
 //
 // MPI lifetime: if MPI is not initialised when the first Context is made, garray calls
 // MPI_Init_thread (MPI_THREAD_FUNNELED, or MPI_THREAD_MULTIPLE with GARRAY_PROGRESS=thread:
-// progress.hpp) and calls MPI_Finalize when the last Context (and the last array) is gone. If the program initialised MPI itself, garray never finalises it.
+// progress.hpp) and calls MPI_Finalize when the last Context (and the last array) is gone,
+// unless that happens while an exception unwinds (a failed Context creation, a rank leaving
+// its last Context's scope by an exception): MPI is then finalised at exit (std::atexit).
+// A Context made after MPI_Finalize throws InvalidArgument. If the program initialised MPI
+// itself, garray never finalises it.
 //
 // Windows: on a communicator whose ranks all share one node, arrays use shared-memory
 // windows (MPI_Win_allocate_shared) and move data with plain memory copies; otherwise
@@ -142,7 +146,8 @@ class Context {
   /// launcher did not place consecutive ranks on one node).
   bool renumbered() const;
   /// Local. Identical on every rank: GARRAY_PROGRESS, agreed when the context was made
-  /// (progress.hpp; with `thread`, the process's progress thread runs while the context lives).
+  /// (progress.hpp; with `thread` and windows that are not shared, the process's progress
+  /// thread runs while the context lives: describe() says whether it does).
   ProgressMode progress_mode() const;
   /// Local. Identical on every rank: the context's serial, different for any two contexts
   /// this process ever made (arrays' ids and messages carry it: "array #5 of context 2").

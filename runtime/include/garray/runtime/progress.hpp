@@ -3,7 +3,7 @@
 //
 // Across hosts without hardware RDMA, an MPI library serves a one-sided get/put/accumulate
 // aimed at a rank only when that rank calls into MPI. GARRAY_PROGRESS=thread makes every
-// Context start (once per process) a progress thread that calls into MPI every
+// Context whose windows are not shared start (once per process) a progress thread that calls into MPI every
 // GARRAY_PROGRESS_INTERVAL microseconds (default 30), so a rank busy in local computation
 // still serves the others. It needs MPI_THREAD_MULTIPLE: when garray initialises MPI it asks
 // for it; a program that initialises MPI itself passes required_thread_level() to
@@ -28,8 +28,10 @@ ProgressMode requested_progress();
 /// Local. The MPI thread level garray needs on this rank with the current environment:
 /// MPI_THREAD_MULTIPLE when GARRAY_PROGRESS=thread, MPI_THREAD_FUNNELED otherwise. A program
 /// that initialises MPI itself calls
-/// `MPI_Init_thread(&argc, &argv, garray::required_thread_level(), &provided)`.
-int required_thread_level();
+/// `MPI_Init_thread(&argc, &argv, garray::required_thread_level(), &provided)`. Never throws
+/// (it runs before MPI exists): an invalid value gives MPI_THREAD_FUNNELED, and the first
+/// Context reports it on every rank.
+int required_thread_level() noexcept;
 
 /// Local. "none" or "thread".
 std::string_view to_string(ProgressMode m) noexcept;
