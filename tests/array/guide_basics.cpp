@@ -9,23 +9,10 @@
 #include <sstream>
 #include <utility>
 
+#include "support/cout_to.hpp"
 #include "support/test_support.hpp"
 
 using garray::idx, garray::range, garray::all, garray::_;
-
-namespace {
-/// Sends std::cout to `to` for one scope (what a guide example prints).
-class CoutTo {
- public:
-  explicit CoutTo(std::ostream& to) : saved_(std::cout.rdbuf(to.rdbuf())) {}
-  ~CoutTo() { std::cout.rdbuf(saved_); }
-  CoutTo(const CoutTo&) = delete;
-  CoutTo& operator=(const CoutTo&) = delete;
-
- private:
-  std::streambuf* saved_;
-};
-}  // namespace
 
 TEST_CASE("user guide basics: one-sided operations, local loops, statistics") {
   garray::Context ctx;
@@ -404,7 +391,7 @@ TEST_CASE("user guide: the array cache reuses one window for a loop of temporari
   std::int64_t allocated = -1, hits = -1;
   bool root = false;
   {
-    const CoutTo capture(printed);
+    const test::CoutTo capture(printed);
     // clang-format off
     // guide-example: array cache
     garray::Context ctx;

@@ -5,15 +5,15 @@
 // compares str() character for character. Random shapes (1-4 dimensions, small and
 // summarised), random distributions, views with negative steps and dropped dimensions, the
 // six element types, values chosen to hit every branch of NumPy's number formats.
-#include "numeric/numpy_cases.hpp"
-#include "support/outcome.hpp"
-
-#include <garray/runtime/fault.hpp>
-
 #include <cmath>
+#include <garray/runtime/fault.hpp>
 #include <limits>
 #include <sstream>
 #include <string>
+
+#include "numeric/numpy_cases.hpp"
+#include "support/cout_to.hpp"
+#include "support/outcome.hpp"
 
 using garray::Index;
 using garray::Section;
@@ -373,9 +373,9 @@ TEST_CASE("user guide: Printing, and the print rows of 'Coming from NumPy'") {
   using garray::_, garray::idx, garray::range;
   const bool root = ctx.rank() == 0;
   std::ostringstream out;
-  std::streambuf* const saved = std::cout.rdbuf(out.rdbuf());  // what the guide prints
   std::string str_a, dist;
   {
+    const test::CoutTo capture(out);  // what the guide prints
     // clang-format off
     // guide-example: printing
     garray::GlobalArray<double, 2> a(ctx, {4, 3});
@@ -397,7 +397,6 @@ TEST_CASE("user guide: Printing, and the print rows of 'Coming from NumPy'") {
     b = b / 7.0;
     garray::print(b[idx[range(_, _, -1)]], std::cout, {.threshold = 10, .edgeitems = 2, .linewidth = 60, .precision = 4});
   }
-  std::cout.rdbuf(saved);
   // The expected texts are NumPy's (str() of the same arrays under the same options).
   if (root) {
     CHECK(out.str() == "[[0.  0.5 1. ]\n [1.5 2.  2.5]\n [3.  3.5 4. ]\n [4.5 5.  5.5]]\n"

@@ -7,6 +7,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "support/cout_to.hpp"
 #include "support/test_support.hpp"
 
 void readme_main();
@@ -42,25 +43,11 @@ int main() {
 // clang-format on
 #undef main
 
-namespace {
-/// Sends std::cout to `to` for one scope.
-class CoutTo {
- public:
-  explicit CoutTo(std::ostream& to) : saved_(std::cout.rdbuf(to.rdbuf())) {}
-  ~CoutTo() { std::cout.rdbuf(saved_); }
-  CoutTo(const CoutTo&) = delete;
-  CoutTo& operator=(const CoutTo&) = delete;
-
- private:
-  std::streambuf* saved_;
-};
-}  // namespace
-
 TEST_CASE("the README example runs and prints what its comment says") {
   garray::Context ctx;  // the ranks' numbers, as the program's own context has them
   std::ostringstream printed;
   {
-    const CoutTo capture(printed);
+    const test::CoutTo capture(printed);
     readme_main();
   }
   if (ctx.rank() == 0) {
