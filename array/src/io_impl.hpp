@@ -839,7 +839,15 @@ GlobalArray<T, N> read_array_recorded(const Group& loc, const std::string& name)
   Shape<N> ghost{};
   if (inf.ghost.size() == N)
     for (std::size_t d = 0; d < N; ++d) ghost[d] = inf.ghost[d];
-  return read_new<T, N>(loc, name, inf, recorded_distribution<N>(inf, what), ghost);
+  // Read and resolved here under read_array's name and the dataset's, so that a bad record
+  // or a layout needing more ranks than the context has says which call and which file (the
+  // same on every rank: inf is).
+  const std::string recorded = what + ": the layout recorded on " + loc.dataset_where(name);
+  const Distribution<N> dist = recorded_distribution<N>(inf, recorded);
+  Shape<N> shape{};
+  for (std::size_t d = 0; d < N; ++d) shape[d] = inf.shape[d];
+  (void)dist.resolve(shape, loc.context().size(), recorded);
+  return read_new<T, N>(loc, name, inf, dist, ghost);
 }
 
 }  // namespace garray::io::detail

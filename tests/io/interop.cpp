@@ -110,6 +110,8 @@ void read_cross(io::File& f, const garray::Context& ctx) {
     } else {
       const auto m = message_of<garray::InvalidArgument>([&] { (void)io::read_array<T, N>(f, name); });
       CHECK(contains(m, "needs 3 ranks"));
+      CHECK(contains(m, "read_array"));  // which call and which dataset, not only the grid
+      CHECK(contains(m, name));
       auto r = io::read_array<T, N>(f, name, D::blocked());
       CHECK(bitwise_equal(all_of(r), want));
     }
