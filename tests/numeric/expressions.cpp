@@ -595,3 +595,45 @@ TEST_CASE("user guide, Coming from NumPy: zeros_like<float>(a) and garray::astyp
     want[k] = static_cast<float>((-3.0 + 0.25 * static_cast<double>(k)) * 2.0 + 0.1);
   CHECK(test::whole_array(f) == want);
 }
+
+// What NumPy refuses on bool operands stays refused (audit): `b - b` computed XOR and `-b`
+// gave an int expression (NumPy raises TypeError for both); abs of a bool is the bool.
+// garray::local takes garray's element types and bool only: an unsigned multi_array
+// followed C++'s promotion (int32 - uint32 in uint32), not NumPy's (int64).
+namespace bool_ops {
+template <class A, class B>
+concept Subtractable = requires(const A& a, const B& b) {
+  a - b;
+};
+template <class A>
+concept Negatable = requires(const A& a) {
+  -a;
+};
+template <class M>
+concept Localizable = requires(const M& m) {
+  garray::local(m);
+};
+using BoolExpr = decltype(std::declval<const garray::GlobalArray<double, 1>&>() > 0.0);
+using IntArray = garray::GlobalArray<std::int32_t, 1>;
+static_assert(!Subtractable<BoolExpr, BoolExpr>, "NumPy: boolean subtract is not supported");
+static_assert(!Subtractable<BoolExpr, bool>);
+static_assert(!Negatable<BoolExpr>, "NumPy: boolean negative is not supported");
+static_assert(Subtractable<BoolExpr, int>);  // bool - 1 is int64 in NumPy: allowed
+static_assert(Subtractable<IntArray, BoolExpr>);
+static_assert(Negatable<IntArray>);
+static_assert(
+    std::is_same_v<typename decltype(garray::abs(std::declval<const BoolExpr&>()))::value_type, bool>);
+static_assert(Localizable<boost::multi_array<double, 2>>);
+static_assert(Localizable<boost::multi_array<bool, 1>>);
+static_assert(!Localizable<boost::multi_array<std::uint32_t, 1>>);
+static_assert(!Localizable<boost::multi_array<std::int16_t, 1>>);
+}  // namespace bool_ops
+
+TEST_CASE("abs of a bool expression is the bool (NumPy keeps the dtype)") {
+  garray::Context ctx;
+  garray::GlobalArray<double, 1> x(ctx, {5});
+  garray::iota(x, -2.0, 1.0);  // -2 -1 0 1 2
+  const auto a = test::whole_array(garray::eval<std::int32_t>(garray::abs(x > 0.0)));
+  CHECK(a == std::vector<std::int32_t>{0, 0, 0, 1, 1});
+  CHECK(garray::sum(garray::abs(x > 0.0)) == 2);
+}

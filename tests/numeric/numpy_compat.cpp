@@ -420,3 +420,72 @@ TEST_CASE("*_like and astype keep the model's distribution; a = b copies element
   CHECK(ctx.stats().windows_allocated - before <= 1);  // only c's window (or a cache hit)
 }
 }  // namespace like_astype
+
+namespace numpy_audit {
+template <class T>
+void load_all(garray::GlobalArray<T, 1>& a, const std::vector<T>& v) {
+  if (a.context().rank() == 0) a.put(garray::idx[garray::range()], std::span<const T>(v));
+  a.sync();
+}
+}  // namespace numpy_audit
+
+// Complex powers as NumPy (audit): pow(z, k) went through std::pow(complex, complex)
+// (exp(k log z)): 0 ** 0 was NaN and 2 ** 3 was 7.999999999999998. NumPy multiplies for
+// small integer exponents. Values from NumPy 1.24: z = [0, 2, 1j, 3+4j].
+TEST_CASE(
+    "pow of complex arrays as NumPy: z ** 0 is 1 (0 ** 0 too), small integer powers exact, 0 ** -1 NaN") {
+  using c128 = std::complex<double>;
+  using c64 = std::complex<float>;
+  garray::Context ctx;
+  garray::GlobalArray<c128, 1> z(ctx, {4}, test::last_rank_owns_nothing(4, ctx.size()));
+  numpy_audit::load_all(z, {c128(0, 0), c128(2, 0), c128(0, 1), c128(3, 4)});
+  CHECK(test::whole_array(garray::eval(garray::pow(z, 0))) == std::vector<c128>(4, c128(1, 0)));
+  CHECK(test::whole_array(garray::eval(garray::pow(z, 2))) ==
+        std::vector<c128>{c128(0, 0), c128(4, 0), c128(-1, 0), c128(-7, 24)});
+  CHECK(test::whole_array(garray::eval(garray::pow(z, 3))) ==
+        std::vector<c128>{c128(0, 0), c128(8, 0), c128(0, -1), c128(-117, 44)});
+  CHECK(test::whole_array(garray::eval(garray::pow(z, c128(2, 0)))) ==
+        std::vector<c128>{c128(0, 0), c128(4, 0), c128(-1, 0), c128(-7, 24)});
+  const auto inv = test::whole_array(garray::eval(garray::pow(z, -1)));  // [nan, 0.5, -1j, 0.12-0.16j]
+  CHECK(std::isnan(inv[0].real()));
+  CHECK(inv[1] == c128(0.5, 0));
+  CHECK(inv[2] == c128(0, -1));
+  CHECK(std::abs(inv[3] - c128(0.12, -0.16)) < 1e-15);
+  // a non-integer exponent: exp(b log a), as NumPy (1.5+0.5j) ** 2.5 = 2.18026577+2.26463217j
+  garray::GlobalArray<c128, 1> w(ctx, {1});
+  numpy_audit::load_all(w, {c128(1.5, 0.5)});
+  CHECK(std::abs(test::whole_array(garray::eval(garray::pow(w, 2.5)))[0] - c128(2.18026577, 2.26463217)) <
+        1e-8);
+  // complex<float> as NumPy's complex64: (1+2j) ** 5 = 41-38j exactly
+  garray::GlobalArray<c64, 1> f(ctx, {1});
+  numpy_audit::load_all(f, {c64(1, 2)});
+  CHECK(test::whole_array(garray::eval(garray::pow(f, 5))) == std::vector<c64>{c64(41, -38)});
+}
+
+// user-guide "Coming from NumPy": NaN and out-of-range values to an integer type become the
+// type's minimum "in astype, cast<U> and every assignment". full, fill, put of a scalar and
+// linspace<int> used a plain static_cast (undefined behaviour; GCC may fold it to 0 or INT_MAX).
+TEST_CASE(
+    "full, fill, put and linspace of NaN / out-of-range doubles into int32 give INT32_MIN, as assignment "
+    "does") {
+  garray::Context ctx;
+  constexpr std::int32_t mn = std::numeric_limits<std::int32_t>::min();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<std::int32_t> want(3, mn);
+  CHECK(test::whole_array(garray::full<std::int32_t>(ctx, garray::Shape<1>{3}, nan)) == want);
+  CHECK(test::whole_array(garray::full<std::int32_t>(ctx, garray::Shape<1>{3}, 3e9)) == want);
+  garray::GlobalArray<std::int32_t, 1> a(ctx, {3}), b(ctx, {3});
+  a = nan;
+  garray::fill(b, nan);
+  CHECK(test::whole_array(a) == want);
+  CHECK(test::whole_array(b) == want);
+  garray::fill(b, 1e10);
+  CHECK(test::whole_array(b) == want);
+  garray::fill(b, 7);
+  garray::GlobalArray<std::int64_t, 1> where(ctx, {2});
+  numpy_audit::load_all(where, {0, 2});
+  garray::put(b, where, -std::numeric_limits<double>::infinity());  // (NumPy raises OverflowError here)
+  CHECK(test::whole_array(b) == std::vector<std::int32_t>{mn, 7, mn});
+  CHECK(test::whole_array(garray::linspace<std::int32_t>(ctx, 0.0, nan, 2)) ==
+        std::vector<std::int32_t>{mn, mn});  // NumPy too
+}

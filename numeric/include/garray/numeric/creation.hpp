@@ -62,7 +62,7 @@ template <Element T, std::size_t N, ScalarOperand S>
 GlobalArray<T, N> full(const Context& ctx, const Shape<N>& shape, const S& value,
                        const Distribution<N>& dist = Distribution<N>::blocked()) {
   GlobalArray<T, N> a(ctx, shape, dist, Shape<N>{}, uninitialized);
-  a.fill(static_cast<T>(value));
+  a.fill(detail::store_cast<T>(value));  // NaN / out of range to an integer: T's minimum, as NumPy
   return a;
 }
 /// np.ones(shape, dtype=T). **Collective over ctx**, as full().
@@ -171,7 +171,7 @@ GlobalArray<T, 1> linspace(const Context& ctx, double start, double stop, Index 
     else if (div > 0) y = (step_zero ? static_cast<double>(i[0]) / div * delta : static_cast<double>(i[0]) * step) + start;
     else y = static_cast<double>(i[0]) * delta + start;  // num == 1 (or div == 0): start
     if constexpr (std::is_integral_v<T>) y = std::floor(y);
-    return static_cast<T>(y);
+    return detail::store_cast<T>(y);
   }, salt);
   return a;
 }

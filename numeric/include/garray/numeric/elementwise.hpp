@@ -651,7 +651,7 @@ auto absolute(const A& a) {
 /// array/view.hpp, or `view = value`). **Collective**, as GlobalArray::fill.
 template <class T, std::size_t N, ScalarOperand S>
 void fill(GlobalArray<T, N>& a, const S& value) {
-  a.fill(static_cast<T>(value));
+  a.fill(detail::store_cast<T>(value));  // converted as an assignment converts
 }
 
 /// out[i] = f(i) where i is the element's index in the view (Shape<M>). **Collective**, as
@@ -688,7 +688,15 @@ void iota(O&& out_, S start = 0, S step = 1) {
       [rs, start, step](const Shape<M>& i) {
         Index pos = 0;
         for (std::size_t d = 0; d < M; ++d) pos += i[d] * rs[d];
-        return static_cast<T>(static_cast<T>(start) + static_cast<T>(step) * static_cast<T>(pos));
+        const T s0 = detail::store_cast<T>(start), st = detail::store_cast<T>(step);
+        if constexpr (std::is_integral_v<T> &&
+                      !std::is_same_v<T, bool>) {  // wraps as NumPy, no signed overflow
+          using U = std::make_unsigned_t<T>;
+          return static_cast<T>(
+              static_cast<U>(static_cast<U>(s0) + static_cast<U>(st) * static_cast<U>(pos)));
+        } else {
+          return static_cast<T>(s0 + st * static_cast<T>(pos));
+        }
       },
       salt);
 }

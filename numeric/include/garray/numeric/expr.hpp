@@ -323,11 +323,13 @@ struct Neg {
       return -a;
   }
 };
-/// |a|; for signed integers as NumPy: abs(INT_MIN) wraps to INT_MIN.
+/// |a|; for signed integers as NumPy: abs(INT_MIN) wraps to INT_MIN; of a bool the bool.
 struct Abs {
   template <class A>
   constexpr auto operator()(const A& a) const {
-    if constexpr (std::is_integral_v<A> && std::is_signed_v<A>)
+    if constexpr (std::is_same_v<A, bool>)
+      return a;
+    else if constexpr (std::is_integral_v<A> && std::is_signed_v<A>)
       return a < 0 ? Neg{}(a) : a;
     else
       return std::abs(a);
@@ -430,6 +432,35 @@ constexpr P integer_power(P a, P b) {
     return static_cast<P>(r);
   }
 }
+
+/// a ** b for complex P, as NumPy: b == 0 gives 1 (0 ** 0 too); a real integer exponent
+/// with |b| < 100 is computed by repeated squaring (exact where the products are: z ** 2 of
+/// Gaussian integers, 2 ** 3 is 8), a negative one as 1 / a ** -b; 0 ** b is 0 for a real
+/// b > 0 and NaN otherwise; every other case is std::pow (exp(b log a)).
+template <class P>
+P complex_power(const P& a, const P& b) {
+  using R = typename P::value_type;
+  if (b.real() == R(0) && b.imag() == R(0)) return P(1, 0);
+  if (a.real() == R(0) && a.imag() == R(0)) {
+    if (b.imag() == R(0) && b.real() > R(0)) return P(0, 0);
+    return P(std::numeric_limits<R>::quiet_NaN(), std::numeric_limits<R>::quiet_NaN());
+  }
+  const R br = b.real();
+  if (b.imag() == R(0) && br > R(-100) && br < R(100) && br == std::trunc(br)) {
+    auto e = static_cast<int>(br < R(0) ? -br : br);
+    P r(1, 0), x = a;
+    bool first = true;
+    for (; e != 0; e >>= 1) {
+      if (e & 1) {
+        r = first ? x : r * x;  // no needless 1 * x (keeps -0.0 and exact results)
+        first = false;
+      }
+      if (e > 1) x = x * x;
+    }
+    return br < R(0) ? P(1, 0) / r : r;
+  }
+  return std::pow(a, b);
+}
 }  // namespace detail
 
 namespace ops {
@@ -445,6 +476,8 @@ struct Promoted {
       return static_cast<double>(a) / static_cast<double>(b);
     else if constexpr (std::is_same_v<Op, Pow> && std::is_integral_v<P>)
       return detail::integer_power<P>(static_cast<P>(a), static_cast<P>(b));
+    else if constexpr (std::is_same_v<Op, Pow> && detail::is_complex<P>::value)
+      return detail::complex_power<P>(static_cast<P>(a), static_cast<P>(b));
     else if constexpr (std::is_same_v<Op, Add> || std::is_same_v<Op, Sub> || std::is_same_v<Op, Mul>)
       return detail::wrapping<Op, P>(static_cast<P>(a), static_cast<P>(b));
     else return Op{}(static_cast<P>(a), static_cast<P>(b));
@@ -652,16 +685,26 @@ auto as_expr(const X& x) {
 template <class X>
 using expr_t = decltype(as_expr(std::declval<const X&>()));
 namespace detail {
+/// The promoted type of `a op b` (NumPy's promotion, scalars weak).
+template <class A, class B>
+using operands_promote_t = promote_t<typename expr_t<A>::value_type, typename expr_t<B>::value_type,
+                                     expr_t<A>::rank == scalar_rank, expr_t<B>::rank == scalar_rank>;
 /// The node operation of `a op b`: op on both operands promoted as NumPy does.
 template <class Op, class A, class B>
-using promoted_op = ops::Promoted<Op, promote_t<typename expr_t<A>::value_type, typename expr_t<B>::value_type,
-                                               expr_t<A>::rank == scalar_rank, expr_t<B>::rank == scalar_rank>>;
+using promoted_op = ops::Promoted<Op, operands_promote_t<A, B>>;
+/// `a op b` computes in bool (both operands bool): NumPy refuses `-` there.
+template <class A, class B>
+concept bool_op = std::is_same_v < operands_promote_t<A, B>,
+bool > ;
 }  // namespace detail
 
 /// Wraps a boost::multi_array (or _ref) replicated on every rank as an expression operand.
-/// Local. The array must outlive the expression; it must use ascending storage.
+/// Local. The array must outlive the expression; it must use ascending storage. Its element
+/// type is one of garray's six or bool: NumPy's promotion, which the operators follow, is
+/// defined for those (an unsigned or 8/16-bit array would follow C++'s rules instead).
 template <class T, std::size_t M, class P>
-LocalLeaf<T, M> local(const boost::const_multi_array_ref<T, M, P>& m) {
+requires(Element<T> ||
+         std::is_same_v<T, bool>) LocalLeaf<T, M> local(const boost::const_multi_array_ref<T, M, P>& m) {
   LocalLeaf<T, M> l;
   for (std::size_t d = 0; d < M; ++d) {
     if (!m.storage_order().ascending(d))
@@ -691,8 +734,13 @@ IndexLeaf<M, F> index_expr(F f) {
 /// Local: builds the expression, moves no data. One operand may be a scalar.
 GARRAY_DETAIL_BINARY_OPERATOR(+, Add)
 /// Elementwise a - b: a lazy BinaryExpr, operands converted to NumPy's promoted type.
-/// Local: builds the expression, moves no data. One operand may be a scalar.
-GARRAY_DETAIL_BINARY_OPERATOR(-, Sub)
+/// Local: builds the expression, moves no data. One operand may be a scalar. Not for two
+/// bool operands (NumPy raises TypeError for a boolean subtract: use `a != b`).
+template <Operand A, Operand B>
+requires((ArrayOperand<A> || ArrayOperand<B>)&&!detail::bool_op<A, B>) auto operator-(const A& a,
+                                                                                      const B& b) {
+  return BinaryExpr<detail::promoted_op<ops::Sub, A, B>, expr_t<A>, expr_t<B>>(as_expr(a), as_expr(b));
+}
 /// Elementwise a * b: a lazy BinaryExpr, operands converted to NumPy's promoted type.
 /// Local: builds the expression, moves no data. One operand may be a scalar.
 GARRAY_DETAIL_BINARY_OPERATOR(*, Mul)
@@ -719,9 +767,10 @@ GARRAY_DETAIL_BINARY_OPERATOR(==, Eq)
 GARRAY_DETAIL_BINARY_OPERATOR(!=, Ne)
 #undef GARRAY_DETAIL_BINARY_OPERATOR
 
-/// Elementwise negation. Local (lazy).
+/// Elementwise negation. Local (lazy). Not for a bool operand (NumPy raises TypeError for a
+/// boolean negative: use `!=`/`==` against false, or where()).
 template <ArrayOperand A>
-auto operator-(const A& a) {
+requires(!std::is_same_v<typename expr_t<A>::value_type, bool>) auto operator-(const A& a) {
   return UnaryExpr<ops::Neg, expr_t<A>>(as_expr(a));
 }
 

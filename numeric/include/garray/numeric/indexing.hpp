@@ -463,7 +463,7 @@ requires(detail::StoredOperand<Values> || ScalarOperand<Values>) void put(A&& a,
   sig = detail::view_hash(detail::view_hash(sig, av), iv);
   Index nv = 1;
   if constexpr (scalar) {
-    sig = detail::value_hash(sig, static_cast<T>(values));
+    sig = detail::value_hash(sig, detail::store_cast<T>(values));
     detail::indexing_handshake(ctx, sig, what, [] {}, av, iv);
   } else {
     const auto vv = detail::index_view(values);
@@ -501,7 +501,7 @@ requires(detail::StoredOperand<Values> || ScalarOperand<Values>) void put(A&& a,
     if (marks.active()) marks.group(target);
     vals.resize(cnt);
     if constexpr (scalar) {
-      std::fill(vals.begin(), vals.end(), static_cast<T>(values));
+      std::fill(vals.begin(), vals.end(), detail::store_cast<T>(values));
     } else {
       const auto vv = detail::index_view(values);
       constexpr std::size_t MV = decltype(vv)::dims;

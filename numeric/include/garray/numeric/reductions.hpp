@@ -10,11 +10,14 @@
 // every other operand fetched as in assignments), then the per-rank partials are gathered
 // and combined in rank order. The result is therefore identical (bitwise) on every rank and
 // deterministic for a given rank count and distributions.
-// Accuracy (floating point): a sum of n terms is a sequence of n - 1 additions in a
-// different order than a serial loop, so |result - serial| <= 2 (n - 1) eps sum |x_i|
-// (the standard bound for recursive summation, applied to both). prod is bounded alike in
-// relative terms. min, max, any, all, count_nonzero and integer sums are exact.
-// Empty selections give the reducer's identity (0, 1, +inf / max, -inf / lowest, false/true).
+// Accuracy (floating point): sums (sum, mean, dot, var's mean; full and along an axis) of
+// float and complex<float> are accumulated in double and rounded once to the result type,
+// so |result - exact| <= (n - 1) eps_double sum |x_i| + half an ulp of float: far inside
+// NumPy's pairwise float32 sum. double sums are recursive: |result - exact| <= (n - 1) eps
+// sum |x_i|. prod is bounded alike in relative terms (float in float, as NumPy). min, max,
+// any, all, count_nonzero and integer sums are exact.
+// Empty selections give the reducer's identity (sum 0, prod 1, any false, all true); min,
+// max, argmin and argmax of an empty selection throw InvalidArgument (NumPy's ValueError).
 // Throws as assignments: SizeMismatch, InvalidArgument, CollectiveMismatch, on every rank.
 
 #include <garray/numeric/detail/exact_sum.hpp>
@@ -63,6 +66,12 @@ using sum_t = std::conditional_t<
 /// The type of mean (NumPy): double for bool and integers, the element type otherwise.
 template <class V>
 using mean_t = std::conditional_t<std::is_integral_v<V>, double, V>;
+/// The accumulator of a sum whose result is R: float and complex<float> in double precision
+/// (rounded once to R at the end), every other type in R itself.
+template <class R>
+using sum_acc_t =
+    std::conditional_t<std::is_same_v<R, float>, double,
+                       std::conditional_t<std::is_same_v<R, std::complex<float>>, std::complex<double>, R>>;
 template <class V>
 struct real_of {
   using type = V;
@@ -71,6 +80,14 @@ template <class X>
 struct real_of<std::complex<X>> {
   using type = X;
 };
+/// mean(x) from the sum S (accumulated as sum_acc_t) of n elements: divided in the
+/// accumulator's precision, rounded once to R. Shared by mean and var, so var's mean is
+/// mean(x) bit for bit.
+template <class R, class S>
+R mean_of(const S& s, Index n) {
+  using RS = typename real_of<S>::type;
+  return static_cast<R>(s / static_cast<RS>(n));
+}
 
 /// The per-rank partial of red(map(x)) over the driver's owned elements.
 template <class Acc, class E, class Red, class Map>
@@ -338,8 +355,9 @@ struct and_reducer {
 /// every rank. Throws SizeMismatch, InvalidArgument, CollectiveMismatch.
 template <ArrayOperand X>
 auto sum(const X& x) {
-  using Acc = detail::sum_t<detail::value_t<X>>;
-  return detail::reduce_all<Acc>(x, sum_reducer{}, detail::To<Acc>{}, "garray::sum");
+  using R = detail::sum_t<detail::value_t<X>>;
+  using Acc = detail::sum_acc_t<R>;  // float: in double, rounded once
+  return static_cast<R>(detail::reduce_all<Acc>(x, sum_reducer{}, detail::To<Acc>{}, "garray::sum"));
 }
 /// Product of the elements. **Collective**; identical on every rank.
 template <ArrayOperand X>
@@ -426,8 +444,11 @@ Index count_nonzero(const X& x) {
 /// rank count and distribution. Throws InvalidArgument for a bad axis (on every rank).
 template <ArrayOperand X>
 auto sum(const X& x, Axis axis) {
-  using Acc = detail::sum_t<detail::value_t<X>>;
-  return detail::reduce_axis<Acc>(x, axis, sum_reducer{}, detail::To<Acc>{}, "garray::sum(axis)");
+  using R = detail::sum_t<detail::value_t<X>>;
+  using Acc = detail::sum_acc_t<R>;  // float: in double, rounded once
+  return detail::reduce_axis_with<Acc>(
+      x, axis, sum_reducer{}, detail::To<Acc>{}, [](const Acc& a) { return static_cast<R>(a); },
+      "garray::sum(axis)");
 }
 template <ArrayOperand X>
 auto prod(const X& x, Axis axis) {
@@ -573,15 +594,15 @@ Shape<M> unravel_index(Index flat, const Shape<M>& shape) {
   return r;
 }
 
-/// np.mean(x): the sum (accumulated in double for integers, in the element type otherwise)
-/// divided by the number of elements; NaN for an empty selection. **Collective**; identical
-/// on every rank.
+/// np.mean(x): the sum (accumulated in double for integers and float, complex<double> for
+/// complex) divided by the number of elements, rounded once to mean's type; NaN for an empty
+/// selection. **Collective**; identical on every rank.
 template <ArrayOperand X>
 auto mean(const X& x) {
-  using Acc = detail::mean_t<detail::value_t<X>>;
+  using R = detail::mean_t<detail::value_t<X>>;
+  using Acc = detail::sum_acc_t<R>;
   const Index n = detail::expr_size(as_expr(x));
-  const Acc s = detail::reduce_all<Acc>(x, sum_reducer{}, detail::To<Acc>{}, "garray::mean");
-  return static_cast<Acc>(s / static_cast<typename detail::real_of<Acc>::type>(n));
+  return detail::mean_of<R>(detail::reduce_all<Acc>(x, sum_reducer{}, detail::To<Acc>{}, "garray::mean"), n);
 }
 
 namespace detail {
@@ -590,12 +611,13 @@ namespace detail {
 /// on the same operand throw CollectiveMismatch instead of pairing their passes.
 template <ArrayOperand X>
 auto variance(const X& x, Index ddof, std::string_view what) {
-  using Acc = mean_t<value_t<X>>;
-  using R = typename real_of<Acc>::type;
+  using M = mean_t<value_t<X>>;
+  using Acc = sum_acc_t<M>;
+  using R = typename real_of<M>::type;
   const std::uint64_t salt = value_hash(hash_string("ddof"), ddof);
   const Index n = expr_size(as_expr(x));
-  const Acc m = static_cast<Acc>(reduce_all<Acc>(x, sum_reducer{}, To<Acc>{}, what, salt) /
-                                 static_cast<R>(n));  // mean(x), bit for bit
+  const M m =
+      mean_of<M>(reduce_all<Acc>(x, sum_reducer{}, To<Acc>{}, what, salt), n);  // mean(x), bit for bit
   const double ss = reduce_all<double>(x - m, sum_reducer{}, AbsSquare{}, what, hash_mix(salt, 2));
   // ddof >= n: a zero denominator, inf (NaN if every element is the mean), as NumPy
   // (n - ddof in double, as the axis form: no integer overflow for an extreme ddof)
@@ -627,12 +649,15 @@ bool all_nonzero(const X& x) {
 /// array is complete and visible to every rank.
 template <ArrayOperand X>
 auto mean(const X& x, Axis axis) {
-  using Acc = detail::mean_t<detail::value_t<X>>;
-  auto r = detail::reduce_axis<Acc>(x, axis, sum_reducer{}, detail::To<Acc>{}, "garray::mean(axis)");
-  const auto full = detail::expr_shape(as_expr(x));  // the axis is valid: reduce_axis checked it
-  const Index n = full[detail::axis_index<std::tuple_size_v<decltype(full)>>(axis)];
-  assign(r, r / static_cast<typename detail::real_of<Acc>::type>(n));
-  return r;
+  using R = detail::mean_t<detail::value_t<X>>;
+  using Acc = detail::sum_acc_t<R>;
+  const auto full = detail::expr_shape(as_expr(x));
+  constexpr std::size_t M = std::tuple_size_v<decltype(full)>;
+  const std::size_t k = detail::axis_index<M>(axis);  // M for a bad axis: reduce_axis_with throws
+  const Index n = k < M ? full[k] : 0;
+  return detail::reduce_axis_with<Acc>(
+      x, axis, sum_reducer{}, detail::To<Acc>{}, [n](const Acc& a) { return detail::mean_of<R>(a, n); },
+      "garray::mean(axis)");
 }
 
 // ---- reproducible reductions ---------------------------------------------------------------
