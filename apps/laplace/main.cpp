@@ -6,7 +6,7 @@
 //   mpiexec -n 3 build/apps/laplace/laplace --nx 33 --ny 17 --init hash --check
 //   mpiexec -n 3 build/apps/laplace/laplace --reproducible      # error= the same bits at any np
 //   mpiexec -n 4 build/apps/laplace/laplace --iters 400 --checkpoint ck.h5 --checkpoint-every 50
-//   mpiexec -n 2 build/apps/laplace/laplace --iters 400 --restart ck.h5     # resumes at step 350
+//   mpiexec -n 2 build/apps/laplace/laplace --iters 500 --restart ck.h5     # resumes at step 400
 #include <boost/program_options.hpp>
 #include <garray/garray.hpp>
 
@@ -76,8 +76,22 @@ bool is_hdf5_name(const std::string& name) {
   return ends(".h5") || ends(".hdf5");
 }
 
-// Returns false after --help.
-bool parse(int argc, char** argv, Options& o, bool root) {
+/// A garray error of a parser (parse_grid, parse_variant) as an option error, without the
+/// "laplace: " its message starts with (parse_everywhere adds it).
+template <class F>
+auto as_option_error(F&& f) {
+  try {
+    return f();
+  } catch (const garray::Error& e) {
+    std::string m = e.what();
+    if (m.rfind("laplace: ", 0) == 0) m.erase(0, 9);
+    throw po::error(m);
+  }
+}
+
+// Returns false after --help. Every value is checked here, before anything runs, so that a
+// bad one ends every rank with exit code 2 (README); `nranks`: the job's size (--grid).
+bool parse(int argc, char** argv, Options& o, bool root, int nranks) {
   po::options_description desc(
       "laplace: Jacobi iterations for the Laplace equation on an nx x ny grid (PerformancePython's\n"
       "laplace.py as ported by GAiN), distributed with libgarray.\n\nOptions");
@@ -117,12 +131,31 @@ bool parse(int argc, char** argv, Options& o, bool root) {
      "resume from checkpoint FILE (any rank count and grid); --iters counts the whole run's steps");
   // clang-format on
   po::variables_map vm;
-  po::store(po::parse_command_line(argc, argv, desc), vm);
+  // no positional options: a stray word ("laplace 2000") is an error, not ignored
+  po::store(po::command_line_parser(argc, argv)
+                .options(desc)
+                .positional(po::positional_options_description{})
+                .run(),
+            vm);
   if (vm.count("help")) {
     if (root) std::cout << desc << '\n';
     return false;
   }
   po::notify(vm);
+  if (o.nx < 2 || o.ny < 2) throw po::error("--nx and --ny must be >= 2");
+  (void)as_option_error([&] { return lp::parse_variant(o.variant); });
+  const garray::Distribution<2> grid = as_option_error([&] { return lp::parse_grid(o.grid); });
+  if (grid.kind() == garray::Distribution<2>::Kind::grid &&
+      std::int64_t{grid.procs()[0]} * grid.procs()[1] > nranks)
+    throw po::error("--grid " + o.grid + " needs " +
+                    std::to_string(std::int64_t{grid.procs()[0]} * grid.procs()[1]) + " ranks; the job has " +
+                    std::to_string(nranks));
+  if (o.cache_depth < -1) throw po::error("--cache-depth must be >= -1 (-1: the library default)");
+  for (const char* name : {"output", "checkpoint", "restart"})
+    if (vm.count(name) && vm[name].as<std::string>().empty())
+      throw po::error(std::string("--") + name + " needs a file name");
+  if (vm.count("checkpoint-every") && !vm["checkpoint-every"].defaulted() && o.checkpoint.empty())
+    throw po::error("--checkpoint-every needs --checkpoint FILE");
   if (o.repeat < 1) throw po::error("--repeat must be >= 1");
   if (o.iters < 0) throw po::error("--iters must be >= 0");
   if (o.init != "zero" && o.init != "hash") throw po::error("--init must be zero or hash");
@@ -160,7 +193,7 @@ int parse_everywhere(const garray::Context& world, int argc, char** argv, Option
   int outcome = 0;  // 0 run, 1 help, 2 bad options
   std::string why;
   try {
-    outcome = parse(argc, argv, o, first) ? 0 : 1;
+    outcome = parse(argc, argv, o, first, world.size()) ? 0 : 1;
   } catch (const po::error& e) {
     outcome = 2;
     why = e.what();
@@ -396,7 +429,7 @@ int run(int argc, char** argv) {
     if (!o.output.empty()) r << "output=" << o.output << '\n';
     std::cout << r.str() << std::flush;
   }
-  holder.reset();  // collective: the table then shows the windows freed too
+  holder.reset();  // collective: the solver's arrays go back to the cache before the table
   if (!o.quiet) garray::print_stats(ctx, std::cout);
   return status;
 }
@@ -407,7 +440,8 @@ int main(int argc, char** argv) {
   try {
     return run(argc, argv);
   } catch (const std::exception& e) {
-    std::cerr << "laplace: " << e.what() << '\n';
+    const std::string m = e.what();
+    std::cerr << (m.rfind("laplace: ", 0) == 0 ? "" : "laplace: ") << m << '\n';
     return 1;
   }
 }

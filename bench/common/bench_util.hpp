@@ -33,6 +33,22 @@
 
 namespace garray::bench {
 
+/// Parses the command line into `vm` (store and notify). On a bad option prints
+/// "NAME: what was wrong (see --help)" to stderr and returns false: the caller finalises MPI
+/// and exits with code 2, as every rank parses the same command line.
+inline bool parse_command_line(int argc, char** argv, const boost::program_options::options_description& opts,
+                               boost::program_options::variables_map& vm, std::string_view name) {
+  namespace po = boost::program_options;
+  try {
+    po::store(po::parse_command_line(argc, argv, opts), vm);
+    po::notify(vm);
+    return true;
+  } catch (const po::error& e) {
+    std::cerr << name << ": " << e.what() << " (see --help)\n";
+    return false;
+  }
+}
+
 // ---- timing ------------------------------------------------------------------------------
 
 class Timer {

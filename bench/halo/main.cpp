@@ -64,8 +64,10 @@ int main(int argc, char** argv) {
         "inner", po::value(&inner)->default_value(20), "exchanges per repetition")(
         "csv", po::value(&csv)->default_value(""), "append results to this CSV file");
     po::variables_map vm;
-    po::store(po::parse_command_line(argc, argv, opts), vm);
-    po::notify(vm);
+    if (!gb::parse_command_line(argc, argv, opts, vm, "bench_halo")) {
+      MPI_Finalize();
+      return 2;
+    }
     garray::Context ctx;
     const int p = ctx.size(), me = ctx.rank();
     if (vm.count("help")) {

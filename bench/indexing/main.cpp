@@ -21,6 +21,7 @@
 #include <vector>
 
 namespace po = boost::program_options;
+namespace gb = garray::bench;
 using garray::Index;
 using garray::bench::median;
 using garray::bench::time_reps;
@@ -34,8 +35,10 @@ int main(int argc, char** argv) {
         "reps", po::value<int>()->default_value(5), "timed repetitions")(
         "csv", po::value<std::string>()->default_value(""), "append results to this CSV file");
     po::variables_map vm;
-    po::store(po::parse_command_line(argc, argv, opts), vm);
-    po::notify(vm);
+    if (!gb::parse_command_line(argc, argv, opts, vm, "bench_indexing")) {
+      MPI_Finalize();
+      return 2;
+    }
     garray::Context ctx;
     if (vm.count("help")) {
       if (ctx.rank() == 0) std::cout << opts << "\n";

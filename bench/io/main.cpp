@@ -97,8 +97,10 @@ int main(int argc, char** argv) {
         "layouts", po::value(&layouts)->default_value(layouts), "slab, grid or slab,grid")(
         "csv", po::value(&csv)->default_value(""), "append results to this CSV file");
     po::variables_map vm;
-    po::store(po::parse_command_line(argc, argv, opts), vm);
-    po::notify(vm);
+    if (!gb::parse_command_line(argc, argv, opts, vm, "bench_io")) {
+      MPI_Finalize();
+      return 2;
+    }
     garray::Context ctx;
     const int p = ctx.size(), me = ctx.rank();
     if (vm.count("help")) {

@@ -25,6 +25,7 @@
 #include <vector>
 
 namespace po = boost::program_options;
+namespace gb = garray::bench;
 using garray::bench::median;
 using garray::bench::time_reps;
 
@@ -40,8 +41,10 @@ int main(int argc, char** argv) {
         "no-serial", "skip the serial loop")("no-eager", "skip the eager operator-by-operator variant")(
         "reductions", "plain vs reproducible reductions on fused passes (see the file comment)");
     po::variables_map vm;
-    po::store(po::parse_command_line(argc, argv, opts), vm);
-    po::notify(vm);
+    if (!gb::parse_command_line(argc, argv, opts, vm, "bench_numeric")) {
+      MPI_Finalize();
+      return 2;
+    }
     garray::Context ctx;
     if (vm.count("help")) {
       if (ctx.rank() == 0) std::cout << opts << "\n";

@@ -67,8 +67,10 @@ int main(int argc, char** argv) {
         "label", po::value(&label)->default_value(""), "a tag for the CSV row (e.g. the MPI and settings)")(
         "csv", po::value(&csv)->default_value(""), "append results to this CSV file");
     po::variables_map vm;
-    po::store(po::parse_command_line(argc, argv, opts), vm);
-    po::notify(vm);
+    if (!gb::parse_command_line(argc, argv, opts, vm, "bench_progress")) {
+      MPI_Finalize();
+      return 2;
+    }
     garray::Context ctx;
     const int p = ctx.size(), me = ctx.rank();
     if (vm.count("help") || p != 2) {

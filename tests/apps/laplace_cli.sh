@@ -7,6 +7,10 @@
 #   2. ranks given different options (MPMD: --iters 10 on one, 11 on the other): exit 2
 #   3. a bad option on one rank only (MPMD): exit 2, the option named
 #   4. --check with --restart: exit 2 before anything runs
+#   5. every value checked before anything runs (README: a bad option ends every rank with exit
+#      code 2): an unknown --variant, a malformed --grid or one needing more ranks than the job
+#      has, --nx < 2, a stray positional word, --cache-depth below -1, an empty file name,
+#      --checkpoint-every without --checkpoint (these exited 1 after the agreement, or ran)
 set -u
 mpiexec=${1:?usage: laplace_cli.sh MPIEXEC LAPLACE WORKDIR}
 lap=${2:?}
@@ -40,5 +44,18 @@ case_run bad_option_one_rank "$(code 2)" "bogus" -- \
   "$mpiexec" -n 1 "$lap" "${small[@]}" : -n 1 "$lap" "${small[@]}" --bogus 1
 case_run check_restart "$(code 2)" "cannot be combined" -- \
   "$mpiexec" -n 2 "$lap" "${small[@]}" --check --restart none.h5
+bad() { # NAME TEXT ARGS...: exit 2 on both ranks, TEXT in the output
+  local name=$1 text=$2; shift 2
+  case_run "$name" "$(code 2)" "$text" -- "$mpiexec" -n 2 "$lap" "${small[@]}" --iters 2 "$@"
+}
+bad variant "unknown variant 'foo'" --variant foo
+bad grid_text "bad process grid '3'" --grid 3
+bad grid_zero "bad process grid '0x2'" --grid 0x2
+bad grid_too_big "needs 4 ranks; the job has 2" --grid 2x2
+case_run nx "$(code 2)" "must be >= 2" -- "$mpiexec" -n 2 "$lap" --nx 1 --ny 8 --iters 2 --quiet
+bad positional "positional" 2000
+bad cache_depth "cache-depth must be >= -1" --cache-depth -7
+bad empty_output "--output needs a file name" --output ''
+bad every_alone "--checkpoint-every needs --checkpoint" --checkpoint-every 5
 if [ "$fails" = 0 ]; then echo "laplace_cli: all cases pass"; exit 0; fi
 exit 1

@@ -1,12 +1,29 @@
 # cmake -P script: install, configure + build the consumer against the prefix, run it.
+#   -DHAVE_IO=ON|OFF    whether garray was built with garray::io: the consumer then asks for
+#                       the component (find_package(garray REQUIRED COMPONENTS io))
+#   -DOTHER_MPI_CXX=... an MPI C++ wrapper of another MPI (may be empty): a consumer configured
+#                       with it must stop at find_package with a message naming both MPIs (the
+#                       libraries name the MPI's types in their symbols: they would not link)
+# The consumer gets no MPI hint of its own: find_package(garray) must bring garray's MPI.
 function(run)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "failed (${rc}): ${ARGN}")
   endif()
 endfunction()
-file(REMOVE_RECURSE ${PREFIX} ${CONSUMER_BUILD})
+file(REMOVE_RECURSE ${PREFIX} ${CONSUMER_BUILD} ${CONSUMER_BUILD}-other-mpi)
 run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${PREFIX})
-run(${CMAKE_COMMAND} -S ${CONSUMER_SRC} -B ${CONSUMER_BUILD} -G ${GENERATOR} -DCMAKE_PREFIX_PATH=${PREFIX})
+run(${CMAKE_COMMAND} -S ${CONSUMER_SRC} -B ${CONSUMER_BUILD} -G ${GENERATOR} -DCMAKE_PREFIX_PATH=${PREFIX}
+    -DGARRAY_CONSUMER_WANT_IO=${HAVE_IO})
 run(${CMAKE_COMMAND} --build ${CONSUMER_BUILD})
 run(${MPIEXEC} -n 2 ${CONSUMER_BUILD}/consumer)
+if(OTHER_MPI_CXX AND EXISTS "${OTHER_MPI_CXX}")
+  execute_process(COMMAND ${CMAKE_COMMAND} -S ${CONSUMER_SRC} -B ${CONSUMER_BUILD}-other-mpi -G ${GENERATOR}
+                          -DCMAKE_PREFIX_PATH=${PREFIX} -DMPI_CXX_COMPILER=${OTHER_MPI_CXX}
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(rc EQUAL 0 OR NOT "${out}${err}" MATCHES "garray was built with the MPI of")
+    message(FATAL_ERROR "a consumer on another MPI (${OTHER_MPI_CXX}) was not stopped at find_package "
+                        "(exit ${rc}):\n${out}${err}")
+  endif()
+  message(STATUS "another MPI (${OTHER_MPI_CXX}) is refused at find_package, as it must be")
+endif()

@@ -1,0 +1,38 @@
+#!/bin/bash
+# bench_cli_bad_option.sh MPIEXEC BENCH_DIR
+#
+# Every bench_* binary given an unknown option ends with a message naming it and a non-zero
+# exit code, not a crash: six of them (halo, indexing, io, numeric, progress, redistribute)
+# parsed outside any try, so Boost's exception reached std::terminate (SIGABRT, exit 134).
+set -u
+mpiexec=${1:?usage: bench_cli_bad_option.sh MPIEXEC BENCH_DIR}
+dir=${2:?}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+fails=0
+count=0
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+# all at once (each is an MPI start-up and a parse: the time is the launcher's)
+for b in "$dir"/bench_*; do
+  [ -f "$b" ] && [ -x "$b" ] || continue
+  n=$(basename "$b")
+  count=$((count + 1))
+  ( ulimit -c 0; timeout -k 5 60 "$mpiexec" -n 1 "$b" --bogus-option 1 >"$tmp/$n.out" 2>&1; echo $? >"$tmp/$n.rc" ) &
+done
+wait
+for f in "$tmp"/*.rc; do
+  [ -f "$f" ] || continue
+  n=$(basename "$f" .rc)
+  rc=$(cat "$f")
+  out=$(cat "$tmp/$n.out")
+  if [ "$rc" = 0 ] || [ "$rc" -ge 124 ] || grep -q "terminate called" <<<"$out"; then
+    echo "bench_cli_bad_option: FAIL $n: exit $rc"; grep -m1 "terminate called" <<<"$out"; fails=$((fails + 1))
+  elif ! grep -q -- "bogus-option" <<<"$out"; then
+    echo "bench_cli_bad_option: FAIL $n: the option is not named"; echo "$out" | tail -3; fails=$((fails + 1))
+  else
+    echo "bench_cli_bad_option: pass $n (exit $rc)"
+  fi
+done
+if [ "$count" -lt 5 ]; then echo "bench_cli_bad_option: FAIL only $count bench binaries in $dir"; exit 1; fi
+if [ "$fails" = 0 ]; then echo "bench_cli_bad_option: all pass"; exit 0; fi
+exit 1
