@@ -283,10 +283,22 @@ bool mixed_windows_work(MPI_Comm comm, MPI_Comm node) {
   MPI_Win shm = MPI_WIN_NULL, win = MPI_WIN_NULL;
   void* base = nullptr;
   const bool shm_ok = MPI_Win_allocate_shared(64, 1, MPI_INFO_NULL, node, &base, &shm) == MPI_SUCCESS;
-  if (!all_ok(comm, shm_ok)) return false;
+  // Where every rank of my node holds the probe's shared window, the node frees it together
+  // (a rank without it could not join that free; then the node's others leak their 64 bytes).
+  const bool node_holds_shm = all_ok(node, shm_ok);
+  const auto free_shm = [&] {
+    if (node_holds_shm) MPI_Win_free(&shm);
+  };
+  if (!all_ok(comm, shm_ok)) {
+    free_shm();
+    return false;
+  }
   const bool ok = MPI_Win_create(base, 64, 1, MPI_INFO_NULL, comm, &win) == MPI_SUCCESS && unified_model(win);
   const bool created = win != MPI_WIN_NULL;
-  if (!all_ok(comm, created)) return false;  // some rank has no window: leak
+  if (!all_ok(comm, created)) {  // some rank has no created window: the others leak theirs
+    free_shm();
+    return false;
+  }
   MPI_Win_free(&win);
   MPI_Win_free(&shm);
   return all_ok(comm, ok);

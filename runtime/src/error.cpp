@@ -60,7 +60,8 @@ void throw_mpi_error(int rc, std::string_view call) {
   MPI_Error_class(rc, &cls);
   std::string msg = std::string(call) + " failed with error " + std::to_string(rc) + ": " +
                     std::string(text, static_cast<std::size_t>(len));
-  if (cls == MPI_ERR_WIN && call.find("MPI_Win_allocate") != std::string_view::npos) {
+  if (cls == MPI_ERR_WIN && (call.find("MPI_Win_allocate") != std::string_view::npos ||
+                             call.find("MPI_Win_create") != std::string_view::npos)) {
     // The one failure users hit in practice: Open MPI's osc/rdma cannot span hosts without an
     // RDMA network. Say what to do instead of leaving them with MPI_ERR_WIN.
     int level = MPI_THREAD_SINGLE;

@@ -336,7 +336,10 @@ TEST_CASE("gemm/matmul bad input: every rank throws, nothing written") {
     garray::Context rev = ctx.split(0, ctx.size() - ctx.rank());
     garray::GlobalArray<double, 2> bo(rev, {5, 3});
     m = message_of<garray::InvalidArgument>([&] { garray::gemm(1.0, a, bo, 0.0, c); });
-    CHECK(m.find("different process groups") != std::string::npos);
+    CHECK(m.find("number the same ranks differently") != std::string::npos);  // not "different groups"
+    auto cc = garray::zeros<double>(rev, garray::Shape<2>{4, 3});             // copy refuses it alike
+    m = message_of<garray::InvalidArgument>([&] { garray::copy(cc.view(), c.view()); });
+    CHECK(m.find("number the same ranks differently") != std::string::npos);
   }
   // ranks disagreeing on alpha: CollectiveMismatch everywhere
   garray::GlobalArray<double, 2> b5(ctx, {5, 3});

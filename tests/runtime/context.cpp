@@ -1,14 +1,15 @@
 // Context, groups, windows and statistics on real MPI processes.
-#include "support/test_support.hpp"
-
-#include <garray/runtime/window.hpp>
-
 #include <algorithm>
 #include <cstdlib>
+#include <fstream>
+#include <garray/runtime/window.hpp>
 #include <optional>
 #include <sstream>
+#include <string>
 #include <string_view>
 #include <vector>
+
+#include "support/test_support.hpp"
 
 using test::ScopedEnv;
 
@@ -458,4 +459,48 @@ TEST_CASE("agree_signature throws CollectiveMismatch on every rank when ranks di
   }
   CHECK(garray::detail::all_ok(ctx.comm(), true));
   CHECK_FALSE(garray::detail::all_ok(ctx.comm(), ctx.rank() != ctx.size() - 1));
+}
+
+// semantics.md "Windows and data paths": where MPI_Win_create cannot expose memory it did not
+// allocate, a mixed request falls back to rma windows. The probe behind that decision kept its
+// node-shared window whenever MPI_Win_create failed: every such Context leaked one shared
+// window per rank until MPI_Finalize. Run as test_runtime.osc_sm (Open MPI with osc/sm only:
+// MPI_Win_allocate_shared works, MPI_Win_create does not), where osc/sm's segments are
+// visible in /proc/self/maps; elsewhere it says so and checks the fallback alone.
+namespace probe_leak {
+int osc_sm_segments() {
+  std::ifstream maps("/proc/self/maps");
+  int n = 0;
+  for (std::string line; std::getline(maps, line);)
+    if (line.find("/osc_sm.") != std::string::npos) ++n;
+  return n;
+}
+}  // namespace probe_leak
+
+TEST_CASE("a mixed request that falls back to rma windows leaves no probe window behind") {
+  const char* osc = std::getenv("OMPI_MCA_osc");
+  const char* want = std::getenv("GARRAY_WINDOW");
+  if (!osc || std::string_view(osc) != "sm" || !want || std::string_view(want) != "mixed") {
+    MESSAGE("needs OMPI_MCA_osc=sm GARRAY_WINDOW=mixed (ctest test_runtime.osc_sm)");
+    return;
+  }
+  {
+    garray::Context warm;                                    // loads the components
+    REQUIRE(warm.window_kind() == garray::WindowKind::rma);  // the fallback under test
+  }
+  const int before = probe_leak::osc_sm_segments();
+  for (int i = 0; i < 8; ++i) {
+    garray::Context ctx;  // no array: once made, the context holds no window
+    CHECK(ctx.window_kind() == garray::WindowKind::rma);
+  }
+  const int after = probe_leak::osc_sm_segments();
+  CAPTURE(before);
+  CAPTURE(after);
+  CHECK(test::all_ranks(after == before));  // before the fix: before + 8
+  // the count does see osc/sm's segments: a window of this MPI maps one more while it exists
+  MPI_Win w = MPI_WIN_NULL;
+  void* base = nullptr;
+  REQUIRE(MPI_Win_allocate(64, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &w) == MPI_SUCCESS);
+  CHECK(probe_leak::osc_sm_segments() > after);
+  MPI_Win_free(&w);
 }

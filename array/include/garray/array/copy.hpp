@@ -101,7 +101,11 @@ void copy(const View<T, N1, M>& dst, const View<T, N2, M>& src) {
                           "MPI_Comm_compare");
         if (cmp != MPI_IDENT && cmp != MPI_CONGRUENT)
           detail::raise<InvalidArgument>(what, ": source ", detail::array_label(sa.id()), " and destination ",
-                                         detail::array_label(da.id()), " live on different process groups");
+                                         detail::array_label(da.id()),
+                                         cmp == MPI_SIMILAR
+                                             ? " live on contexts that number the same ranks differently "
+                                               "(a split with another key, or RankOrder::node)"
+                                             : " live on different process groups");
       });
 
   // Same array and intersecting bounding boxes: reading and writing may overlap. A

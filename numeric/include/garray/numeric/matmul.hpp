@@ -218,8 +218,12 @@ void gemm_views(MatOp oa, MatOp ob, T alpha, const View<T, NA, 2>& a, const View
       int cmp = MPI_UNEQUAL;
       check_mpi(MPI_Comm_compare(ca.context().comm(), other, &cmp), "MPI_Comm_compare");
       if (cmp != MPI_IDENT && cmp != MPI_CONGRUENT)
-        raise<InvalidArgument>(what, ": operands live on different process groups (arrays #", a.array().id(),
-                               ", #", b.array().id(), ", #", ca.id(), ")");
+        raise<InvalidArgument>(what, ": operands live on ",
+                               cmp == MPI_SIMILAR
+                                   ? "contexts that number the same ranks differently (a split with "
+                                     "another key, or RankOrder::node)"
+                                   : "different process groups",
+                               " (arrays #", a.array().id(), ", #", b.array().id(), ", #", ca.id(), ")");
     }
     if (std::max({m, n, ka}) > INT_MAX)
       raise<InvalidArgument>(what, ": extents [", m, ", ", n, ", ", ka, "] exceed the BLAS' 32-bit integers");
