@@ -3,6 +3,7 @@
 // failure point of every collective, arguments that differ across ranks, and bad input
 // from the outside (moved-from arrays, stale views, an invalid Context, int64 limits).
 // Every test must fail (or hang: ctest's timeout) if the promise is broken.
+#include <algorithm>
 #include <bit>
 #include <complex>
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include <functional>
 #include <garray/runtime/fault.hpp>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -1428,3 +1430,64 @@ TEST_CASE(
   CHECK(test::all_ranks(neg));
 }
 }  // namespace scalar_bits
+
+// A local block outliving its array (audit of "Operations and completion"): LocalBlock kept a
+// raw pointer into the window with no liveness token. After `a = GlobalArray(...)` the old
+// window went to the cache and the next array of the same key took it, so a store through
+// the old block landed in that array (c held 42 on every rank); at cache depth 0 the window
+// was freed and the block's destructor called MPI_Win_sync on it. Now the block holds the
+// array's liveness token: view(), data() and a view block's view()/element() throw
+// InvalidArgument once the array is gone, and the destructor leaves the window alone.
+TEST_CASE(
+    "a LocalBlock or ViewBlock whose array was assigned to, moved from or destroyed throws instead of "
+    "writing") {
+  garray::Context ctx;
+  const garray::Index n = 8 * ctx.size();
+  garray::GlobalArray<double, 1> a(ctx, {n});
+  auto blk = a.access();
+  auto vblk = a[garray::idx[garray::range(0, n, 2)]].access();
+  const garray::Index lo = blk.lo(0);
+  CHECK(blk.valid());
+  a = garray::GlobalArray<double, 1>(ctx, {n});  // rebinds a: its old window goes to the cache
+  garray::GlobalArray<double, 1> c(ctx, {n});    // zeroed; a cache hit takes a's old window
+  CHECK_FALSE(blk.valid());
+  CHECK_THROWS_AS(blk.view()[lo] = 42.0, garray::InvalidArgument);
+  CHECK_THROWS_AS((void)blk.data(), garray::InvalidArgument);
+  CHECK_THROWS_AS((void)vblk.view(), garray::InvalidArgument);
+  c.sync();
+  const auto got = test::whole_array(c);
+  CHECK(std::all_of(got.begin(), got.end(), [](double x) { return x == 0.0; }));
+  // moved from: the memory lives on in the new object, the old object's blocks are stale too
+  auto fresh = a.access();
+  CHECK(fresh.valid());
+  garray::GlobalArray<double, 1> b(std::move(a));
+  CHECK_FALSE(fresh.valid());
+  CHECK(b.access().valid());
+  // destroyed with the cache off: the window is freed; the block must not touch it
+  const int depth0 = ctx.cache().depth();
+  ctx.cache().set_depth(0);
+  std::unique_ptr<garray::LocalBlock<double, 1>> late;  // (not movable: made in place)
+  {
+    garray::GlobalArray<double, 1> d(ctx, {n});
+    late.reset(new garray::LocalBlock<double, 1>(d.access()));
+  }
+  garray::GlobalArray<double, 1> e(ctx, {n + 1});  // the next create frees d's window
+  CHECK_FALSE(late->valid());
+  CHECK_THROWS_AS((void)late->view(), garray::InvalidArgument);
+  late.reset();  // its destructor: no MPI_Win_sync on the freed window (ASan: tests/long)
+  ctx.cache().set_depth(depth0);
+  b.sync();
+}
+
+// semantics.md "Errors": every operation on a moved-from array throws except its description
+// (valid(), liveness(), context(), shape(), size(), ghost(), local_box(), distribution(),
+// id()). section(slice) normalised the slice against the shell and returned.
+TEST_CASE("section() of a moved-from array throws InvalidArgument like every other operation") {
+  garray::Context ctx;
+  garray::GlobalArray<double, 2> a(ctx, {6, 4});
+  garray::GlobalArray<double, 2> b(std::move(a));
+  CHECK_FALSE(a.valid());
+  CHECK_THROWS_AS((void)a.section(garray::idx[garray::all][1]), garray::InvalidArgument);
+  CHECK_NOTHROW((void)b.section(garray::idx[garray::all][1]));
+  b.sync();
+}

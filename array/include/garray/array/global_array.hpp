@@ -122,15 +122,8 @@ inline void begin_collective(std::span<const Window* const> wins, MPI_Comm comm,
 }
 }  // namespace detail
 
-/// What a view keeps of its array (GlobalArray::liveness()): whether the array object still
-/// holds the array, and the array's context, valid even when it does not.
-struct ArrayLiveness {
-  bool alive = false;  ///< false once the array object was destroyed, moved from or assigned to
-  Context ctx;         ///< the array's context
-};
-
 /// Tag for creating a GlobalArray whose contents are unspecified (numpy.empty): no zeroing
-/// pass and no barrier, for arrays that are overwritten entirely before being read.
+/// pass, for arrays that are overwritten entirely before being read.
 struct Uninitialized {
   explicit constexpr Uninitialized() = default;
 };
@@ -173,9 +166,10 @@ class GlobalArray {
   GlobalArray(const Context& ctx, const shape_type& shape);
   /// Creates a distributed array with unspecified contents (numpy.empty), for arrays that
   /// are overwritten before being read (temporaries). **Collective over ctx**; throws as the
-  /// zeroing constructor. Skips the zeroing pass and its barrier, so a cache hit costs one
-  /// allreduce. Reading an element before writing it returns garbage (possibly the data of
-  /// a destroyed array of this context). On return the array exists on every rank.
+  /// zeroing constructor. Skips the zeroing pass; a cache hit costs the two small allreduces
+  /// every create pays (the handshake and the closing agreement). Reading an element before writing it
+  /// returns garbage (possibly the data of a destroyed array of this context). On return the array exists on
+  /// every rank.
   GlobalArray(const Context& ctx, const shape_type& shape, const Distribution<N>& dist,
               const shape_type& ghost, Uninitialized)
       : GlobalArray(ctx, shape, dist, ghost, false) {}
@@ -376,6 +370,7 @@ class GlobalArray {
   /// would).
   template <std::size_t K, std::size_t M>
   Section<N> section(const Slice<K, M>& s) const {
+    check_live(detail::Call::get);  // a moved-from array has no shape to normalise against
     return select(s, detail::Call::get);
   }
 

@@ -9,15 +9,28 @@
 // The view's index bases are the block's global low corner, so kernels index with global
 // coordinates. Local loads and stores are consistent with remote get/put/accumulate after
 // the next collective sync() (see docs/semantics.md). Bind views by reference or `auto&`:
-// boost::multi_array_ref's operator= copies elements.
+// boost::multi_array_ref's operator= copies elements. A block does not keep its array alive:
+// once the array object is destroyed, moved from or assigned to, view() and data() throw
+// InvalidArgument (its window may already hold another array, or be gone).
 
 #include <boost/multi_array.hpp>
 #include <cstddef>
 #include <garray/array/box.hpp>
+#include <garray/runtime/context.hpp>
 #include <garray/runtime/datatype.hpp>
+#include <garray/runtime/error.hpp>
 #include <garray/runtime/window.hpp>
+#include <memory>
+#include <utility>
 
 namespace garray {
+
+/// What a view or a local block keeps of its array (GlobalArray::liveness()): whether the
+/// array object still holds the array, and the array's context, valid even when it does not.
+struct ArrayLiveness {
+  bool alive = false;  ///< false once the array object was destroyed, moved from or assigned to
+  Context ctx;         ///< the array's context
+};
 
 /// RAII access to the block of a GlobalArray that this rank owns (from
 /// GlobalArray::access()): a boost::multi_array_ref over the block's window memory whose index
@@ -32,18 +45,30 @@ class LocalBlock {
   using view_type = boost::multi_array_ref<T, N>;
 
   /// Local. MPI_Win_sync: this rank's stores through the view are ordered before the next
-  /// synchronisation (sync() makes them visible to other ranks). Never throws.
+  /// synchronisation (sync() makes them visible to other ranks). Never throws; nothing when
+  /// the array is gone (its window may be freed).
   ~LocalBlock() {
-    if (win_) win_->memory_sync_noexcept();  // both windows of a mixed one, as on entry
+    if (win_ && valid()) win_->memory_sync_noexcept();  // both windows of a mixed one, as on entry
   }
   LocalBlock(const LocalBlock&) = delete;             ///< Not copyable.
   LocalBlock& operator=(const LocalBlock&) = delete;  ///< Not copyable.
 
   /// Local. The block (with its ghost cells, if any) as a multi_array_ref with global index
-  /// bases: it spans [lo - ghost, hi + ghost) in each dimension.
-  view_type& view() noexcept { return view_; }
-  /// Local. The block as a read-only multi_array_ref with global index bases.
-  const view_type& view() const noexcept { return view_; }
+  /// bases: it spans [lo - ghost, hi + ghost) in each dimension. Throws InvalidArgument once
+  /// the array object was destroyed, moved from or assigned to (see valid()).
+  view_type& view() {
+    check();
+    return view_;
+  }
+  /// Local. The block as a read-only multi_array_ref with global index bases (throws as view()).
+  const view_type& view() const {
+    check();
+    return view_;
+  }
+  /// Local. False once the array object this block came from was destroyed, moved from or
+  /// assigned to: its memory may then belong to another array (the cache reuses windows) or
+  /// be freed, so view() and data() throw InvalidArgument instead of handing it out.
+  bool valid() const noexcept { return !alive_ || alive_->alive; }
   /// Local. The owned block [lo, hi) in global indices (ghosts excluded).
   const Box<N>& box() const noexcept { return box_; }
   Index lo(std::size_t d) const noexcept { return box_.lo[d]; }  ///< Local. First owned global index in dim d.
@@ -54,15 +79,30 @@ class LocalBlock {
   Index size() const noexcept { return box_.volume(); }  ///< Local. Number of owned elements.
   /// Local. Row-major pointer to the first element of the block's memory (ghosts included; may be
   /// null for an empty block).
-  T* data() const noexcept { return const_cast<T*>(view_.data()); }
+  T* data() const {
+    check();
+    return const_cast<T*>(view_.data());
+  }
+  /// Local. Throws InvalidArgument unless valid().
+  void check() const {
+    if (!valid()) [[unlikely]]
+      detail::raise<InvalidArgument>(
+          "garray::LocalBlock: the array was destroyed, moved from or assigned to "
+          "since access(): the block is no longer its memory");
+  }
 
  private:
   template <Element U, std::size_t M>
   friend class GlobalArray;  // made by GlobalArray::access()
   // `data` is the block's window memory: row-major, extents of `box` plus `ghost` cells on
   // each side (an empty block has no memory and no ghosts).
-  LocalBlock(T* data, const Box<N>& box, const Shape<N>& ghost, const detail::Window* win)
-      : box_(box), ghost_(box.empty() ? Shape<N>{} : ghost), win_(win), view_(data, padded(box, ghost_)) {
+  LocalBlock(T* data, const Box<N>& box, const Shape<N>& ghost, const detail::Window* win,
+             std::shared_ptr<const ArrayLiveness> alive)
+      : box_(box),
+        ghost_(box.empty() ? Shape<N>{} : ghost),
+        win_(win),
+        alive_(std::move(alive)),
+        view_(data, padded(box, ghost_)) {
     Shape<N> base{};
     for (std::size_t d = 0; d < N; ++d) base[d] = box.lo[d] - ghost_[d];
     view_.reindex(base);
@@ -78,6 +118,7 @@ class LocalBlock {
   Box<N> box_;
   Shape<N> ghost_;
   const detail::Window* win_;
+  std::shared_ptr<const ArrayLiveness> alive_;  // the array's token (null: always valid)
   view_type view_;
 };
 

@@ -18,7 +18,9 @@
 // coordinates. Collective operations (fill, copy in copy.hpp) are owner-computes: each
 // rank touches only the part of the view stored in its own block.
 //
-// A view does not keep its array alive: it must not outlive it.
+// A view does not keep its array alive: it holds the array object's liveness token, and
+// every operation through a view whose array object was since destroyed, moved from or
+// assigned to throws InvalidArgument (collectives: on every rank; docs/semantics.md "Errors").
 
 #include <array>
 #include <boost/multi_array.hpp>
@@ -470,7 +472,10 @@ class ViewBlock {
   ViewBlock& operator=(const ViewBlock&) = delete;  ///< Not copyable.
 
   /// Local. The owned part as a strided boost view in view coordinates (M >= 1).
-  view_type& view() noexcept requires(M >= 1) { return *view_; }
+  view_type& view() requires(M >= 1) {
+    blk_.check();  // throws once the array is gone, as LocalBlock::view()
+    return *view_;
+  }
   /// Local. The owned part in view coordinates (empty if this rank owns nothing).
   const Box<M>& box() const noexcept { return box_; }
   Index lo(std::size_t d) const noexcept { return box_.lo[d]; }  ///< Local. box().lo[d].
@@ -479,7 +484,10 @@ class ViewBlock {
   Index size() const noexcept { return size_; }
   bool empty() const noexcept { return size_ == 0; }  ///< Local. True if this rank owns nothing of the view.
   /// Local. For a 0-d view: the element if this rank owns it, else nullptr.
-  T* element() const noexcept requires(M == 0) { return element_; }
+  T* element() const requires(M == 0) {
+    blk_.check();
+    return element_;
+  }
 
  private:
   // GCC 12 reports a false -Wmaybe-uninitialized inside boost's generate_array_view (it

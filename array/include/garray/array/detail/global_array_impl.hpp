@@ -79,7 +79,7 @@ GlobalArray<T, N>::~GlobalArray() {
 template <Element T, std::size_t N>
 LocalBlock<T, N> GlobalArray<T, N>::access() {
   check_live(detail::Call::access);
-  return LocalBlock<T, N>(local_data(), my_box_, ghost_, win_.get());
+  return LocalBlock<T, N>(local_data(), my_box_, ghost_, win_.get(), alive_);
 }
 
 template <Element T, std::size_t N>
