@@ -535,3 +535,22 @@ TEST_CASE("assign_reduce over a replicated output counts every element once (pla
   CHECK(hex(garray::assign_norm2_change(w, ya, reproducible)) == hex(std::sqrt(exact.round<double>())));
   CHECK(garray::max(w) == garray::max(ya));  // written on every rank
 }
+
+// semantics.md "Reductions": norm2 and the assign_norm2_* forms compute each |x_i|^2 in
+// double. For complex<float>, std::norm squared in float first (rounded, and inf beyond
+// |z| ~ 1.8e19), while float was widened before squaring.
+TEST_CASE("norm2 / assign_norm2_change of complex<float>: |z|^2 in double, as for float") {
+  garray::Context ctx;
+  const garray::Index n = 2 * ctx.size();
+  garray::GlobalArray<float, 1> xf(ctx, {n});
+  garray::GlobalArray<std::complex<float>, 1> xc(ctx, {n}), outc(ctx, {n});
+  xf.fill(3e19f);
+  xc.fill(std::complex<float>(3e19f, 0.0f));
+  const double expect = std::sqrt(static_cast<double>(n)) * static_cast<double>(3e19f);
+  CHECK(garray::norm2(xf) == doctest::Approx(expect));  // float: squared in double
+  CHECK(std::isfinite(garray::norm2(xc)));              // was inf
+  CHECK(garray::norm2(xc) == doctest::Approx(expect));
+  CHECK(garray::norm2(xc, garray::reproducible) == doctest::Approx(expect));  // was inf
+  outc.fill(std::complex<float>(0.0f, 0.0f));
+  CHECK(garray::assign_norm2_change(outc, xc) == doctest::Approx(expect));  // was inf
+}

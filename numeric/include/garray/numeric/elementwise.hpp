@@ -362,17 +362,18 @@ auto assign_reduce(O&& out, const X& x, const Ref& ref, Red red, F f) {
 /// assign_reduce: the value is identical on every rank.
 template <class O, Operand X, ArrayOperand Ref>
 double assign_norm2_diff(O&& out, const X& x, const Ref& ref) {
-  return std::sqrt(
-      assign_reduce(std::forward<O>(out), x, ref, sum_reducer{},
-                    [](const auto& nv, const auto& rv) { return detail::AbsSquare{}(nv - rv); }));
+  return std::sqrt(assign_reduce(
+      std::forward<O>(out), x, ref, sum_reducer{},
+      [](const auto& nv, const auto& rv) { return detail::AbsSquare{}(detail::difference(nv, rv)); }));
 }
 
 /// out = expr; returns sqrt(sum over out of |new - old|^2) (the 2-norm of the update), in
 /// one sweep. **Collective**, as assign_reduce.
 template <class O, Operand X>
 double assign_norm2_change(O&& out, const X& x) {
-  const double s = assign_reduce(std::forward<O>(out), x, sum_reducer{},
-                                 [](const auto& nv, const auto& ov) { return detail::AbsSquare{}(nv - ov); });
+  const double s = assign_reduce(std::forward<O>(out), x, sum_reducer{}, [](const auto& nv, const auto& ov) {
+    return detail::AbsSquare{}(detail::difference(nv, ov));
+  });
   return std::sqrt(s);
 }
 
@@ -380,8 +381,9 @@ double assign_norm2_change(O&& out, const X& x) {
 /// assign_reduce: the value is identical on every rank.
 template <class O, Operand X>
 double assign_max_abs_change(O&& out, const X& x) {
-  return assign_reduce(std::forward<O>(out), x, max_reducer{},
-                       [](const auto& nv, const auto& ov) { return static_cast<double>(std::abs(nv - ov)); });
+  return assign_reduce(std::forward<O>(out), x, max_reducer{}, [](const auto& nv, const auto& ov) {
+    return static_cast<double>(ops::Abs{}(detail::difference(nv, ov)));  // wraps as NumPy
+  });
 }
 
 namespace detail {
@@ -411,10 +413,10 @@ double assign_norm2_exact_sweep(O&& out_, const E& e, const char* what) {
             const auto v = bb.template at<U>(i);
             const T nv = store_cast<T>(v.first);
             slot = nv;
-            return AbsSquare{}(nv - v.second);
+            return AbsSquare{}(difference(nv, v.second));
           } else {
             const T nv = store_cast<T>(bb.template at<U>(i));
-            const double d = AbsSquare{}(nv - slot);
+            const double d = AbsSquare{}(difference(nv, slot));
             slot = nv;
             return d;
           }

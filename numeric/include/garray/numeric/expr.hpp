@@ -105,12 +105,17 @@ struct is_complex : std::false_type {};
 template <class X>
 struct is_complex<std::complex<X>> : std::true_type {};
 
-/// |v|^2 as double (norm2 and the norm of an update).
+/// |v|^2 as double (norm2 and the norm of an update): the parts widened to double first, so
+/// a complex<float> square is neither rounded nor overflowed in float (as for real float).
 struct AbsSquare {
   template <class V>
   double operator()(const V& v) const {
-    if constexpr (is_complex<V>::value) return static_cast<double>(std::norm(v));
-    else return static_cast<double>(v) * static_cast<double>(v);
+    if constexpr (is_complex<V>::value) {
+      const double re = static_cast<double>(v.real()), im = static_cast<double>(v.imag());
+      return re * re + im * im;  // std::norm's formula, in double
+    } else {
+      return static_cast<double>(v) * static_cast<double>(v);
+    }
   }
 };
 
@@ -431,6 +436,16 @@ constexpr P integer_power(P a, P b) {
     }
     return static_cast<P>(r);
   }
+}
+
+/// a - b of two elements as NumPy computes it: integers of one type wrap modulo 2^bits (no
+/// signed overflow); everything else as C++ (the norms and max-abs of an update).
+template <class A, class B>
+constexpr auto difference(const A& a, const B& b) {
+  if constexpr (std::is_integral_v<A> && std::is_same_v<A, B> && !std::is_same_v<A, bool>)
+    return wrapping<ops::Sub>(a, b);
+  else
+    return a - b;
 }
 
 /// a ** b for complex P, as NumPy: b == 0 gives 1 (0 ** 0 too); a real integer exponent

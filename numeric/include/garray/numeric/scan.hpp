@@ -130,9 +130,18 @@ void scan_in_place(GlobalArray<Acc, M>& out, std::size_t ax, std::string_view wh
       if (have && len > 0) totals.put_section(s, tot);
       totals.fence();
     });
-    // 3. Fix-up: offset = totals of rows 0..c-1 combined in order, applied to every element.
+    // 3. Fix-up: offset = totals of the non-empty blocks before mine along the axis (rows
+    //    0..c-1 whose block has extent > 0), combined in order, applied to every element.
+    //    Empty blocks are left out rather than combined as an identity: 1 + 0i is no
+    //    identity of IEEE complex multiplication ((1, 0) * (-0, -1) is (+0, -1), and
+    //    (1, 0) * (inf, 1) is (inf, NaN)), so a block after empty ones would change its values.
+    //    No block before mine holds data: nothing to apply, NumPy's bits.
+    const std::vector<Index>& starts = dist.bounds(ax);
+    std::vector<Index> used;  // the rows to combine
+    for (int r = 0; r < c; ++r)
+      if (starts[static_cast<std::size_t>(r) + 1] > starts[static_cast<std::size_t>(r)]) used.push_back(r);
     run_concluded(comm, what, [&] {
-      if (!have || len == 0 || c == 0) return;
+      if (!have || len == 0 || used.empty()) return;
       s.start[ax] = 0;
       s.count[ax] = c;
       std::vector<Acc> rows(static_cast<std::size_t>(s.size()));
@@ -140,8 +149,9 @@ void scan_in_place(GlobalArray<Acc, M>& out, std::size_t ax, std::string_view wh
       std::vector<Acc> off(static_cast<std::size_t>(outer * inner));
       for (Index o = 0; o < outer; ++o)
         for (Index i = 0; i < inner; ++i) {
-          Acc v = rows[static_cast<std::size_t>(o * c * inner + i)];
-          for (Index r = 1; r < c; ++r) v = scan_op<Prod>(v, rows[static_cast<std::size_t>((o * c + r) * inner + i)]);
+          Acc v = rows[static_cast<std::size_t>((o * c + used[0]) * inner + i)];
+          for (std::size_t u = 1; u < used.size(); ++u)
+            v = scan_op<Prod>(v, rows[static_cast<std::size_t>((o * c + used[u]) * inner + i)]);
           off[static_cast<std::size_t>(o * inner + i)] = v;
         }
       auto blk = out.access();
