@@ -76,16 +76,21 @@ bool is_hdf5_name(const std::string& name) {
   return ends(".h5") || ends(".hdf5");
 }
 
-/// A garray error of a parser (parse_grid, parse_variant) as an option error, without the
-/// "laplace: " its message starts with (parse_everywhere adds it).
+/// `m` without the "laplace: " its caller is about to print before it.
+std::string unprefixed(std::string m) {
+  constexpr std::string_view prefix = "laplace: ";
+  if (m.starts_with(prefix)) m.erase(0, prefix.size());
+  return m;
+}
+
+/// A garray error of a parser (parse_grid, parse_variant) as an option error (parse_everywhere
+/// prints it after "laplace: ").
 template <class F>
 auto as_option_error(F&& f) {
   try {
     return f();
   } catch (const garray::Error& e) {
-    std::string m = e.what();
-    if (m.rfind("laplace: ", 0) == 0) m.erase(0, 9);
-    throw po::error(m);
+    throw po::error(unprefixed(e.what()));
   }
 }
 
@@ -145,10 +150,9 @@ bool parse(int argc, char** argv, Options& o, bool root, int nranks) {
   if (o.nx < 2 || o.ny < 2) throw po::error("--nx and --ny must be >= 2");
   (void)as_option_error([&] { return lp::parse_variant(o.variant); });
   const garray::Distribution<2> grid = as_option_error([&] { return lp::parse_grid(o.grid); });
-  if (grid.kind() == garray::Distribution<2>::Kind::grid &&
-      std::int64_t{grid.procs()[0]} * grid.procs()[1] > nranks)
-    throw po::error("--grid " + o.grid + " needs " +
-                    std::to_string(std::int64_t{grid.procs()[0]} * grid.procs()[1]) + " ranks; the job has " +
+  if (const std::int64_t need = std::int64_t{grid.procs()[0]} * grid.procs()[1];
+      grid.kind() == garray::Distribution<2>::Kind::grid && need > nranks)
+    throw po::error("--grid " + o.grid + " needs " + std::to_string(need) + " ranks; the job has " +
                     std::to_string(nranks));
   if (o.cache_depth < -1) throw po::error("--cache-depth must be >= -1 (-1: the library default)");
   for (const char* name : {"output", "checkpoint", "restart"})
@@ -205,7 +209,8 @@ int parse_everywhere(const garray::Context& world, int argc, char** argv, Option
       world.comm(), gd::hash_mix(gd::hash_string(canonical(o)), static_cast<std::uint64_t>(outcome)),
       outcome == 2 ? gd::LocalFault::invalid : gd::LocalFault::none);
   if (a.failed_rank >= 0) {
-    if (outcome == 2) std::cerr << "laplace: " << why << " (see --help) [rank " << world.rank() << "]\n";
+    if (outcome == 2)  // one write per rank: the ranks' lines do not interleave
+      std::cerr << ("laplace: " + why + " (see --help) [rank " + std::to_string(world.rank()) + "]\n");
     return 2;
   }
   if (!a.signatures_equal) {
@@ -440,8 +445,7 @@ int main(int argc, char** argv) {
   try {
     return run(argc, argv);
   } catch (const std::exception& e) {
-    const std::string m = e.what();
-    std::cerr << (m.rfind("laplace: ", 0) == 0 ? "" : "laplace: ") << m << '\n';
+    std::cerr << "laplace: " << unprefixed(e.what()) << '\n';
     return 1;
   }
 }
