@@ -117,7 +117,8 @@ struct WindowCache::Impl {
   };
   Decision decide(const Slot& slot, std::size_t bytes) const noexcept;
   bool idle(const KeyInfo& k, std::uint64_t now) const noexcept {
-    return idle_after_ > 0 && k.touched + idle_after_ < now;
+    return idle_after_ > 0 && k.touched < now &&
+           now - k.touched > idle_after_;  // no overflow: any idle_after_
   }
   static std::uint64_t entry_hash(const Entry& e) noexcept;
   std::uint64_t settings_hash() const noexcept;  // recomputed only after a change

@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -1038,4 +1039,118 @@ TEST_CASE(
     y.get(garray::idx[garray::all][garray::all], std::span<double>(got));
     CHECK(all_ranks(got == std::vector<double>(24, 2.5)));
   }
+}
+
+// A very large idle_after (set_idle_after or GARRAY_CACHE_IDLE, which accepts any uint64)
+// means "practically never idle". The test `touched + idle_after < now` wrapped: with
+// UINT64_MAX every key was idle after one create and the cache stopped caching (audit,
+// stop 38). Expected as with 0: the {7,7} window survives three {9,9} creates and is hit.
+namespace {
+using AI2 = garray::GlobalArray<double, 2>;
+
+void idle_forever_keeps_windows(garray::Context& ctx) {
+  ctx.cache().clear();
+  const auto ev0 = ctx.stats().cache_evictions;
+  const auto hits0 = ctx.stats().cache_hits;
+  { AI2 a(ctx, {7, 7}); }                          // key A pooled, touched by its destroy
+  for (int i = 0; i < 3; ++i) AI2 b(ctx, {9, 9});  // three creates of another key
+  CHECK(ctx.stats().cache_evictions == ev0);       // A is not idle after 3 creates of 2^64 - 1
+  CHECK(ctx.cache().windows_held() == 2);
+  { AI2 a(ctx, {7, 7}); }                          // A's window again
+  CHECK(ctx.stats().cache_hits == hits0 + 2 + 1);  // 2 hits of {9,9}, then A's hit
+  ctx.cache().clear();
+}
+}  // namespace
+
+TEST_CASE("idle_after = UINT64_MAX behaves as 'never idle', not 'idle after one create'") {
+  {
+    garray::Context ctx;
+    ctx.cache().set_idle_after(0);  // the reference: never idle
+    idle_forever_keeps_windows(ctx);
+  }
+  {
+    garray::Context ctx;
+    ctx.cache().set_idle_after(std::numeric_limits<std::uint64_t>::max());
+    CHECK(ctx.cache().idle_after() == std::numeric_limits<std::uint64_t>::max());
+    idle_forever_keeps_windows(ctx);
+  }
+  {
+    // The same value through the environment, which the parser accepts.
+    const test::ScopedEnv idle("GARRAY_CACHE_IDLE",
+                               std::to_string(std::numeric_limits<std::uint64_t>::max()).c_str());
+    garray::Context ctx;
+    CHECK(ctx.cache().idle_after() == std::numeric_limits<std::uint64_t>::max());
+    idle_forever_keeps_windows(ctx);
+  }
+}
+
+// semantics.md "Array cache", Key: "... and whether it is replicated". replicated() resolves
+// to the block boundaries of grid({1,1}); only the replicated flag in Distribution's
+// signature keeps their keys apart. Without it, p == 1 would share the window and p >= 2
+// would plan a hit on rank 0 and a miss elsewhere (CollectiveMismatch on every rank).
+TEST_CASE("a replicated array and a grid({1,1}) array with the same block boundaries never share a window") {
+  using AR2 = garray::GlobalArray<double, 2>;
+  garray::Context ctx;
+  ctx.cache().clear();
+  const garray::Shape<2> s{6, 5};
+  const auto rep = garray::Distribution<2>::replicated();
+  const auto one = garray::Distribution<2>::grid({1, 1});
+  for (int order = 0; order < 2; ++order) {
+    CAPTURE(order);
+    const auto& first = order == 0 ? rep : one;
+    const auto& second = order == 0 ? one : rep;
+    {
+      AR2 x(ctx, s, first);
+      x.fill(7.0);
+    }  // pooled (reusable) on every rank
+    const auto hits = ctx.stats().cache_hits, misses = ctx.stats().cache_misses;
+    std::string msg;
+    bool zero = false;
+    const test::Got g = test::outcome(
+        [&] {
+          AR2 y(ctx, s, second);
+          const auto v = test::whole_array(y);
+          zero = std::all_of(v.begin(), v.end(), [](double e) { return e == 0.0; });
+        },
+        &msg);
+    CAPTURE(msg);
+    CHECK(g == test::Got::nothing);  // not CollectiveMismatch (ranks deciding hit vs miss)
+    CHECK(zero);
+    CHECK(ctx.stats().cache_hits == hits);  // not the other distribution's window
+    CHECK(ctx.stats().cache_misses == misses + 1);
+    ctx.cache().clear();
+  }
+}
+
+// semantics.md "Array cache", Limits rule 3: lowering a limit moves windows to pending at
+// once; raising it again never revives them (only the seeded random model test met this).
+TEST_CASE(
+    "lowering a cache limit and raising it again leaves the window pending: the next create misses and frees "
+    "it") {
+  using AL2 = garray::GlobalArray<double, 2>;
+  garray::Context ctx;
+  auto& c = ctx.cache();
+  const garray::Shape<2> s{8, 6};
+  for (int which = 0; which < 3; ++which) {
+    CAPTURE(which);
+    c.clear();
+    { AL2 a(ctx, s); }
+    CHECK(c.windows_held() == 1);
+    CHECK(c.windows_pending() == 0);
+    if (which == 0) c.set_depth(0);
+    if (which == 1) c.set_byte_cap(0);
+    if (which == 2) c.set_window_cap(0);
+    CHECK(c.windows_pending() == 1);  // lowered: pending at once
+    c.set_depth(garray::WindowCache::default_depth);
+    c.set_byte_cap(garray::WindowCache::default_byte_cap);
+    c.set_window_cap(garray::WindowCache::default_window_cap);
+    CHECK(c.windows_pending() == 1);  // raised again: still pending, not revived
+    const auto st = ctx.stats();
+    { AL2 a(ctx, s); }
+    CHECK(ctx.stats().cache_hits == st.cache_hits);  // the pending window was not reused
+    CHECK(ctx.stats().cache_misses == st.cache_misses + 1);
+    CHECK(ctx.stats().windows_freed == st.windows_freed + 1);  // and this create freed it
+    CHECK(c.windows_pending() == 0);
+  }
+  c.clear();
 }

@@ -5,6 +5,7 @@
 // Every test must fail (or hang: ctest's timeout) if the promise is broken.
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <complex>
 #include <cstdint>
 #include <cstring>
@@ -1490,4 +1491,39 @@ TEST_CASE("section() of a moved-from array throws InvalidArgument like every oth
   CHECK_THROWS_AS((void)a.section(garray::idx[garray::all][1]), garray::InvalidArgument);
   CHECK_NOTHROW((void)b.section(garray::idx[garray::all][1]));
   b.sync();
+}
+
+// semantics.md "Destruction": arrays, views, Mutexes and io::File objects hold their context;
+// a local block does not (access() is local, and so is dropping the block). Since local
+// blocks carried the array's liveness token (stop 37) they held the context too: a block
+// kept on rank 0 alone postponed that rank's collective teardown of the context while the
+// others waited in theirs, and rank 0's next collective with them deadlocked (audit, stop
+// 38; blocks now observe the token through a weak_ptr). The barrier is polled with a
+// deadline, so the defect fails the test instead of hanging it.
+TEST_CASE("a LocalBlock kept on one rank does not hold back its context's collective teardown") {
+  int me = 0, p = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
+  if (p < 2) {
+    MESSAGE("one rank: nothing to hold back, skipped");
+    return;
+  }
+  garray::Context world;
+  std::unique_ptr<garray::LocalBlock<double, 1>> keep;  // not movable: made in place
+  {
+    garray::Context sub = world.split(0);
+    { garray::GlobalArray<double, 1> pooled(sub, {12}); }  // a reusable window in sub's pool
+    garray::GlobalArray<double, 1> a(sub, {16});
+    if (me == 0) keep.reset(new garray::LocalBlock<double, 1>(a.access()));  // access() is local
+  }  // every rank: `a`, `pooled` and every Context handle of sub are gone -> sub's teardown
+  MPI_Request r = MPI_REQUEST_NULL;
+  MPI_Ibarrier(MPI_COMM_WORLD, &r);
+  int flag = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!flag && std::chrono::steady_clock::now() < deadline) MPI_Test(&r, &flag, MPI_STATUS_IGNORE);
+  const bool done = flag != 0;
+  CHECK_FALSE((keep && keep->valid()));  // the block is stale either way (its array is gone)
+  keep.reset();  // with the defect: rank 0's teardown of sub runs here and releases the others
+  if (!flag) MPI_Wait(&r, MPI_STATUS_IGNORE);
+  CHECK(test::all_ranks(done));  // rank 0 timed out waiting for ranks stuck in sub's teardown
 }

@@ -9,9 +9,10 @@
 // The view's index bases are the block's global low corner, so kernels index with global
 // coordinates. Local loads and stores are consistent with remote get/put/accumulate after
 // the next collective sync() (see docs/semantics.md). Bind views by reference or `auto&`:
-// boost::multi_array_ref's operator= copies elements. A block does not keep its array alive:
-// once the array object is destroyed, moved from or assigned to, view() and data() throw
-// InvalidArgument (its window may already hold another array, or be gone).
+// boost::multi_array_ref's operator= copies elements. A block keeps neither its array nor
+// the array's context alive (dropping it is never a collective point): once the array
+// object is destroyed, moved from or assigned to, view() and data() throw InvalidArgument
+// (its window may already hold another array, or be gone).
 
 #include <boost/multi_array.hpp>
 #include <cstddef>
@@ -25,8 +26,9 @@
 
 namespace garray {
 
-/// What a view or a local block keeps of its array (GlobalArray::liveness()): whether the
-/// array object still holds the array, and the array's context, valid even when it does not.
+/// What a view keeps of its array (GlobalArray::liveness()): whether the array object still
+/// holds the array, and the array's context, valid even when it does not. A local block
+/// only observes it (a weak reference): it does not hold the context.
 struct ArrayLiveness {
   bool alive = false;  ///< false once the array object was destroyed, moved from or assigned to
   Context ctx;         ///< the array's context
@@ -68,7 +70,10 @@ class LocalBlock {
   /// Local. False once the array object this block came from was destroyed, moved from or
   /// assigned to: its memory may then belong to another array (the cache reuses windows) or
   /// be freed, so view() and data() throw InvalidArgument instead of handing it out.
-  bool valid() const noexcept { return !alive_ || alive_->alive; }
+  bool valid() const noexcept {
+    const auto token = alive_.lock();  // expired: the array object and every view of it are gone
+    return token && token->alive;
+  }
   /// Local. The owned block [lo, hi) in global indices (ghosts excluded).
   const Box<N>& box() const noexcept { return box_; }
   Index lo(std::size_t d) const noexcept { return box_.lo[d]; }  ///< Local. First owned global index in dim d.
@@ -97,11 +102,11 @@ class LocalBlock {
   // `data` is the block's window memory: row-major, extents of `box` plus `ghost` cells on
   // each side (an empty block has no memory and no ghosts).
   LocalBlock(T* data, const Box<N>& box, const Shape<N>& ghost, const detail::Window* win,
-             std::shared_ptr<const ArrayLiveness> alive)
+             const std::shared_ptr<const ArrayLiveness>& alive)
       : box_(box),
         ghost_(box.empty() ? Shape<N>{} : ghost),
         win_(win),
-        alive_(std::move(alive)),
+        alive_(alive),
         view_(data, padded(box, ghost_)) {
     Shape<N> base{};
     for (std::size_t d = 0; d < N; ++d) base[d] = box.lo[d] - ghost_[d];
@@ -118,7 +123,10 @@ class LocalBlock {
   Box<N> box_;
   Shape<N> ghost_;
   const detail::Window* win_;
-  std::shared_ptr<const ArrayLiveness> alive_;  // the array's token (null: always valid)
+  // The array's token, observed: holding it would hold the array's context, and the last
+  // holder of a context runs its collective teardown (semantics.md "Destruction"), which a
+  // local object must never do.
+  std::weak_ptr<const ArrayLiveness> alive_;
   view_type view_;
 };
 
