@@ -6,13 +6,15 @@
 //  - a Context made after MPI_Finalize throws InvalidArgument, it does not abort the job;
 //  - a rank unwinding through its last Context does not wait for the others (it used to
 //    run the collective MPI_Finalize in the destructor).
-// ctest runs each case alone (-tc): test_owned_mpi.lifetime and test_owned_mpi.unwinding.
+// ctest runs each case alone (-tc): test_owned_mpi.lifetime, .unwinding and .thread.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 #include <mpi.h>
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <garray/garray.hpp>
 #include <optional>
 #include <stdexcept>
@@ -29,6 +31,23 @@ bool mpi_initialized() {
   int init = 0;
   MPI_Initialized(&init);
   return init != 0;
+}
+std::size_t progress_threads() {
+  std::size_t n = 0;
+  for (const auto& t : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(t.path() / "comm");
+    std::string name;
+    if (std::getline(comm, name) && name == "garray-progress") ++n;
+  }
+  return n;
+}
+bool finalize_seen = false;
+std::size_t threads_at_finalize = 99;
+/// An MPI_COMM_SELF attribute's delete callback: MPI_Finalize runs these first, newest first.
+int record_at_finalize(MPI_Comm, int, void*, void*) {
+  finalize_seen = true;
+  threads_at_finalize = progress_threads();
+  return MPI_SUCCESS;
 }
 }  // namespace
 
@@ -103,4 +122,36 @@ TEST_CASE("garray owns MPI: a rank unwinding through its last Context does not w
     std::this_thread::sleep_for(std::chrono::seconds(3));  // no MPI call meanwhile
     self.reset();  // the last garray object here: garray finalises MPI (collective, waits for rank 0's exit)
   }
+}
+
+// semantics.md "GARRAY_PROGRESS": when garray initialises MPI it asks for MPI_THREAD_MULTIPLE
+// with `thread`, and joins the thread before it finalises MPI (test_owned_mpi.thread).
+TEST_CASE(
+    "garray owns MPI with GARRAY_PROGRESS=thread: MPI_THREAD_MULTIPLE, and the thread is gone before "
+    "MPI_Finalize") {
+  REQUIRE_FALSE(mpi_initialized());  // garray must initialise MPI here
+  setenv("GARRAY_PROGRESS", "thread", 1);
+  setenv("GARRAY_WINDOW", "rma", 1);  // rma windows: the thread really starts (not on shared)
+  {
+    garray::Context ctx;  // initialises MPI (MpiLifetime)
+    int provided = MPI_THREAD_SINGLE;
+    MPI_Query_thread(&provided);
+    CHECK(provided == MPI_THREAD_MULTIPLE);
+    CHECK(ctx.progress_mode() == garray::ProgressMode::thread);
+    CHECK(ctx.describe().find("progress_thread=running") != std::string::npos);
+    CHECK(progress_threads() == 1);
+    int key = MPI_KEYVAL_INVALID;
+    REQUIRE(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, record_at_finalize, &key, nullptr) == MPI_SUCCESS);
+    REQUIRE(MPI_Comm_set_attr(MPI_COMM_SELF, key, nullptr) == MPI_SUCCESS);  // after the thread's
+    garray::GlobalArray<double, 1> a(ctx, {4 * static_cast<garray::Index>(ctx.size())});
+    a.fill(1.0);
+    CHECK(a.get(garray::idx[0]) == 1.0);
+    CHECK(ctx.agree(true));
+  }  // the last Context: garray joins its thread, then calls MPI_Finalize
+  CHECK(mpi_finalized());
+  CHECK(finalize_seen);
+  CHECK(threads_at_finalize == 0);  // 1 if MPI_Finalize started with the thread still polling
+  CHECK(progress_threads() == 0);
+  unsetenv("GARRAY_PROGRESS");
+  unsetenv("GARRAY_WINDOW");
 }

@@ -15,7 +15,9 @@
 #include <cstdint>
 #include <cstdlib>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <thread>
 
 namespace {
 
@@ -40,6 +42,22 @@ std::size_t progress_threads() {
     if (std::getline(comm, name) && name == "garray-progress") ++n;
   }
   return n;
+}
+
+/// voluntary_ctxt_switches of every "garray-progress" task (one per poll: the thread sleeps
+/// between polls), -1 if there is none.
+long progress_thread_switches() {
+  long total = -1;
+  for (const auto& t : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(t.path() / "comm");
+    std::string name;
+    if (!std::getline(comm, name) || name != "garray-progress") continue;
+    std::ifstream status(t.path() / "status");
+    for (std::string line; std::getline(status, line);)
+      if (line.rfind("voluntary_ctxt_switches:", 0) == 0)
+        total = (total < 0 ? 0 : total) + std::stol(line.substr(24));
+  }
+  return total;
 }
 
 /// A slab-distributed array of `per_rank` zeros per rank whose first element on `target` is
@@ -224,6 +242,83 @@ TEST_CASE("GARRAY_PROGRESS=thread starts the thread only where a window kind nee
   }
 }
 
+// The interval is honoured (semantics.md "GARRAY_PROGRESS": polls every
+// GARRAY_PROGRESS_INTERVAL µs; later Contexts use the running thread's), seen from outside:
+// each poll ends in a sleep, a voluntary context switch of the thread.
+TEST_CASE(
+    "the progress thread polls at GARRAY_PROGRESS_INTERVAL, and a later Context keeps the running thread's") {
+  {
+    garray::Context probe;
+    if (probe.progress_mode() != garray::ProgressMode::thread ||
+        probe.window_kind() == garray::WindowKind::shared)
+      return;  // no thread here
+  }
+  if (!test::all_ranks(progress_threads() == 0)) {
+    MESSAGE("a progress thread already runs in this process (a context kept alive): skipped");
+    return;
+  }
+  ScopedEnv slow("GARRAY_PROGRESS_INTERVAL", "200000");  // 200 ms, on every rank alike
+  garray::Context ctx;                                   // starts the thread with 200 ms
+  REQUIRE(progress_thread_switches() >= 0);
+  auto switches_over = [] {
+    const long before = progress_thread_switches();
+    std::this_thread::sleep_for(std::chrono::milliseconds(600));  // no MPI call meanwhile
+    return progress_thread_switches() - before;
+  };
+  const long slow_switches = switches_over();
+  CAPTURE(slow_switches);
+  CHECK(slow_switches <= 20);  // at the default 30 us: thousands
+  {
+    ScopedEnv dflt("GARRAY_PROGRESS_INTERVAL", std::nullopt);  // default 30 us on every rank
+    garray::Context later;  // agrees (same value everywhere) and joins the running thread
+    const long later_switches = switches_over();
+    CAPTURE(later_switches);
+    CHECK(later_switches <= 20);  // still the running thread's 200 ms
+  }
+}
+
+// The teardown agreement, the deferral of windows while a rank unwinds, and a failed start
+// with the thread polling (GARRAY_WINDOW=rma set here: on one host the suite's contexts
+// otherwise get shared windows and start no thread). A deadlock shows as a ctest timeout.
+TEST_CASE(
+    "with the progress thread running: a teardown while one rank unwinds, and a failed start, leave no "
+    "thread") {
+  const int provided = thread_level();
+  const char* mode = std::getenv("GARRAY_PROGRESS");
+  if (provided < MPI_THREAD_MULTIPLE || !mode || std::string(mode) != "thread") return;
+  const auto before = progress_threads();  // a context kept alive elsewhere may hold one
+  ScopedEnv rma("GARRAY_WINDOW", "rma");   // the thread starts (not on shared windows)
+  const int me = world_rank(), last = world_size() - 1;
+  {
+    garray::Context world;
+    REQUIRE(world.describe().find("progress_thread=running") != std::string::npos);
+    for (int victim : {0, last}) {
+      CAPTURE(victim);
+      bool caught = false;
+      try {
+        garray::Context sub = world.split(0);
+        { garray::GlobalArray<double, 1> pooled(sub, {12}); }  // a window in sub's cache
+        garray::GlobalArray<double, 1> a(sub, {16});
+        a.fill(1.0);
+        if (me == victim) throw std::runtime_error("a failure on one rank");
+      } catch (const std::runtime_error&) {
+        caught = true;
+      }
+      CHECK(caught == (me == victim));
+      world.barrier();                                         // nobody waits in sub's teardown
+      CHECK(progress_threads() == (before > 0 ? before : 1));  // world still holds it
+    }
+  }
+  CHECK(test::all_ranks(progress_threads() == before));  // the last holder joined it everywhere
+  {
+    if (me == last) garray::testing::arm_fault("context.progress");
+    const test::Got g = test::outcome([] { garray::Context c; });
+    garray::testing::disarm_fault();
+    CHECK(g != test::Got::nothing);
+    CHECK(progress_threads() == before);  // also on the ranks whose start had succeeded
+  }
+}
+
 TEST_CASE("a get, accumulate, read_inc and put complete while the target computes without calling MPI") {
   garray::Context ctx;
   const int p = ctx.size(), me = ctx.rank();
@@ -333,6 +428,51 @@ TEST_CASE("mixed windows: a get and a put to a rank of the same node complete wh
   MPI_Bcast(&seen, 1, MPI_INT, target, ctx.comm());
   if (me == 0) CHECK(got == 42);
   CHECK(seen == 1);  // served by memory copies, not by the target's next MPI call
+}
+
+// With the thread on mixed windows (ctest test_runtime.mixed_progress): the thread starts
+// (a narrowed "not shared" condition would leave it off), and the atomics, MPI calls on
+// mixed windows even within a node (semantics.md "Progress"), are served while the target
+// computes.
+TEST_CASE(
+    "mixed windows with GARRAY_PROGRESS=thread: the thread runs and serves atomics aimed at a busy rank") {
+  garray::Context ctx;
+  if (ctx.progress_mode() != garray::ProgressMode::thread || ctx.window_kind() != garray::WindowKind::mixed) {
+    MESSAGE("needs GARRAY_PROGRESS=thread and GARRAY_WINDOW=mixed");
+    return;
+  }
+  CHECK(ctx.describe().find("progress_thread=running") != std::string::npos);
+  CHECK(progress_threads() == 1);
+  const int p = ctx.size(), me = ctx.rank();
+  if (p < 2) return;
+  const int origin = 0,
+            target = p - 1;  // GARRAY_NODE_RANKS=2 at np 3: rank 2 is alone; at np 4 with 2: another node
+  // [payload, accumulate target, counter, flag] per rank
+  garray::GlobalArray<std::int64_t, 1> a(ctx, {4 * p}, garray::Distribution<1>::slab(0));
+  a.fill(0);
+  garray::Index t0 = 0;
+  if (me == target) t0 = a.local_box().lo[0];
+  MPI_Bcast(&t0, 1, MPI_INT64_T, target, ctx.comm());
+  a.sync();
+  int seen = 1;
+  std::int64_t old = -1;
+  if (me == target) {
+    auto blk = a.access();
+    seen = compute_until(&blk.view()[t0 + 3]).first ? 1 : 0;
+  } else if (me == origin) {
+    const std::int64_t five = 5, one = 1;
+    a.accumulate(garray::idx[garray::range(t0 + 1, t0 + 2)], std::span<const std::int64_t>(&five, 1));
+    old = a.read_inc({t0 + 2}, 3);  // an MPI call on mixed windows, even within a node
+    a.fence();
+    a.put(garray::idx[garray::range(t0 + 3, t0 + 4)], std::span<const std::int64_t>(&one, 1));
+    a.fence();
+  }
+  a.sync();
+  MPI_Bcast(&seen, 1, MPI_INT, target, ctx.comm());
+  if (me == origin) CHECK(old == 0);
+  CHECK(a.get(garray::idx[t0 + 1]) == 5);
+  CHECK(a.get(garray::idx[t0 + 2]) == 3);
+  CHECK(seen == 1);  // served while the target computed, not at its next MPI call
 }
 
 TEST_CASE("a get, accumulate, read_inc and put complete within a bounded number of ctx.progress() calls") {
