@@ -83,14 +83,17 @@ std::string unprefixed(std::string m) {
   return m;
 }
 
-/// A garray error of a parser (parse_grid, parse_variant) as an option error (parse_everywhere
-/// prints it after "laplace: ").
+/// A garray error of a parser (parse_grid, parse_variant) as an option error: without the
+/// "laplace: " and the " [rank r/p]" that parse_everywhere prints around it.
 template <class F>
 auto as_option_error(F&& f) {
   try {
     return f();
   } catch (const garray::Error& e) {
-    throw po::error(unprefixed(e.what()));
+    std::string m = unprefixed(e.what());
+    if (const std::string stamp = garray::detail::rank_suffix(); m.ends_with(stamp))
+      m.resize(m.size() - stamp.size());
+    throw po::error(m);
   }
 }
 
@@ -210,7 +213,7 @@ int parse_everywhere(const garray::Context& world, int argc, char** argv, Option
       outcome == 2 ? gd::LocalFault::invalid : gd::LocalFault::none);
   if (a.failed_rank >= 0) {
     if (outcome == 2)  // one write per rank: the ranks' lines do not interleave
-      std::cerr << ("laplace: " + why + " (see --help) [rank " + std::to_string(world.rank()) + "]\n");
+      std::cerr << ("laplace: " + why + " (see --help)" + garray::detail::rank_suffix() + "\n");
     return 2;
   }
   if (!a.signatures_equal) {

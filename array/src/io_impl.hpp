@@ -800,13 +800,19 @@ std::vector<Index> dataset_shape(const Group& loc, const std::string& name, std:
   });
 }
 
+/// The dataset's shape (inf.shape has N entries: read_array_info checked).
+template <std::size_t N>
+Shape<N> shape_of(const DatasetInfo& inf) {
+  Shape<N> shape{};
+  for (std::size_t d = 0; d < N; ++d) shape[d] = inf.shape[d];
+  return shape;
+}
+
 /// A new array of the dataset's shape, distributed as `dist` with `ghost`, read from it.
 template <Element T, std::size_t N>
 GlobalArray<T, N> read_new(const Group& loc, const std::string& name, const DatasetInfo& inf,
                            const Distribution<N>& dist, const Shape<N>& ghost) {
-  Shape<N> shape{};
-  for (std::size_t d = 0; d < N; ++d) shape[d] = inf.shape[d];
-  auto a = gd::make_overwritten<T, N>(loc.context(), shape, dist, ghost);
+  auto a = gd::make_overwritten<T, N>(loc.context(), shape_of<N>(inf), dist, ghost);
   read(loc, name, a);
   return a;
 }
@@ -844,9 +850,7 @@ GlobalArray<T, N> read_array_recorded(const Group& loc, const std::string& name)
   // same on every rank: inf is).
   const std::string recorded = what + ": the layout recorded on " + loc.dataset_where(name);
   const Distribution<N> dist = recorded_distribution<N>(inf, recorded);
-  Shape<N> shape{};
-  for (std::size_t d = 0; d < N; ++d) shape[d] = inf.shape[d];
-  (void)dist.resolve(shape, loc.context().size(), recorded);
+  (void)dist.resolve(shape_of<N>(inf), loc.context().size(), recorded);
   return read_new<T, N>(loc, name, inf, dist, ghost);
 }
 

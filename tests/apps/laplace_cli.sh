@@ -11,6 +11,8 @@
 #      code 2): an unknown --variant, a malformed --grid or one needing more ranks than the job
 #      has, --nx < 2, a stray positional word, --cache-depth below -1, an empty file name,
 #      --checkpoint-every without --checkpoint (these exited 1 after the agreement, or ran)
+#   6. a bad value's line names its rank once (a garray parser's message carried its own
+#      " [rank r/p]" and the app added another)
 set -u
 mpiexec=${1:?usage: laplace_cli.sh MPIEXEC LAPLACE WORKDIR}
 lap=${2:?}
@@ -57,5 +59,12 @@ bad positional "positional" 2000
 bad cache_depth "cache-depth must be >= -1" --cache-depth -7
 bad empty_output "--output needs a file name" --output ''
 bad every_alone "--checkpoint-every needs --checkpoint" --checkpoint-every 5
+stamps=$(timeout -k 5 60 "$mpiexec" -n 2 "$lap" "${small[@]}" --grid 3 2>&1 | grep "bad process grid")
+if [ "$(grep -c "rank [01]/2" <<<"$stamps")" != 2 ] || grep -q "rank.*rank" <<<"$stamps"; then
+  echo "laplace_cli: FAIL rank_named_once: wanted one '[rank r/2]' on each rank's line:"; echo "$stamps"
+  fails=$((fails + 1))
+else
+  echo "laplace_cli: pass rank_named_once"
+fi
 if [ "$fails" = 0 ]; then echo "laplace_cli: all cases pass"; exit 0; fi
 exit 1

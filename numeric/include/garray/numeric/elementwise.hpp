@@ -685,20 +685,14 @@ void iota(O&& out_, S start = 0, S step = 1) {
   constexpr std::size_t M = V::dims;
   const Shape<M> rs = row_major_strides(out.shape());
   const std::uint64_t salt = detail::value_hash(detail::value_hash(detail::hash_string("iota"), start), step);
+  const T s0 = detail::store_cast<T>(start), st = detail::store_cast<T>(step);
   detail::generate_salted(
       out,
-      [rs, start, step](const Shape<M>& i) {
+      [rs, s0, st](const Shape<M>& i) {
         Index pos = 0;
         for (std::size_t d = 0; d < M; ++d) pos += i[d] * rs[d];
-        const T s0 = detail::store_cast<T>(start), st = detail::store_cast<T>(step);
-        if constexpr (std::is_integral_v<T> &&
-                      !std::is_same_v<T, bool>) {  // wraps as NumPy, no signed overflow
-          using U = std::make_unsigned_t<T>;
-          return static_cast<T>(
-              static_cast<U>(static_cast<U>(s0) + static_cast<U>(st) * static_cast<U>(pos)));
-        } else {
-          return static_cast<T>(s0 + st * static_cast<T>(pos));
-        }
+        // integers wrap as NumPy's (no signed overflow); other types unchanged
+        return detail::wrapping<ops::Add, T>(s0, detail::wrapping<ops::Mul, T>(st, static_cast<T>(pos)));
       },
       salt);
 }

@@ -709,8 +709,10 @@ template <class Op, class A, class B>
 using promoted_op = ops::Promoted<Op, operands_promote_t<A, B>>;
 /// `a op b` computes in bool (both operands bool): NumPy refuses `-` there.
 template <class A, class B>
-concept bool_op = std::is_same_v < operands_promote_t<A, B>,
-bool > ;
+concept bool_op = (std::is_same_v<operands_promote_t<A, B>, bool>);
+/// `a - b` is defined: an array operand, and not both bool.
+template <class A, class B>
+concept subtractable = !bool_op<A, B> && (ArrayOperand<A> || ArrayOperand<B>);
 }  // namespace detail
 
 /// Wraps a boost::multi_array (or _ref) replicated on every rank as an expression operand.
@@ -752,8 +754,7 @@ GARRAY_DETAIL_BINARY_OPERATOR(+, Add)
 /// Local: builds the expression, moves no data. One operand may be a scalar. Not for two
 /// bool operands (NumPy raises TypeError for a boolean subtract: use `a != b`).
 template <Operand A, Operand B>
-requires((ArrayOperand<A> || ArrayOperand<B>)&&!detail::bool_op<A, B>) auto operator-(const A& a,
-                                                                                      const B& b) {
+requires(detail::subtractable<A, B>) auto operator-(const A& a, const B& b) {
   return BinaryExpr<detail::promoted_op<ops::Sub, A, B>, expr_t<A>, expr_t<B>>(as_expr(a), as_expr(b));
 }
 /// Elementwise a * b: a lazy BinaryExpr, operands converted to NumPy's promoted type.
