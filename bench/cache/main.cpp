@@ -19,7 +19,13 @@
 // uninitialised, filled owner-computes from one-sided get_section of its inputs, then
 // synced) and temporaries die as soon as CPython would drop them. Reports windows
 // allocated / freed, cache hits, allocations after the first iteration (steady state)
-// and milliseconds per iteration. Bar: zero steady-state allocations at depth 3.
+// and milliseconds per iteration. Bar: zero steady-state allocations at depth 3. The depths
+// run --lap-reps times, interleaved round by round (depth 0, 1, 2, 3, then again), so that
+// drift of the machine does not pass for an effect of the depth; ms/iter is the median over
+// the rounds, the counts are the first round's. The final error must be the same, bitwise,
+// at every depth and in every round (the same blocks and the same operations; only the
+// windows differ) and match a serial loop on rank 0 (see check_laplace()); exit code 1
+// otherwise.
 //
 // Part 3 (--shapes N, default 100000; 0 skips), issue 12: N create+destroy pairs of double
 // arrays of ever new shapes (every create a miss), at the library's default cache settings
@@ -31,30 +37,29 @@
 // of the run: the median of the means of blocks of --block creates, and the median of single
 // creates. Bar: the last --window creates cost at most 1.2x the first --window (median of
 // block means).
-#include "bench_util.hpp"
-
-#include <garray/array/global_array.hpp>
-#include <garray/runtime/context.hpp>
-#include <garray/runtime/stats.hpp>
-#include <garray/runtime/window_cache.hpp>
-
 #include <mpi.h>
 
-#include <boost/program_options.hpp>
-
 #include <algorithm>
+#include <boost/program_options.hpp>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <garray/array/global_array.hpp>
+#include <garray/runtime/context.hpp>
+#include <garray/runtime/stats.hpp>
+#include <garray/runtime/window_cache.hpp>
 #include <iostream>
+#include <limits>
 #include <optional>
 #include <random>
 #include <span>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "bench_util.hpp"
 
 namespace gb = garray::bench;
 namespace po = boost::program_options;
@@ -70,6 +75,7 @@ struct Options {
   int hit_pairs = 2000;
   Index lap_n = 1000;
   int iters = 100;
+  int lap_reps = 5;
   std::vector<int> depths{0, 1, 2, 3};
   bool zero_temps = false;
   bool pairs = true;
@@ -85,27 +91,31 @@ struct Options {
 bool parse_options(int argc, char** argv, int rank, Options& o) {
   std::string depths = "0,1,2,3";
   po::options_description desc("bench_cache: array cache, create/destroy pairs and the numpy-style laplace\nOptions");
-  desc.add_options()                                                                                       //
-      ("help,h", "print this help")                                                                        //
-      ("n", po::value<Index>(&o.n)->default_value(o.n), "pairs: array is n x n doubles over all ranks")   //
-      ("reps,r", po::value<int>(&o.reps)->default_value(o.reps), "pairs: timed repetitions (median)")      //
+  desc.add_options()                                                                                     //
+      ("help,h", "print this help")                                                                      //
+      ("n", po::value<Index>(&o.n)->default_value(o.n), "pairs: array is n x n doubles over all ranks")  //
+      ("reps,r", po::value<int>(&o.reps)->default_value(o.reps), "pairs: timed repetitions (median)")    //
       ("hit-pairs", po::value<int>(&o.hit_pairs)->default_value(o.hit_pairs),
-       "pairs: create/destroy pairs per rep for hit_uninit (looped to be timeable)")                     //
-      ("lap-n", po::value<Index>(&o.lap_n)->default_value(o.lap_n), "laplace: grid is lap-n x lap-n")     //
-      ("iters", po::value<int>(&o.iters)->default_value(o.iters), "laplace: iterations per depth")        //
-      ("depths", po::value<std::string>(&depths)->default_value(depths), "laplace: cache depths, e.g. 0,1,2,3")  //
-      ("zero-temps", "laplace: create temporaries zeroed (default: garray::uninitialized, like numpy.empty)")  //
-      ("no-pairs", "skip part 1")                                                                          //
-      ("no-laplace", "skip part 2")                                                                        //
+       "pairs: create/destroy pairs per rep for hit_uninit (looped to be timeable)")                   //
+      ("lap-n", po::value<Index>(&o.lap_n)->default_value(o.lap_n), "laplace: grid is lap-n x lap-n")  //
+      ("iters", po::value<int>(&o.iters)->default_value(o.iters), "laplace: iterations per depth")     //
+      ("lap-reps", po::value<int>(&o.lap_reps)->default_value(o.lap_reps),
+       "laplace: rounds over the depths, interleaved (median ms/iter)")  //
+      ("depths", po::value<std::string>(&depths)->default_value(depths),
+       "laplace: cache depths, e.g. 0,1,2,3")  //
+      ("zero-temps",
+       "laplace: create temporaries zeroed (default: garray::uninitialized, like numpy.empty)")  //
+      ("no-pairs", "skip part 1")                                                                //
+      ("no-laplace", "skip part 2")                                                              //
       ("shapes", po::value<long>(&o.shapes)->default_value(o.shapes),
-       "part 3: create+destroy pairs of distinct 1-d shapes {i+1} (0: skip)")                            //
+       "part 3: create+destroy pairs of distinct 1-d shapes {i+1} (0: skip)")  //
       ("shapes-depth", po::value<int>(&o.shapes_depth)->default_value(o.shapes_depth),
-       "part 3: cache depth (-1: library default / GARRAY_CACHE_DEPTH)")                                 //
+       "part 3: cache depth (-1: library default / GARRAY_CACHE_DEPTH)")  //
       ("shape-kind", po::value<std::string>(&o.shape_kind)->default_value(o.shape_kind),
-       "part 3: bounded (distinct 2-d shapes of 12288..24575 elements, shuffled) or grow ({i+1})")        //
-      ("block", po::value<int>(&o.block)->default_value(o.block), "part 3: creates per timed block")     //
+       "part 3: bounded (distinct 2-d shapes of 12288..24575 elements, shuffled) or grow ({i+1})")    //
+      ("block", po::value<int>(&o.block)->default_value(o.block), "part 3: creates per timed block")  //
       ("window", po::value<int>(&o.window)->default_value(o.window),
-       "part 3: creates compared at the start and the end (median of their blocks)")                     //
+       "part 3: creates compared at the start and the end (median of their blocks)")  //
       ("csv", po::value<std::string>(&o.csv), "append rows part,variant,depth,value,unit to FILE");
   po::variables_map vm;
   po::store(po::parse_command_line(argc, argv, desc), vm);
@@ -120,12 +130,26 @@ bool parse_options(int argc, char** argv, int rank, Options& o) {
   o.depths.clear();
   std::stringstream ss(depths);
   for (std::string t; std::getline(ss, t, ',');)
-    if (!t.empty()) o.depths.push_back(std::stoi(t));
-  if (o.n < 1 || o.reps < 1 || o.hit_pairs < 1 || o.lap_n < 3 || o.iters < 1)
-    throw std::invalid_argument("bad --n/--reps/--hit-pairs/--lap-n/--iters");
+    if (!t.empty()) {
+      std::size_t used = 0;
+      int d = -1;
+      try {
+        d = std::stoi(t, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != t.size()) throw po::error("--depths: '" + t + "' is not a number");
+      o.depths.push_back(d);
+    }
+  if (o.n < 1 || o.reps < 1 || o.hit_pairs < 1 || o.lap_n < 3 || o.iters < 1 || o.lap_reps < 1)
+    throw po::error(
+        "bad --n/--reps/--hit-pairs/--lap-n/--iters/--lap-reps (each at least 1, --lap-n at least 3)");
+  if (o.depths.empty()) throw po::error("--depths: no depth given");
+  for (int d : o.depths)
+    if (d < 0) throw po::error("--depths: a depth is at least 0 (got " + std::to_string(d) + ")");
   if (o.shapes < 0 || o.block < 1 || o.window < o.block || (o.shapes > 0 && o.shapes < 2L * o.window))
-    throw std::invalid_argument("bad --shapes/--block/--window (need block <= window, shapes >= 2 window)");
-  if (o.shape_kind != "bounded" && o.shape_kind != "grow") throw std::invalid_argument("bad --shape-kind");
+    throw po::error("bad --shapes/--block/--window (need block <= window, shapes >= 2 window)");
+  if (o.shape_kind != "bounded" && o.shape_kind != "grow") throw po::error("bad --shape-kind");
   return true;
 }
 
@@ -192,7 +216,7 @@ void bench_pairs(const Options& o, gb::CsvWriter& csv) {
   rows.push_back({"hit_uninit", time_pairs(ctx, o.reps, o.hit_pairs, [&] {
                     A a(ctx, shape, garray::Distribution<2>::blocked(), {}, garray::uninitialized);
                   })});
-  const auto& after = ctx.stats();
+  const auto after = ctx.stats();  // a copy: the allreduce pairs below must not count
   std::uint64_t in[2] = {1, 2}, out[2];
   rows.push_back({"allreduce", time_pairs(ctx, o.reps, o.hit_pairs, [&] {
                     MPI_Allreduce(in, out, 2, MPI_UINT64_T, MPI_MAX, ctx.comm());
@@ -373,13 +397,76 @@ LapResult run_laplace(const Options& o, int depth) {
   return res;
 }
 
-void bench_laplace(const Options& o, gb::CsvWriter& csv) {
+// The same steps on one std::vector pair (rank 0), element by element the same operations
+// as the temporaries compute (so u is the same bitwise); returns the last error.
+double serial_laplace(const Options& o) {
+  const Index n = o.lap_n;
+  const double dx = 1.0 / static_cast<double>(n - 1), dy = dx;
+  const double dx2 = dx * dx, dy2 = dy * dy, dnr_inv = 0.5 / (dx2 + dy2);
+  const auto at = [n](Index i, Index j) { return static_cast<std::size_t>(i * n + j); };
+  std::vector<double> u(static_cast<std::size_t>(n * n), 0.0);
+  for (Index j = 0; j < n; ++j) u[at(0, j)] = 1.0;
+  std::vector<double> old = u;
+  double err = 0;
+  for (int it = 0; it < o.iters; ++it) {
+    old = u;
+    for (Index i = 1; i < n - 1; ++i)
+      for (Index j = 1; j < n - 1; ++j) {
+        const double t2 = (old[at(i - 1, j)] + old[at(i + 1, j)]) * dy2;
+        const double t4 = (old[at(i, j - 1)] + old[at(i, j + 1)]) * dx2;
+        u[at(i, j)] = (t2 + t4) * dnr_inv;
+      }
+    double s = 0;
+    for (std::size_t k = 0; k < u.size(); ++k) s += (u[k] - old[k]) * (u[k] - old[k]);
+    err = std::sqrt(s);
+  }
+  return err;
+}
+
+// Rank 0. Every round's error at every depth: the same bitwise as the first (nothing but the
+// windows changes between them), and within rounding of the serial loop's. The fields are the
+// same bitwise; only the sum of the n*n squared changes runs in another order (per rank, then
+// an allreduce), each order within (n*n - 1) * eps / 2 relative of the exact sum (the terms
+// are >= 0), so the errors differ by at most n*n * eps relative (the sqrt halves it).
+bool check_laplace(const Options& o, const std::vector<std::vector<LapResult>>& rounds, double serial_err) {
+  bool ok = true;
+  const double e0 = rounds.front().front().err;
+  for (std::size_t r = 0; r < rounds.size(); ++r)
+    for (const auto& x : rounds[r])
+      if (ok && !(x.err == e0)) {
+        gb::report_failure("bench_cache", "laplace at depth " + std::to_string(x.depth),
+                           "error " + std::to_string(x.err) + " in round " + std::to_string(r) +
+                               ", not the first depth's " + std::to_string(e0) + " (bitwise)");
+        ok = false;
+      }
+  const double n2 = static_cast<double>(o.lap_n) * static_cast<double>(o.lap_n);
+  const double tol = n2 * std::numeric_limits<double>::epsilon() * serial_err;
+  if (!(std::abs(e0 - serial_err) <= tol)) {
+    gb::report_failure("bench_cache", "laplace",
+                       "error " + std::to_string(e0) + ", the serial loop's " + std::to_string(serial_err) +
+                           " (tolerance " + std::to_string(tol) + ")");
+    ok = false;
+  }
+  return ok;
+}
+
+// Returns false (on every rank) when a check failed.
+bool bench_laplace(const Options& o, gb::CsvWriter& csv) {
   int me = 0, p = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
   MPI_Comm_size(MPI_COMM_WORLD, &p);
-  std::vector<LapResult> rs;
-  for (int d : o.depths) rs.push_back(run_laplace(o, d));
-  if (me != 0) return;
+  std::vector<std::vector<LapResult>> rounds(static_cast<std::size_t>(o.lap_reps));
+  for (auto& round : rounds)
+    for (int d : o.depths) round.push_back(run_laplace(o, d));
+  const std::vector<LapResult>& rs = rounds.front();  // the counts: the first round's
+  std::vector<double> ms(rs.size());
+  for (std::size_t k = 0; k < rs.size(); ++k) {
+    std::vector<double> per_round;
+    for (const auto& round : rounds) per_round.push_back(round[k].ms_per_iter);
+    ms[k] = gb::median(per_round);
+  }
+  const bool ok = gb::all_ranks_ok(MPI_COMM_WORLD, me != 0 || check_laplace(o, rounds, serial_laplace(o)));
+  if (me != 0) return ok;
   // GAiN's laplace.py, 100 iterations (Daily et al., GAiN paper, array cache table).
   auto gain = [](int d) -> const char* {
     switch (d) {
@@ -395,28 +482,30 @@ void bench_laplace(const Options& o, gb::CsvWriter& csv) {
               o.zero_temps ? "zeroed" : "uninitialized");
   std::printf("%-6s %10s %10s %10s %10s %12s %14s %10s %12s\n", "depth", "arrays", "win_alloc", "win_freed",
               "hits", "evictions", "steady_allocs", "ms/iter", "GAiN c/d");
-  for (const auto& r : rs) {
+  for (std::size_t k = 0; k < rs.size(); ++k) {
+    const LapResult& r = rs[k];
     const long long steady = r.total.windows_allocated - r.after_first.windows_allocated;
     std::printf("%-6d %10lld %10lld %10lld %10lld %12lld %14lld %10.2f %12s\n", r.depth,
-                static_cast<long long>(r.total.arrays_created), static_cast<long long>(r.total.windows_allocated),
+                static_cast<long long>(r.total.arrays_created),
+                static_cast<long long>(r.total.windows_allocated),
                 static_cast<long long>(r.total.windows_freed), static_cast<long long>(r.total.cache_hits),
-                static_cast<long long>(r.total.cache_evictions), steady, r.ms_per_iter, gain(r.depth));
+                static_cast<long long>(r.total.cache_evictions), steady, ms[k], gain(r.depth));
     const std::string d = std::to_string(r.depth);
     csv.row("laplace", "windows_allocated", d, r.total.windows_allocated, "count");
     csv.row("laplace", "windows_freed", d, r.total.windows_freed, "count");
     csv.row("laplace", "steady_allocs", d, steady, "count");
-    csv.row("laplace", "ms_per_iter", d, r.ms_per_iter, "ms");
+    csv.row("laplace", "ms_per_iter", d, ms[k], "ms");
   }
-  double e0 = rs.empty() ? 0 : rs.front().err;
-  bool same = true;
-  for (const auto& r : rs) same = same && r.err == e0;
-  std::printf("final error %.6e, identical at every depth: %s\n", e0, same ? "yes" : "NO");
+  std::printf(
+      "ms/iter: median of %d rounds over the depths; final error %.6e, identical at every depth and "
+      "round, and as the serial loop's: %s\n",
+      o.lap_reps, rs.front().err, ok ? "yes" : "NO");
   for (const auto& r : rs)
     if (r.depth == 3)
       std::printf("bar: zero steady-state window allocations at depth 3: %s\n",
                   r.total.windows_allocated == r.after_first.windows_allocated ? "met" : "NOT met");
+  return ok;
 }
-
 
 // ---- part 3: distinct shapes (issue 12) -------------------------------------------------------
 
@@ -509,16 +598,25 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   try {
     Options o;
-    if (parse_options(argc, argv, rank, o)) {
-      gb::CsvWriter csv;
+    bool run = false;
+    try {
+      run = parse_options(argc, argv, rank, o);
+    } catch (const std::exception& e) {  // every rank parses the same command line
+      std::fprintf(stderr, "bench_cache: %s (see --help)\n", e.what());
+      MPI_Finalize();
+      return 2;
+    }
+    if (run) {
       if (rank == 0) {
         gb::print_run_info(std::cout, "bench_cache", size);
         std::cout.flush();
-        csv = gb::CsvWriter(o.csv, "part,variant,depth,value,unit");
       }
-      if (o.pairs) bench_pairs(o, csv);
-      if (o.laplace) bench_laplace(o, csv);
-      if (o.shapes > 0) bench_shapes(o, csv);
+      // (collective: a file rank 0 cannot use ends every rank here, none waits for it)
+      auto csv = gb::open_csv(MPI_COMM_WORLD, o.csv, "part,variant,depth,value,unit", "bench_cache");
+      if (!csv) rc = 1;
+      if (csv && o.pairs) bench_pairs(o, *csv);
+      if (csv && o.laplace && !bench_laplace(o, *csv)) rc = 1;
+      if (csv && o.shapes > 0) bench_shapes(o, *csv);
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_cache [rank %d]: %s\n", rank, e.what());

@@ -14,6 +14,8 @@
 #   rma      bench_rma --quick: raw MPI RMA vs garray, rank 0 -> rank 1 on the other host,
 #            the same osc component; then at np=4 block, rank 0 -> rank 1 on the same host,
 #            with mixed windows (garray's default across hosts) and with GARRAY_WINDOW=rma
+# With CSV given, the two benchmarks' tables go to separate files (their columns differ):
+# CSV's name with _laplace and _rma before .csv.
 # The hosts are always torn down. Run on an otherwise idle machine.
 set -uo pipefail
 SRC=$(cd "${1:?usage: run_across_hosts.sh SOURCE_DIR BUILD_DIR [CSV]}" && pwd)
@@ -24,8 +26,12 @@ export SIM_PREFIX=${SIM_PREFIX:-gabench} SIM_QUIET=1 SIM_TIMEOUT=${SIM_TIMEOUT:-
 for b in bench_laplace bench_rma; do
   [ -x "$BUILD/bench/$b" ] || { echo "run_across_hosts.sh: $BUILD/bench/$b not built" >&2; exit 2; }
 done
-csv_args=()
-[ -n "$CSV" ] && csv_args=(--csv "$(realpath -m "$CSV")")
+lap_csv=() rma_csv=()
+if [ -n "$CSV" ]; then
+  csv_base=$(realpath -m "$CSV")
+  lap_csv=(--csv "${csv_base%.csv}_laplace.csv")
+  rma_csv=(--csv "${csv_base%.csv}_rma.csv")
+fi
 trap '"$SIM" down >/dev/null 2>&1' EXIT
 trap 'exit 130' INT TERM
 "$SIM" down >/dev/null 2>&1
@@ -42,14 +48,14 @@ for cfg in "2 block" "4 block" "4 rr" "4 rr given" "4 block rma"; do
   [ "${3:-}" = given ] && order=given
   echo "## laplace np=$1 $2${3:+, $3}"
   SIM_OMPI_ARGS="$OSC $extra" "$SIM" run-ompi "$1" "$BUILD/bench/bench_laplace" --sizes 1000 --iters 20 \
-    --repeat "${LAPLACE_REPEAT:-5}" --contenders mpi,mpi:blocked,kernel,kernel:rows,fused --rank-order $order "${csv_args[@]}" 2>&1 |
+    --repeat "${LAPLACE_REPEAT:-5}" --contenders mpi,mpi:blocked,kernel,kernel:rows,fused --rank-order $order "${lap_csv[@]}" 2>&1 |
     grep -v '^sim_cluster'
 done
 echo "## rma np=2 (rank 1 on the other host)"
-SIM_OMPI_ARGS="$OSC" "$SIM" run-ompi 2 "$BUILD/bench/bench_rma" --quick --no-strided "${csv_args[@]}" 2>&1 |
+SIM_OMPI_ARGS="$OSC" "$SIM" run-ompi 2 "$BUILD/bench/bench_rma" --quick --no-strided "${rma_csv[@]}" 2>&1 |
   grep -v '^sim_cluster'
 for w in auto rma; do
   echo "## rma np=4 block (rank 1 on the same host), GARRAY_WINDOW=$w"
   SIM_OMPI_ARGS="$OSC -x GARRAY_WINDOW=$w" "$SIM" run-ompi 4 "$BUILD/bench/bench_rma" --quick --no-strided \
-    "${csv_args[@]}" 2>&1 | grep -v '^sim_cluster'
+    "${rma_csv[@]}" 2>&1 | grep -v '^sim_cluster'
 done

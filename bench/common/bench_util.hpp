@@ -5,7 +5,8 @@
 //   time_reps(R, W, body, between)       run body W times untimed, then R timed reps
 //   side_by_side(comm, R, serial, fused) serial (rank 0) and garray alternately: medians
 //   calibrate_iters(op, min_s)           inner-loop count so one rep lasts >= min_s
-//   CsvWriter                            append rows to a CSV file, header on creation
+//   CsvWriter, open_csv(comm, ...)       append rows to a CSV file, header on creation
+//   all_ranks_ok(comm, ok), report_failure(...)   validation outcome agreed by every rank
 //   mpi_library_version(), osc_setup()   what the numbers were measured with
 //   parse_bytes("64K"), format_bytes(n)  size helpers for command lines and tables
 //   parse_size_reps(argc, argv, ...)     --n/--reps (or positional n reps) and --help
@@ -13,19 +14,20 @@
 
 #include <mpi.h>
 
-#include <boost/program_options.hpp>
-
 #include <algorithm>
+#include <boost/program_options.hpp>
 #include <cctype>
 #include <cmath>
 #include <cstddef>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <limits>
 #include <optional>
 #include <ostream>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -33,20 +35,30 @@
 
 namespace garray::bench {
 
-/// Parses the command line into `vm` (store and notify). On a bad option prints
-/// "NAME: what was wrong (see --help)" to stderr and returns false: the caller finalises MPI
-/// and exits with code 2, as every rank parses the same command line.
+/// Parses the command line into `vm` (store and notify), then runs `check` (unless --help was
+/// given), which throws boost::program_options::error naming the option for a value the
+/// benchmark cannot run with (see require()). On a bad option or value prints "NAME: what was
+/// wrong (see --help)" to stderr and returns false: the caller finalises MPI and exits with
+/// code 2, as every rank parses the same command line.
 inline bool parse_command_line(int argc, char** argv, const boost::program_options::options_description& opts,
-                               boost::program_options::variables_map& vm, std::string_view name) {
+                               boost::program_options::variables_map& vm, std::string_view name,
+                               const std::function<void()>& check = {}) {
   namespace po = boost::program_options;
   try {
     po::store(po::parse_command_line(argc, argv, opts), vm);
     po::notify(vm);
+    if (check && vm.count("help") == 0) check();
     return true;
   } catch (const po::error& e) {
     std::cerr << name << ": " << e.what() << " (see --help)\n";
     return false;
   }
+}
+
+/// Throws boost::program_options::error(what) unless `ok`: a bad option value, reported as
+/// parse_command_line() reports an unknown option ("what" names the option).
+inline void require(bool ok, const std::string& what) {
+  if (!ok) throw boost::program_options::error(what);
 }
 
 // ---- timing ------------------------------------------------------------------------------
@@ -158,7 +170,11 @@ inline void do_not_optimize(const void* p) { asm volatile("" : : "r"(p) : "memor
 // ---- CSV ---------------------------------------------------------------------------------
 
 // Appends rows to `path`; writes `header` first if the file is new or empty. A writer built
-// from an empty path is disabled and ignores rows. Fields are written as-is (no quoting).
+// from an empty path is disabled and ignores rows. A file that already starts with another
+// header holds another table: refused (throws), as its columns would not match. Fields are
+// formatted as `<<` formats them (doubles to 6 significant digits); one that contains a
+// comma, a quote or a line break is quoted as RFC 4180 says (labels such as "ucx, thread"
+// would otherwise shift the columns).
 class CsvWriter {
  public:
   CsvWriter() = default;
@@ -166,6 +182,15 @@ class CsvWriter {
     if (path.empty()) return;
     std::error_code ec;
     const bool fresh = !std::filesystem::exists(path, ec) || std::filesystem::file_size(path, ec) == 0;
+    if (!fresh) {
+      std::ifstream in(path);
+      std::string first;
+      std::getline(in, first);
+      if (!first.empty() && first.back() == '\r') first.pop_back();
+      if (in && first != header)
+        throw std::runtime_error("CSV file '" + path + "' holds another table (header '" + first +
+                                 "'; this one is '" + std::string(header) + "'): use another file");
+    }
     out_.open(path, std::ios::app);
     if (!out_) throw std::runtime_error("cannot open CSV file '" + path + "'");
     if (fresh) out_ << header << '\n';
@@ -177,14 +202,69 @@ class CsvWriter {
   void row(const Fields&... fields) {
     if (!enabled()) return;
     const char* sep = "";
-    ((out_ << sep << fields, sep = ","), ...);
+    ((out_ << sep << quoted(fields), sep = ","), ...);
     out_ << '\n';
     out_.flush();
   }
 
  private:
+  template <class T>
+  static std::string quoted(const T& field) {
+    std::ostringstream os;
+    os << field;
+    std::string s = os.str();
+    if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+    std::string q = "\"";
+    for (char c : s) {
+      if (c == '"') q += '"';
+      q += c;
+    }
+    return q + '"';
+  }
+
   std::ofstream out_;
 };
+
+/// A CsvWriter on rank 0 of `comm` (disabled on the other ranks, and for an empty path).
+/// **Collective**: when rank 0 cannot open the file (no such directory, another table in it)
+/// it prints why, as `name: ...`, and every rank gets nothing, so that all of them can end
+/// with the same exit code before anything is measured.
+inline std::optional<CsvWriter> open_csv(MPI_Comm comm, const std::string& path, std::string_view header,
+                                         std::string_view name) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  std::optional<CsvWriter> w;
+  int ok = 1;
+  try {
+    w.emplace(rank == 0 ? path : std::string(), header);
+  } catch (const std::exception& e) {
+    std::cerr << name << ": " << e.what() << '\n';
+    ok = 0;
+  }
+  MPI_Bcast(&ok, 1, MPI_INT, 0, comm);
+  if (ok == 0) w.reset();
+  return w;
+}
+
+// ---- validation --------------------------------------------------------------------------
+
+/// True when `ok` holds on every rank of `comm`. **Collective**: every benchmark agrees on
+/// the outcome of its checks before it reports, so that all ranks exit alike.
+inline bool all_ranks_ok(MPI_Comm comm, bool ok) {
+  int in = ok ? 1 : 0, all = 0;
+  MPI_Allreduce(&in, &all, 1, MPI_INT, MPI_MIN, comm);
+  return all == 1;
+}
+
+/// Prints "BENCH: FAIL CONTENDER: WHAT [rank r]" to stderr: which contender failed which
+/// check, and where (the other ranks may have passed theirs).
+inline void report_failure(std::string_view bench, std::string_view contender, std::string_view what) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  std::ostringstream os;  // one write, so the ranks' lines do not interleave
+  os << bench << ": FAIL " << contender << ": " << what << " [rank " << rank << "]\n";
+  std::cerr << os.str() << std::flush;
+}
 
 // ---- what are we running on --------------------------------------------------------------
 

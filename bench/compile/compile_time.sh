@@ -9,8 +9,15 @@
 # BUILD's laplace target), so the floor gets the same definitions and optimisation level.
 #
 #   bench/compile/compile_time.sh SOURCE_DIR BUILD_DIR [REPS=5] [CSV]
+#
+# CSV rows: tu,lines,median_s,x_floor_time,peak_mb,x_floor_mem (the header written when the
+# file is new).
 set -euo pipefail
 SRC=$(cd "$1" && pwd) BUILD=$(cd "$2" && pwd) REPS=${3:-5} CSV=${4:-}
+if ! [[ $REPS =~ ^[0-9]+$ ]] || ((REPS < 1)); then
+  echo "compile_time.sh: REPS must be at least 1 (got '$REPS')" >&2
+  exit 2
+fi
 flags_file=$BUILD/apps/laplace/CMakeFiles/laplace.dir/flags.make
 [[ -f $flags_file ]] || { echo "compile_time.sh: $flags_file not found (configure BUILD with apps)" >&2; exit 2; }
 get() { sed -n "s/^$1 = //p" "$flags_file"; }
@@ -46,6 +53,10 @@ for k in ["floor", "readme", "laplace", "oneget"]:
     rows.append((k, lines[k], s, s / f, kb / 1024, kb / fm))
     print(f"{k:8s} {lines[k]:>8s} {s:9.2f} {s / f:8.2f} {kb / 1024:8.0f} {kb / fm:8.2f}")
 if sys.argv[3]:
+    import os
+    fresh = not os.path.exists(sys.argv[3]) or os.path.getsize(sys.argv[3]) == 0
     with open(sys.argv[3], "a") as out:
+        if fresh:
+            out.write("tu,lines,median_s,x_floor_time,peak_mb,x_floor_mem\n")
         for r in rows: out.write("%s,%s,%.3f,%.3f,%.0f,%.3f\n" % r)
 PY

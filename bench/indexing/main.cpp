@@ -4,30 +4,87 @@
 //   put(a, idx, v)          v: m doubles
 //   s = masked_select(a, a > 0.5)
 //
-// Columns (median seconds over --reps, after one warm-up):
+// Columns (median seconds over --reps, after one warm-up round):
 //   serial_take / serial_put / serial_select   loops over std::vector on rank 0 alone
 //                                              (t[k] = a[idx[k]] with the sign fix-up, ...)
-//   take / put / select                         garray, the slowest rank
-// Run at np=1 (garray's overhead over the loop) and np=2 (scaling). Prints key=value lines on
-// rank 0 and appends a CSV row per run with --csv.
+//   take / put / select                         garray, rank 0's time (every call ends in a
+//                                              collective that completes everywhere)
+// Both sides get the same a and idx (the same hash of the position), so the same access
+// pattern and the same selection. Per operation, serial and garray alternate round by round
+// (garray::bench::side_by_side); *_speed_vs_serial is the ratio of the medians, *_paired the
+// median of the per-round ratios. take and masked_select return a new distributed array per
+// call (its window comes from the array cache after the warm-up), while the serial loops
+// write into preallocated vectors. After each operation (untimed) garray's result is
+// compared with the serial one, exactly (both copy the same doubles): take's values, `a`
+// after the puts (v is 2.0 everywhere, so repeated indices do not matter), the selection's
+// length and values; exit code 1 on a mismatch. Run at np=1 (garray's overhead over the
+// loop) and np=2 (scaling). Prints key=value lines on rank 0 and appends a CSV row per run
+// with --csv.
 #include <bench_util.hpp>
-
-#include <garray/garray.hpp>
-
 #include <boost/program_options.hpp>
-
+#include <cstdint>
+#include <garray/garray.hpp>
 #include <iostream>
-#include <random>
+#include <span>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace po = boost::program_options;
 namespace gb = garray::bench;
 using garray::Index;
-using garray::bench::median;
-using garray::bench::time_reps;
+using garray::bench::Side;
+
+namespace {
+
+// The inputs, as functions of the position (serial and garray alike): splitmix64 of it.
+std::uint64_t mix(std::uint64_t z) {
+  z += 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+double a_value(Index i) { return static_cast<double>(mix(static_cast<std::uint64_t>(i)) >> 11) * 0x1.0p-53; }
+std::int64_t idx_value(Index k, Index n) {  // in [-n, n)
+  const auto span = static_cast<std::uint64_t>(2 * n);
+  return static_cast<std::int64_t>(mix(static_cast<std::uint64_t>(k) ^ 0x5bd1e995ULL) % span) - n;
+}
+
+// Rank 0: garray's `got` against the serial loop's `want`; reports the first difference.
+bool same(const std::vector<double>& got, const std::vector<double>& want, const char* contender,
+          const char* what) {
+  if (got.size() != want.size()) {
+    gb::report_failure("bench_indexing", contender,
+                       std::string(what) + ": " + std::to_string(got.size()) +
+                           " elements, the serial loop has " + std::to_string(want.size()));
+    return false;
+  }
+  for (std::size_t k = 0; k < got.size(); ++k)
+    if (got[k] != want[k]) {
+      gb::report_failure("bench_indexing", contender,
+                         std::string(what) + ": element " + std::to_string(k) + " is " +
+                             std::to_string(got[k]) + ", the serial loop has " + std::to_string(want[k]));
+      return false;
+    }
+  return true;
+}
+
+// Collective: the whole 1-d array on rank 0 (empty elsewhere).
+std::vector<double> on_root(const garray::GlobalArray<double, 1>& x, bool root) {
+  std::vector<double> out;
+  if (root) {
+    out.resize(static_cast<std::size_t>(x.shape()[0]));
+    x.get_section(garray::Section<1>::full(x.shape()), std::span<double>(out));
+  }
+  x.context().barrier();
+  return out;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
+  int rc = 0;
   {
     po::options_description opts("bench_indexing options");
     opts.add_options()("help,h", "show help")("n", po::value<Index>()->default_value(4000000), "array length")(
@@ -35,7 +92,12 @@ int main(int argc, char** argv) {
         "reps", po::value<int>()->default_value(5), "timed repetitions")(
         "csv", po::value<std::string>()->default_value(""), "append results to this CSV file");
     po::variables_map vm;
-    if (!gb::parse_command_line(argc, argv, opts, vm, "bench_indexing")) {
+    const auto check = [&] {
+      gb::require(vm["n"].as<Index>() >= 1, "--n must be at least 1");
+      gb::require(vm["m"].as<Index>() >= 1, "--m must be at least 1");
+      gb::require(vm["reps"].as<int>() >= 1, "--reps must be at least 1");
+    };
+    if (!gb::parse_command_line(argc, argv, opts, vm, "bench_indexing", check)) {
       MPI_Finalize();
       return 2;
     }
@@ -47,63 +109,93 @@ int main(int argc, char** argv) {
       const int reps = vm["reps"].as<int>();
       const bool root = ctx.rank() == 0;
       if (root) garray::bench::print_run_info(std::cout, "bench_indexing", ctx.size());
-      double s_take = 0, s_put = 0, s_sel = 0;
-      if (root) {
-        std::vector<double> a(static_cast<std::size_t>(n)), t(static_cast<std::size_t>(m)), v(t.size());
-        std::vector<std::int64_t> idx(t.size());
-        std::mt19937_64 g(7);
-        for (auto& x : a) x = std::uniform_real_distribution<double>(0, 1)(g);
-        for (auto& x : idx) x = std::uniform_int_distribution<std::int64_t>(-n, n - 1)(g);
-        for (auto& x : v) x = 2.0;
-        s_take = median(time_reps(reps, 1, [&] {
-          for (std::size_t k = 0; k < t.size(); ++k) {
-            const std::int64_t i = idx[k] < 0 ? idx[k] + n : idx[k];
-            if (i < 0 || i >= n) throw std::runtime_error("index");
-            t[k] = a[static_cast<std::size_t>(i)];
-          }
-          garray::bench::do_not_optimize(t.data());
-        }));
-        s_put = median(time_reps(reps, 1, [&] {
-          for (std::size_t k = 0; k < t.size(); ++k) {
-            const std::int64_t i = idx[k] < 0 ? idx[k] + n : idx[k];
-            if (i < 0 || i >= n) throw std::runtime_error("index");
-            a[static_cast<std::size_t>(i)] = v[k];
-          }
-          garray::bench::do_not_optimize(a.data());
-        }));
-        std::vector<double> sel;
-        s_sel = median(time_reps(reps, 1, [&] {
-          sel.clear();
-          for (double x : a)
-            if (x > 0.5) sel.push_back(x);
-          garray::bench::do_not_optimize(sel.data());
-        }));
-      }
-      ctx.barrier();
-      garray::GlobalArray<double, 1> a(ctx, {n}), v(ctx, {m});
-      garray::GlobalArray<std::int64_t, 1> idx(ctx, {m});
-      garray::fill_random(a, 1);
-      garray::fill_random(idx, 2, std::int64_t{-n}, std::int64_t{n});
-      v.fill(2.0);
-      double t_take = median(time_reps(reps, 1, [&] { auto t = garray::take(a, idx); }));
-      double t_put = median(time_reps(reps, 1, [&] { garray::put(a, idx, v); }));
-      double t_sel = median(time_reps(reps, 1, [&] { auto s = garray::masked_select(a, a > 0.5); }));
-      for (double* t : {&t_take, &t_put, &t_sel}) MPI_Allreduce(MPI_IN_PLACE, t, 1, MPI_DOUBLE, MPI_MAX, ctx.comm());
-      if (root) {
-        std::cout << "n=" << n << "\nm=" << m << "\nranks=" << ctx.size() << "\nreps=" << reps << "\n";
-        std::cout << "serial_take_s=" << s_take << "\ntake_s=" << t_take << "\ntake_speed_vs_serial=" << s_take / t_take
-                  << "\n";
-        std::cout << "serial_put_s=" << s_put << "\nput_s=" << t_put << "\nput_speed_vs_serial=" << s_put / t_put << "\n";
-        std::cout << "serial_select_s=" << s_sel << "\nselect_s=" << t_sel
-                  << "\nselect_speed_vs_serial=" << s_sel / t_sel << "\n";
-        const auto csv = vm["csv"].as<std::string>();
-        if (!csv.empty()) {
-          garray::bench::CsvWriter w(csv, "n,m,ranks,serial_take_s,take_s,serial_put_s,put_s,serial_select_s,select_s");
-          w.row(n, m, ctx.size(), s_take, t_take, s_put, t_put, s_sel, t_sel);
+      auto csv = gb::open_csv(ctx.comm(), vm["csv"].as<std::string>(),
+                              "n,m,ranks,serial_take_s,take_s,serial_put_s,put_s,serial_select_s,select_s",
+                              "bench_indexing");
+      if (!csv) {
+        rc = 1;
+      } else {
+        // the serial side: rank 0 only
+        std::vector<double> sa, t, v, sel;
+        std::vector<std::int64_t> sidx;
+        if (root) {
+          sa.resize(static_cast<std::size_t>(n));
+          t.resize(static_cast<std::size_t>(m));
+          v.assign(t.size(), 2.0);
+          sidx.resize(t.size());
+          for (Index i = 0; i < n; ++i) sa[static_cast<std::size_t>(i)] = a_value(i);
+          for (Index k = 0; k < m; ++k) sidx[static_cast<std::size_t>(k)] = idx_value(k, n);
+        }
+        garray::GlobalArray<double, 1> a(ctx, {n}), gv(ctx, {m});
+        garray::GlobalArray<std::int64_t, 1> idx(ctx, {m});
+        garray::generate(a, [](const garray::Shape<1>& i) { return a_value(i[0]); });
+        garray::generate(idx, [n](const garray::Shape<1>& k) { return idx_value(k[0], n); });
+        gv.fill(2.0);
+        bool ok = true;
+
+        const Side take = gb::side_by_side(
+            ctx.comm(), reps,
+            [&] {
+              for (std::size_t k = 0; k < t.size(); ++k) {
+                const std::int64_t i = sidx[k] < 0 ? sidx[k] + n : sidx[k];
+                if (i < 0 || i >= n) throw std::runtime_error("index");
+                t[k] = sa[static_cast<std::size_t>(i)];
+              }
+              garray::bench::do_not_optimize(t.data());
+            },
+            [&] { auto r = garray::take(a, idx); });
+        {
+          const auto got = on_root(garray::take(a, idx), root);
+          if (root) ok = same(got, t, "garray take", "take(a, idx)") && ok;
+        }
+        const Side put = gb::side_by_side(
+            ctx.comm(), reps,
+            [&] {
+              for (std::size_t k = 0; k < t.size(); ++k) {
+                const std::int64_t i = sidx[k] < 0 ? sidx[k] + n : sidx[k];
+                if (i < 0 || i >= n) throw std::runtime_error("index");
+                sa[static_cast<std::size_t>(i)] = v[k];
+              }
+              garray::bench::do_not_optimize(sa.data());
+            },
+            [&] { garray::put(a, idx, gv); });
+        {
+          const auto got = on_root(a, root);
+          if (root) ok = same(got, sa, "garray put", "a after put(a, idx, v)") && ok;
+        }
+        const Side select = gb::side_by_side(
+            ctx.comm(), reps,
+            [&] {
+              sel.clear();
+              for (double x : sa)
+                if (x > 0.5) sel.push_back(x);
+              garray::bench::do_not_optimize(sel.data());
+            },
+            [&] { auto r = garray::masked_select(a, a > 0.5); });
+        {
+          const auto got = on_root(garray::masked_select(a, a > 0.5), root);
+          if (root) ok = same(got, sel, "garray masked_select", "masked_select(a, a > 0.5)") && ok;
+        }
+        ok = gb::all_ranks_ok(ctx.comm(), ok);
+        if (!ok) rc = 1;
+        if (root) {
+          std::cout << "n=" << n << "\nm=" << m << "\nranks=" << ctx.size() << "\nreps=" << reps << "\n";
+          const auto line = [](const char* op, const Side& x) {
+            std::cout << "serial_" << op << "_s=" << x.serial << "\n"
+                      << op << "_s=" << x.garray << "\n"
+                      << op << "_speed_vs_serial=" << x.serial / x.garray << "\n"
+                      << op << "_speed_vs_serial_paired=" << x.ratio << "\n";
+          };
+          line("take", take);
+          line("put", put);
+          line("select", select);
+          std::cout << "check=" << (ok ? "pass" : "FAIL") << "\n";
+          csv->row(n, m, ctx.size(), take.serial, take.garray, put.serial, put.garray, select.serial,
+                   select.garray);
         }
       }
     }
   }
   MPI_Finalize();
-  return 0;
+  return rc;
 }

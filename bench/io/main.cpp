@@ -17,25 +17,27 @@
 // --reps after --warmup, and the median of the per-rep ratios to mpiio ("paired": the
 // variants of one rep ran seconds apart, so a slow spell that lasts a rep hits them alike).
 // Files go to --dir (the OS page cache makes this a measure of the software path, not of
-// the disk). Every read is checked against the written values.
-#include "bench_util.hpp"
-
-#include <garray/garray.hpp>
-#include <garray/array/io.hpp>
-
+// the disk). Every read goes into a buffer (or array) filled with NaN first and is checked
+// against the written values after its timing (exactly: a read copies bits), and the two
+// HDF5 writers' files are read crosswise (hdf5 reads garray's, garray reads hdf5's), so both
+// hold the same layout. Exit code 1 when a check fails, 2 for a bad option.
 #include <hdf5.h>
 #include <mpi.h>
+#include <unistd.h>
 
 #include <boost/program_options.hpp>
-
 #include <cstdio>
-#include <unistd.h>
 #include <functional>
+#include <garray/array/io.hpp>
+#include <garray/garray.hpp>
 #include <iomanip>
 #include <iostream>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "bench_util.hpp"
 
 namespace gb = garray::bench;
 namespace po = boost::program_options;
@@ -74,6 +76,16 @@ void h5check(long long rc, const char* what) {
   }
 }
 
+// slab: row slabs; grid: 2-d blocks, the balanced grid or 1 x p column blocks when that is
+// row slabs
+garray::Distribution<2> layout_of(const std::string& layout, Index n, int p) {
+  using D = garray::Distribution<2>;
+  if (layout == "slab") return D::slab(0);
+  auto g = D::balanced_grid({n, n}, p);
+  if (g[1] == 1 && p > 1) g = {1, p};
+  return D::grid(g);
+}
+
 struct Row {
   std::string layout, variant, op;
   double seconds;
@@ -97,7 +109,31 @@ int main(int argc, char** argv) {
         "layouts", po::value(&layouts)->default_value(layouts), "slab, grid or slab,grid")(
         "csv", po::value(&csv)->default_value(""), "append results to this CSV file");
     po::variables_map vm;
-    if (!gb::parse_command_line(argc, argv, opts, vm, "bench_io")) {
+    int nranks = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    const auto check_values = [&] {
+      gb::require(n >= 1, "--n must be at least 1");
+      gb::require(reps >= 1 && warmup >= 0, "--reps must be at least 1 and --warmup at least 0");
+      std::stringstream ss(layouts);
+      int count = 0;
+      for (std::string l; std::getline(ss, l, ',');) {
+        gb::require(l == "slab" || l == "grid",
+                    "--layouts: unknown layout '" + l + "' (slab, grid or slab,grid)");
+        ++count;
+      }
+      gb::require(count > 0, "--layouts: no layout given (slab, grid or slab,grid)");
+      // MPI-IO counts and subarray extents are ints: every block of either layout must fit
+      constexpr Index int_max = std::numeric_limits<int>::max();
+      gb::require(n <= int_max, "--n " + std::to_string(n) + " exceeds INT_MAX (MPI-IO extents are int)");
+      for (const auto& d : {layout_of("slab", n, nranks), layout_of("grid", n, nranks)}) {
+        const auto r = d.resolve({n, n}, nranks, "bench_io");
+        for (int q = 0; q < r.nblocks(); ++q)
+          gb::require(r.block(q).volume() <= int_max,
+                      "--n " + std::to_string(n) + ": a rank's block would exceed INT_MAX elements at " +
+                          std::to_string(nranks) + " ranks (MPI-IO counts are int)");
+      }
+    };
+    if (!gb::parse_command_line(argc, argv, opts, vm, "bench_io", check_values)) {
       MPI_Finalize();
       return 2;
     }
@@ -119,13 +155,8 @@ int main(int argc, char** argv) {
     std::vector<Row> rows;
     bool ok = true;
     for (const std::string& layout : {std::string("slab"), std::string("grid")}) {
-      if (layouts.find(layout) == std::string::npos) continue;
-      D dist = D::slab(0);
-      if (layout == "grid") {
-        auto g = D::balanced_grid({n, n}, p);
-        if (g[1] == 1 && p > 1) g = {1, p};
-        dist = D::grid(g);
-      }
+      if (("," + layouts + ",").find("," + layout + ",") == std::string::npos) continue;
+      const D dist = layout_of(layout, n, p);
       garray::GlobalArray<double, 2> a(ctx, {n, n}, dist);
       garray::for_each_owned(a, [&](const garray::Shape<2>&, const garray::Shape<2>& g, double& v) {
         v = value(g[0], g[1], n);
@@ -137,11 +168,19 @@ int main(int argc, char** argv) {
       for (Index i = 0; i < nr; ++i)
         for (Index j = 0; j < nc; ++j) block[static_cast<std::size_t>(i * nc + j)] = value(r0 + i, c0 + j, n);
       std::vector<double> in(block.size());
-      auto verify = [&](const std::vector<double>& got) {
-        bool good = got == block;
-        int g = good ? 1 : 0, all = 0;
-        MPI_Allreduce(&g, &all, 1, MPI_INT, MPI_MIN, ctx.comm());
-        ok = ok && all == 1;
+      const double nan = std::numeric_limits<double>::quiet_NaN();
+      // Collective. `got` (this rank's block, row-major) against the written values.
+      auto verify = [&](const std::vector<double>& got, const std::string& variant, const std::string& what) {
+        bool good = true;
+        for (std::size_t k = 0; k < block.size() && good; ++k)
+          if (got[k] != block[k]) {  // (NaN: the read did not fill this element)
+            gb::report_failure("bench_io", variant,
+                               layout + " " + what + ": element " + std::to_string(k) +
+                                   " of this rank's block is " + std::to_string(got[k]) + ", want " +
+                                   std::to_string(block[k]));
+            good = false;
+          }
+        ok = gb::all_ranks_ok(ctx.comm(), good) && ok;
       };
       const std::string base = dir + "/bench_io_np" + std::to_string(p) + "_" + layout;
 
@@ -153,10 +192,19 @@ int main(int argc, char** argv) {
         f.close();
       };
       garray::GlobalArray<double, 2> b(ctx, {n, n}, dist);
-      auto garray_read = [&] {
-        io::File f(ctx, gname);
+      auto garray_read_from = [&](const std::string& name) {
+        io::File f(ctx, name);
         io::read(f, "u", b);
         f.close();
+      };
+      auto garray_read = [&] { garray_read_from(gname); };
+      auto b_block = [&] {  // b's local block, row-major
+        auto blk = b.access();
+        std::vector<double> got(block.size());
+        for (Index i = 0; i < nr; ++i)
+          for (Index j = 0; j < nc; ++j)
+            got[static_cast<std::size_t>(i * nc + j)] = blk.view()[r0 + i][c0 + j];
+        return got;
       };
 
       // ---- raw MPI-IO ----
@@ -190,11 +238,11 @@ int main(int argc, char** argv) {
 
       // ---- HDF5 directly ----
       const std::string hname = base + "_hdf5.h5";
-      auto hdf5 = [&](bool write, std::vector<double>& buf) {
+      auto hdf5 = [&](bool write, std::vector<double>& buf, const std::string& name) {
         const hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
         H5Pset_fapl_mpio(fapl, ctx.comm(), MPI_INFO_NULL);
-        const hid_t f = write ? H5Fcreate(hname.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl)
-                              : H5Fopen(hname.c_str(), H5F_ACC_RDONLY, fapl);
+        const hid_t f = write ? H5Fcreate(name.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl)
+                              : H5Fopen(name.c_str(), H5F_ACC_RDONLY, fapl);
         h5check(f, "H5Fcreate/H5Fopen");
         const hsize_t dims[2] = {static_cast<hsize_t>(n), static_cast<hsize_t>(n)};
         hid_t d;
@@ -246,35 +294,40 @@ int main(int argc, char** argv) {
         }
         MPI_Barrier(ctx.comm());
       };
+      // Before every read (untimed): its destination is filled with NaN, so a read that
+      // transfers nothing, or not everything, cannot pass on an earlier read's data.
       auto one = [&](bool write, int k) {
         if (write) fresh(k);
+        if (!write) {
+          if (k == 0)
+            b.fill(nan);
+          else
+            std::fill(in.begin(), in.end(), nan);
+        }
         if (k == 0) return timed(ctx.comm(), 1, 0, write ? std::function<void()>(garray_write) : garray_read)[0];
         if (k == 1) return timed(ctx.comm(), 1, 0, [&] { mpiio(write, write ? block : in); })[0];
-        return timed(ctx.comm(), 1, 0, [&] { hdf5(write, write ? block : in); })[0];
+        return timed(ctx.comm(), 1, 0, [&] { hdf5(write, write ? block : in, hname); })[0];
       };
+      const char* names[3] = {"garray", "mpiio", "hdf5"};
       for (bool write : {true, false})
         for (int r = 0; r < warmup + reps; ++r)
           for (int j = 0; j < 3; ++j) {
             const int k = (r + j) % 3;
             const double t = one(write, k);
             if (r >= warmup) (write ? tw : tr)[k].push_back(t);
+            if (!write) verify(k == 0 ? b_block() : in, names[k], "read of rep " + std::to_string(r));
           }
-      const char* names[3] = {"garray", "mpiio", "hdf5"};
       for (int k = 0; k < 3; ++k) {
         rows.push_back({layout, names[k], "write", gb::median(tw[k]), gb::paired_ratio(tw[k], tw[1])});
         rows.push_back({layout, names[k], "read", gb::median(tr[k]), gb::paired_ratio(tr[k], tr[1])});
       }
-      verify(in);  // hdf5's read
-      std::fill(in.begin(), in.end(), 0.0);
-      mpiio(false, in);
-      verify(in);
-      {
-        auto blk = b.access();
-        std::vector<double> got(block.size());
-        for (Index i = 0; i < nr; ++i)
-          for (Index j = 0; j < nc; ++j) got[static_cast<std::size_t>(i * nc + j)] = blk.view()[r0 + i][c0 + j];
-        verify(got);
-      }
+      // Crosswise (untimed): each HDF5 writer's file read by the other one
+      std::fill(in.begin(), in.end(), nan);
+      hdf5(false, in, gname);
+      verify(in, "garray", "file written by garray, read by hdf5");
+      b.fill(nan);
+      garray_read_from(hname);
+      verify(b_block(), "hdf5", "file written by hdf5, read by garray");
       if (ftype != MPI_DATATYPE_NULL) MPI_Type_free(&ftype);
       ctx.barrier();
       if (me == 0)

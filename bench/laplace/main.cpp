@@ -3,7 +3,11 @@
 //
 // Every contender computes the same Jacobi step with the same floating-point operations
 // and the error sqrt(sum((new-old)^2)) accumulated as it goes; serial, mpi and kernel run the
-// very same loop (laplace::sweep), so their ratios measure communication and library costs:
+// very same loop (laplace::sweep), so their ratios measure communication and library costs.
+// The fields agree bitwise; the errors' sums do not: each contender sums the squared changes
+// of its blocks, but the hand-written MPI reduces the per-rank partials with MPI_Allreduce
+// (whatever order the MPI library takes), garray gathers them and sums them in rank order
+// (laplace::combine_partials), and serial sums the whole grid in one pass:
 //   serial   one std::vector pair, buffers swapped, the error in the same pass (rank 0 only;
 //            the other ranks wait; meaningful at np=1)
 //   mpi      plain MPI, no garray: row slabs (the same rows as garray's blocked split at
@@ -15,28 +19,37 @@
 //            with the suffix :rows (e.g. kernel:rows) on mpi's row slabs
 // Per grid size n: --repeat rounds; in each round every contender solves --iters steps from
 // the initial field (rounds interleave the contenders so drift hits all alike). Reported: the
-// median ms per iteration, the ratio to mpi (of the medians, and the median of the per-round
-// ratios), the paired ratio to the hand-written version on the same layout ("x hand": kernel
-// vs mpi:blocked, kernel:rows vs mpi), the ratio to serial, and for numpy the windows
-// allocated after the first iteration (bar: 0). CSV rows (--csv) feed bench/laplace/plot.sh.
-#include "bench_util.hpp"
-
-#include "laplace.hpp"
-
-#include <garray/garray.hpp>
-
-#include <boost/program_options.hpp>
-
+// median ms per iteration, the ratio to mpi on row slabs ("x mpi": of the medians, and
+// "paired": the median of the per-round ratios; `mpi` and `mpi:rows` are the same contender;
+// at np >= 3 the garray variants' default blocked grid is not row slabs, so these ratios
+// compare different layouts, as the header says), the paired ratio to the hand-written
+// version on the same layout ("x hand": kernel vs mpi:blocked, kernel:rows vs mpi), the
+// ratio to serial, and for numpy the windows allocated after the first iteration (bar: 0).
+// CSV rows (--csv) feed bench/laplace/plot.sh.
+//
+// After the rounds (untimed) every contender's error after the last step is compared with
+// the reference's (serial if it ran, else the first mpi contender, else the first one)
+// within n*n*eps relative: the fields are the same bitwise, and each way of summing the
+// (n-2)^2 squared changes (all >= 0) lies within (n*n - 1) * eps / 2 relative of the exact
+// sum. The garray variants on one layout must also agree with each other bitwise (they
+// combine their partials alike). Exit code 1 on a mismatch, 2 for a bad command line (every
+// rank parses it alike).
 #include <mpi.h>
 
 #include <algorithm>
+#include <boost/program_options.hpp>
 #include <cmath>
 #include <cstdio>
+#include <garray/garray.hpp>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "bench_util.hpp"
+#include "laplace.hpp"
 
 namespace gb = garray::bench;
 namespace lp = garray::laplace;
@@ -202,6 +215,7 @@ garray::Distribution<2> layout_of(const Contender& k, int np) {
   return k.layout == "rows" ? garray::Distribution<2>::grid({np, 1}) : garray::Distribution<2>::blocked();
 }
 
+// Throws boost::program_options::error naming the option for a bad command line.
 bool parse(int argc, char** argv, Options& o, bool root) {
   std::string sizes = "2000,4000", contenders = "serial,mpi,kernel,fused,numpy";
   po::options_description desc("bench_laplace: Laplace Jacobi, garray variants vs hand-written MPI and serial\nOptions");
@@ -224,14 +238,38 @@ bool parse(int argc, char** argv, Options& o, bool root) {
   }
   po::notify(vm);
   o.sizes.clear();
-  for (const auto& s : split(sizes)) o.sizes.push_back(std::stoll(s));
+  for (const auto& s : split(sizes)) {
+    std::size_t used = 0;
+    long long n = 0;
+    try {
+      n = std::stoll(s, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    // (a grid needs an interior: the serial loop's pointers start at row 1, column 1)
+    if (used != s.size() || n < 3) throw po::error("--sizes: '" + s + "' is not a grid size >= 3");
+    o.sizes.push_back(n);
+  }
+  if (o.sizes.empty()) throw po::error("--sizes: no size given");
   o.contenders = split(contenders);
+  if (o.contenders.empty()) throw po::error("--contenders: no contender given");
+  std::vector<std::string> seen;  // name:layout, so that mpi and mpi:rows are one contender
   for (const auto& c : o.contenders) {
     const Contender k = contender(c);
-    if (k.name != "serial" && k.name != "mpi") lp::parse_variant(k.name);  // throws for an unknown one
+    if (k.name != "serial" && k.name != "mpi") {
+      try {
+        lp::parse_variant(k.name);
+      } catch (const std::exception& e) {
+        throw po::error("--contenders: " + std::string(e.what()));
+      }
+    }
     if (k.name == "serial" && c != "serial") throw po::error("--contenders: serial takes no layout ('" + c + "')");
     if (k.layout != "rows" && k.layout != "blocked")
       throw po::error("--contenders: unknown layout in '" + c + "' (:rows or :blocked)");
+    const std::string key = k.name + ":" + k.layout;
+    if (std::find(seen.begin(), seen.end(), key) != seen.end())
+      throw po::error("--contenders: '" + c + "' is given twice");
+    seen.push_back(key);
   }
   if (o.iters < 2 || o.repeat < 1) throw po::error("--iters must be >= 2 and --repeat >= 1");
   return true;
@@ -248,17 +286,28 @@ int run(int argc, char** argv) {
   // rank 0 prints the help (it stays rank 0 in either order); kept alive: if garray
   // initialised MPI, the last context to go finalises it
   const garray::Context world;
-  if (!parse(argc, argv, o, world.rank() == 0)) return 0;
+  try {
+    if (!parse(argc, argv, o, world.rank() == 0)) return 0;
+  } catch (const po::error& e) {  // every rank parses the same command line: all end here
+    if (world.rank() == 0) std::cerr << "bench_laplace: " << e.what() << " (see --help)\n";
+    return 2;
+  }
   garray::Context ctx(MPI_COMM_WORLD, o.rank_order);
   const int rank = ctx.rank(), np = ctx.size();
   const bool root = rank == 0;
   if (root) {
     gb::print_run_info(std::cout, "bench_laplace", np);
-    std::cout << "# window kind : " << garray::to_string(ctx.window_kind()) << '\n'
-              << "# rank order  : " << garray::to_string(ctx.rank_order())
-              << (ctx.renumbered() ? " (renumbered)" : "") << '\n'
-              << "# iters/solve : " << o.iters << ", rounds: " << o.repeat << '\n';
+    std::cout
+        << "# window kind : " << garray::to_string(ctx.window_kind()) << '\n'
+        << "# rank order  : " << garray::to_string(ctx.rank_order())
+        << (ctx.renumbered() ? " (renumbered)" : "") << '\n'
+        << "# iters/solve : " << o.iters << ", rounds: " << o.repeat << '\n'
+        << "# x mpi, paired: against mpi (the hand-written MPI on row slabs, np x 1); x hand: against the\n"
+        << "#   hand-written MPI on the contender's own layout (mpi:blocked for the blocked grid)\n"
+        << "# errors: the hand-written MPI reduces its partial sums with MPI_Allreduce, garray gathers\n"
+        << "#   them and sums them in rank order: compared within n*n*eps (relative), not bitwise\n";
   }
+  int status = 0;
   gb::CsvWriter csv(root ? o.csv : std::string(),
                     "n,np,contender,ms_per_iter,ratio_to_mpi,ratio_to_serial,error,late_windows,paired_ratio_to_mpi,"
                     "paired_ratio_to_hand_same_layout");
@@ -323,10 +372,53 @@ int run(int argc, char** argv) {
     hands.clear();
     serial.reset();
 
+    // ---- every contender's error against the reference's (untimed; rank 0 holds them all) --
+    bool ok = true;
+    std::string ref;
     if (root) {
-      const double t_mpi = res.count("mpi") ? gb::median(res["mpi"].ms) : NAN;
+      for (const auto& c : o.contenders)
+        if (c == "serial") ref = c;
+      for (const auto& c : o.contenders)
+        if (ref.empty() && contender(c).name == "mpi") ref = c;
+      if (ref.empty()) ref = o.contenders.front();
+      const double want = res[ref].err;
+      const double tol =
+          static_cast<double>(n) * static_cast<double>(n) * std::numeric_limits<double>::epsilon();
+      std::map<std::string, std::string> garray_of_layout;  // layout -> its first garray variant
+      for (const auto& c : o.contenders) {
+        const double got = res[c].err;
+        if (!(std::abs(got - want) <= tol * std::abs(want))) {
+          gb::report_failure("bench_laplace", c,
+                             "n=" + std::to_string(n) + ": error after the last step " + std::to_string(got) +
+                                 ", " + ref + "'s " + std::to_string(want) + " (tolerance " +
+                                 std::to_string(tol) + " relative)");
+          ok = false;
+        }
+        // garray's variants combine their partials alike (laplace.hpp): bitwise on one layout
+        const Contender k = contender(c);
+        if (k.name == "serial" || k.name == "mpi") continue;
+        const std::string first = garray_of_layout.emplace(k.layout, c).first->second;
+        if (first != c && !(got == res[first].err)) {
+          gb::report_failure("bench_laplace", c,
+                             "n=" + std::to_string(n) + ": error after the last step " + std::to_string(got) +
+                                 ", not bitwise " + first + "'s " + std::to_string(res[first].err) +
+                                 " (the same layout)");
+          ok = false;
+        }
+      }
+    }
+    ok = gb::all_ranks_ok(ctx.comm(), ok);
+    if (!ok) status = 1;
+
+    if (root) {
+      // mpi and mpi:rows are one contender: the hand-written version on row slabs
+      const auto rows_hand = hand_of_layout.find("rows");
+      const Sample* mpi = rows_hand != hand_of_layout.end() ? &res[rows_hand->second] : nullptr;
+      const double t_mpi = mpi ? gb::median(mpi->ms) : NAN;
       const double t_ser = res.count("serial") ? gb::median(res["serial"].ms) : NAN;
-      std::printf("\n n=%lld np=%d  (ms per iteration, median of %d)\n", static_cast<long long>(n), np, o.repeat);
+      const auto grid = garray::Distribution<2>::blocked().resolve({n, n}, np, "bench_laplace").procs();
+      std::printf("\n n=%lld np=%d  (ms per iteration, median of %d; blocked grid %dx%d, row slabs %dx1)\n",
+                  static_cast<long long>(n), np, o.repeat, grid[0], grid[1], np);
       // "x hand": paired ratio to the hand-written version on the same layout (mpi for
       // row slabs, mpi:blocked for the blocked grid), if that one ran
       std::printf("  %-12s %10s %9s %9s %9s %9s  %-24s %s\n", "", "ms/iter", "x mpi", "paired", "x hand", "x serial",
@@ -335,7 +427,7 @@ int run(int argc, char** argv) {
         const Sample& s = res[c];
         const double t = gb::median(s.ms);
         // per round, this contender and mpi ran seconds apart
-        const double paired = res.count("mpi") ? gb::paired_ratio(s.ms, res["mpi"].ms) : NAN;
+        const double paired = mpi ? gb::paired_ratio(s.ms, mpi->ms) : NAN;
         const auto h = hand_of_layout.find(contender(c).layout);
         const double same = c != "serial" && h != hand_of_layout.end() ? gb::paired_ratio(s.ms, res[h->second].ms) : NAN;
         char err[40];
@@ -344,9 +436,12 @@ int run(int argc, char** argv) {
                     t / t_ser, err, s.late_windows);
         csv.row(n, np, c, t, t / t_mpi, t / t_ser, err, s.late_windows, paired, same);
       }
+      std::printf("  check: every error within %.1e (relative) of %s's: %s\n",
+                  static_cast<double>(n) * static_cast<double>(n) * std::numeric_limits<double>::epsilon(),
+                  ref.c_str(), ok ? "pass" : "FAIL");
     }
   }
-  return 0;
+  return status;
 }
 
 }  // namespace

@@ -1,15 +1,16 @@
 // bench_matmul - distributed C = A B (n x n doubles) and mutex lock/unlock latency.
 //
-// Matrix product variants (same values, C's checksum compared with the exact one):
+// Matrix product variants (same values, C checked against closed forms, see Check):
 //   garray   garray::gemm(1, A, B, 0, C) on blocked GlobalArrays (the default distribution)
-//   pdgemm   ScaLAPACK pdgemm on a block-cyclic layout, every block size of --nb (the best
-//            one is the pdgemm column), process grid as square as possible
+//   pdgemm   ScaLAPACK pdgemm on a block-cyclic layout, one row per block size of --nb
+//            (the summary line compares garray with the best of them), process grid as
+//            square as possible
 //   ga       Global Arrays GA_Dgemm on NGA_Create's default distribution
 //   blas     one rank's cblas_dgemm on the whole matrices (np = 1 only: the ceiling)
 // Each rep: barrier, the call, the slowest rank's time (MPI_MAX). Reported: median of --reps
 // after --warmup untimed calls. All contenders of a size are set up first and timed
-// round-robin (one rep of each in turn), so load from elsewhere hits them alike. OpenBLAS threading as the environment says (set
-// OPENBLAS_NUM_THREADS=1 with several ranks per node); the value in use is printed.
+// round-robin (one rep of each in turn), so load from elsewhere hits them alike. OpenBLAS threading as the
+// environment says (set OPENBLAS_NUM_THREADS=1 with several ranks per node); the value in use is printed.
 //
 // Mutex variants: one rank locks/unlocks mutex 0 (owned by rank 0) alone ("uncontended",
 // from the last rank, i.e. remote when np > 1), and all ranks lock/unlock it in a loop
@@ -29,14 +30,15 @@
 #endif
 
 #include <cmath>
-#include <functional>
-#include <tuple>
+#include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 extern "C" {
@@ -61,9 +63,11 @@ namespace po = boost::program_options;
 
 namespace {
 
-// A(i, j) and B(i, j): small values, so C's exact checksum is known in closed form.
-double aval(long i, long j) { return static_cast<double>((i * 7 + j * 3) % 11 - 5) * 0.125; }
-double bval(long i, long j) { return static_cast<double>((i * 5 + j * 2) % 13 - 6) * 0.25; }
+// A(i, j) and B(i, j): small values, so C's exact checksums are known in closed form.
+long a8(long i, long j) { return (i * 7 + j * 3) % 11 - 5; }  // 8 A(i, j)
+long b4(long i, long j) { return (i * 5 + j * 2) % 13 - 6; }  // 4 B(i, j)
+double aval(long i, long j) { return static_cast<double>(a8(i, j)) * 0.125; }
+double bval(long i, long j) { return static_cast<double>(b4(i, j)) * 0.25; }
 // sum_ij C_ij = sum_k (sum_i A_ik) (sum_j B_kj)
 double exact_checksum(long n) {
   double s = 0;
@@ -75,6 +79,49 @@ double exact_checksum(long n) {
   }
   return s;
 }
+
+// The plain sum cannot see a permutation of C (a transposed result, swapped blocks). So C is
+// also checked exactly: every product A_ik B_kj is a multiple of 1/32 below 1 in magnitude
+// and every partial sum one below n, so any correct dgemm, whatever its order of additions,
+// yields C_ij exactly and 32 C_ij is an integer. The weighted sum
+//   W = sum_ij u_i v_j (32 C_ij) = sum_k (sum_i u_i 8A_ik) (sum_j v_j 4B_kj)   (mod 2^64)
+// with weights from a multiplicative hash of the row and of the column (different, so that a
+// transpose changes W) is compared in unsigned (wrapping) integer arithmetic: exact.
+std::uint64_t wrow(long i) { return (static_cast<std::uint64_t>(i) + 1) * 0x9E3779B97F4A7C15ULL; }
+std::uint64_t wcol(long j) { return (static_cast<std::uint64_t>(j) + 7) * 0xC2B2AE3D27D4EB4FULL; }
+std::uint64_t exact_weighted(long n) {
+  std::uint64_t w = 0;
+  for (long k = 0; k < n; ++k) {
+    std::uint64_t ca = 0, rb = 0;
+    for (long i = 0; i < n; ++i) ca += wrow(i) * static_cast<std::uint64_t>(a8(i, k));
+    for (long j = 0; j < n; ++j) rb += wcol(j) * static_cast<std::uint64_t>(b4(k, j));
+    w += ca * rb;
+  }
+  return w;
+}
+
+// Both checksums of the C elements one rank holds, then of all ranks (sum()).
+struct Check {
+  double sum = 0;
+  std::uint64_t weighted = 0;
+  long long inexact = 0;  // elements that are not a multiple of 1/32 (or not finite)
+  void add(long i, long j, double c) {
+    sum += c;
+    const double c32 = c * 32;
+    if (!(std::abs(c32) < 0x1p62) || c32 != std::nearbyint(c32)) {
+      ++inexact;
+      return;
+    }
+    weighted += wrow(i) * wcol(j) * static_cast<std::uint64_t>(static_cast<std::int64_t>(c32));
+  }
+  Check sum_over(MPI_Comm comm) const {
+    Check all;
+    MPI_Allreduce(&sum, &all.sum, 1, MPI_DOUBLE, MPI_SUM, comm);
+    MPI_Allreduce(&weighted, &all.weighted, 1, MPI_UINT64_T, MPI_SUM, comm);  // wraps, as unsigned
+    MPI_Allreduce(&inexact, &all.inexact, 1, MPI_LONG_LONG, MPI_SUM, comm);
+    return all;
+  }
+};
 
 struct Options {
   std::vector<int> sizes{2000, 4000};
@@ -92,26 +139,21 @@ double timed(MPI_Comm comm, const std::function<void()>& f) {
   MPI_Allreduce(&s, &mx, 1, MPI_DOUBLE, MPI_MAX, comm);
   return mx;
 }
-double global_sum(double local, MPI_Comm comm) {
-  double s = 0;
-  MPI_Allreduce(&local, &s, 1, MPI_DOUBLE, MPI_SUM, comm);
-  return s;
-}
 bool wants(const Options& o, const std::string& v) { return ("," + o.variants + ",").find("," + v + ",") != std::string::npos; }
 
 struct Row {
   std::string variant;
   double seconds;
-  double checksum;
+  Check check;
 };
 
 // One contender of a size: its data lives in `keep` (freed with it), `run` is one product,
-// `checksum` sums C over all ranks. Contenders are timed round-robin (rep 1 of each, then
-// rep 2 of each, ...) so that a busy moment on the machine hits all of them alike.
+// `checksum` the checksums of C over all ranks (collective). Contenders are timed round-robin (rep 1 of each,
+// then rep 2 of each, ...) so that a busy moment on the machine hits all of them alike.
 struct Contender {
   std::string name;
   std::function<void()> run;
-  std::function<double()> checksum;
+  std::function<Check()> checksum;
   std::shared_ptr<void> keep;
   std::vector<double> times;
 };
@@ -130,7 +172,21 @@ Contender garray_gemm(garray::Context& ctx, int n) {
   d->a.sync();
   d->b.sync();
   Data* p = d.get();
-  return {"garray", [p] { garray::gemm(1.0, p->a, p->b, 0.0, p->c); }, [p] { return garray::sum(p->c); }, d, {}};
+  return {"garray",
+          [p] { garray::gemm(1.0, p->a, p->b, 0.0, p->c); },
+          [p] {
+            Check c;
+            {
+              auto blk = p->c.access();
+              for (auto i = blk.lo(0); i < blk.hi(0); ++i)
+                for (auto j = blk.lo(1); j < blk.hi(1); ++j) c.add(i, j, blk.view()[i][j]);
+            }
+            Check all = c.sum_over(p->c.context().comm());
+            all.sum = garray::sum(p->c);
+            return all;
+          },
+          d,
+          {}};
 }
 
 Contender blas_gemm(int n) {
@@ -153,12 +209,14 @@ Contender blas_gemm(int n) {
             cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, p->a.data(), n, p->b.data(), n, 0.0,
                         p->c.data(), n);
           },
-          [p] {
-            double s = 0;
-            for (double x : p->c) s += x;
-            return s;
+          [p, n] {
+            Check c;
+            for (long i = 0; i < n; ++i)
+              for (long j = 0; j < n; ++j) c.add(i, j, p->c[static_cast<std::size_t>(i * n + j)]);
+            return c;
           },
-          d, {}};
+          d,
+          {}};
 }
 
 #if defined(GARRAY_BENCH_HAVE_GA)
@@ -207,13 +265,19 @@ Contender scalapack_gemm(MPI_Comm comm, int n, int nb) {
             pdgemm_("N", "N", &q->n, &q->n, &q->n, &alpha, q->a.data(), &one, &one, q->desc, q->b.data(), &one, &one,
                     q->desc, &beta, q->c.data(), &one, &one, q->desc);
           },
-          [q, comm] {
-            double s = 0;
-            for (int lj = 0; lj < q->nl; ++lj)
-              for (int li = 0; li < q->ml; ++li) s += q->c[static_cast<std::size_t>(lj) * q->lld + li];
-            return global_sum(s, comm);
+          [q, comm, nb, pr, pc, myr, myc] {
+            Check c;
+            for (int lj = 0; lj < q->nl; ++lj) {
+              const long gj = (static_cast<long>(lj / nb) * pc + myc) * nb + lj % nb;
+              for (int li = 0; li < q->ml; ++li) {
+                const long gi = (static_cast<long>(li / nb) * pr + myr) * nb + li % nb;
+                c.add(gi, gj, q->c[static_cast<std::size_t>(lj) * q->lld + li]);
+              }
+            }
+            return c.sum_over(comm);
           },
-          d, {}};
+          d,
+          {}};
 }
 
 Contender ga_gemm(MPI_Comm comm, int n) {
@@ -244,21 +308,24 @@ Contender ga_gemm(MPI_Comm comm, int n) {
   }
   GA_Sync();
   Data* q = d.get();
-  return {"GA_Dgemm", [q, n] { GA_Dgemm('N', 'N', n, n, n, 1.0, q->a, q->b, 0.0, q->c); },
+  return {"GA_Dgemm",
+          [q, n] { GA_Dgemm('N', 'N', n, n, n, 1.0, q->a, q->b, 0.0, q->c); },
           [q, comm] {
-            double s = 0;
+            Check c;
             int lo[2], hi[2], ld[1];
             NGA_Distribution(q->c, GA_Nodeid(), lo, hi);
             if (lo[0] <= hi[0] && lo[1] <= hi[1]) {
               double* p = nullptr;
               NGA_Access(q->c, lo, hi, &p, ld);
               for (int i = lo[0]; i <= hi[0]; ++i)
-                for (int j = lo[1]; j <= hi[1]; ++j) s += p[static_cast<std::size_t>(i - lo[0]) * ld[0] + (j - lo[1])];
+                for (int j = lo[1]; j <= hi[1]; ++j)
+                  c.add(i, j, p[static_cast<std::size_t>(i - lo[0]) * ld[0] + (j - lo[1])]);
               NGA_Release(q->c, lo, hi);
             }
-            return global_sum(s, comm);
+            return c.sum_over(comm);
           },
-          d, {}};
+          d,
+          {}};
 }
 #endif
 
@@ -316,21 +383,43 @@ int run(int argc, char** argv) {
        "subset of garray,pdgemm,ga,blas,mutex")  //
       ("csv", po::value<std::string>(&o.csv), "append rows bench,n,np,variant,median_s,gflops to FILE");
   po::variables_map vm;
-  po::store(po::parse_command_line(argc, argv, desc), vm);
-  po::notify(vm);
+  // every rank parses the same command line: a bad one ends all of them with exit code 2
+  const auto parse_list = [](const std::string& s, const char* option) {
+    std::vector<int> v;
+    std::stringstream ss(s);
+    for (std::string t; std::getline(ss, t, ',');) {
+      if (t.empty()) continue;
+      std::size_t used = 0;
+      int x = 0;
+      try {
+        x = std::stoi(t, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      gb::require(used == t.size() && x >= 1,
+                  std::string(option) + ": '" + t + "' is not a positive integer");
+      v.push_back(x);
+    }
+    gb::require(!v.empty(), std::string(option) + ": no value given");
+    return v;
+  };
+  const auto check = [&] {
+    o.sizes = parse_list(sizes, "--sizes");
+    o.nbs = parse_list(nbs, "--nb");  // (nb 0 divides by zero in numroc_)
+    gb::require(o.reps >= 1 && o.warmup >= 0, "--reps must be at least 1 and --warmup at least 0");
+    // the contended loop runs mutex_iters / np pairs per rank: at least one each
+    gb::require(o.mutex_iters >= p,
+                "--mutex-iters must be at least the rank count (" + std::to_string(p) + ")");
+    std::stringstream ss(o.variants);
+    for (std::string v; std::getline(ss, v, ',');)
+      gb::require(v.empty() || v == "garray" || v == "pdgemm" || v == "ga" || v == "blas" || v == "mutex",
+                  "--variants: unknown variant '" + v + "' (garray, pdgemm, ga, blas, mutex)");
+  };
+  if (!gb::parse_command_line(argc, argv, desc, vm, "bench_matmul", check)) return 2;
   if (vm.count("help")) {
     if (me == 0) std::cout << desc << '\n';
     return 0;
   }
-  auto parse_list = [](const std::string& s) {
-    std::vector<int> v;
-    std::stringstream ss(s);
-    for (std::string t; std::getline(ss, t, ',');)
-      if (!t.empty()) v.push_back(std::stoi(t));
-    return v;
-  };
-  o.sizes = parse_list(sizes);
-  o.nbs = parse_list(nbs);
   garray::Context ctx;
   if (me == 0) {
     gb::print_run_info(std::cout, "bench_matmul", p);
@@ -343,6 +432,7 @@ int run(int argc, char** argv) {
   for (int n : o.sizes) {
     const double flops = 2.0 * n * static_cast<double>(n) * n;
     const double exact = exact_checksum(n);
+    const std::uint64_t exact_w = exact_weighted(n);
     std::vector<Contender> cs;
     if (wants(o, "garray")) cs.push_back(garray_gemm(ctx, n));
 #if defined(GARRAY_BENCH_HAVE_GA)
@@ -369,7 +459,23 @@ int run(int argc, char** argv) {
     std::printf("\n# n = %d, np = %d\n%-16s %12s %10s %12s %s\n", n, p, "variant", "median_s", "GFLOP/s", "x garray",
                 "checksum");
     for (const auto& r : rows) {
-      const bool ok = std::abs(r.checksum - exact) <= 1e-9 * std::max(1.0, std::abs(exact));
+      // the plain sum in double, in some order: 1e-9 relative is far above its rounding
+      const bool sum_ok = std::abs(r.check.sum - exact) <= 1e-9 * std::max(1.0, std::abs(exact));
+      const bool exact_ok = r.check.inexact == 0 && r.check.weighted == exact_w;
+      if (!sum_ok)
+        gb::report_failure("bench_matmul", r.variant,
+                           "n=" + std::to_string(n) + ": sum of C " + std::to_string(r.check.sum) +
+                               ", want " + std::to_string(exact));
+      if (r.check.inexact != 0)
+        gb::report_failure("bench_matmul", r.variant,
+                           "n=" + std::to_string(n) + ": " + std::to_string(r.check.inexact) +
+                               " elements of C are not multiples of 1/32 (every exact one is)");
+      else if (!exact_ok)
+        gb::report_failure("bench_matmul", r.variant,
+                           "n=" + std::to_string(n) +
+                               ": the weighted sum of 32 C differs from the closed form "
+                               "(elements misplaced: transposed, blocks swapped, ...)");
+      const bool ok = sum_ok && exact_ok;
       if (!ok) status = 1;
       std::printf("%-16s %12.4f %10.2f %12.3f %s\n", r.variant.c_str(), r.seconds, flops / r.seconds * 1e-9,
                   mine > 0 ? r.seconds / mine : 0.0, ok ? "ok" : "WRONG");

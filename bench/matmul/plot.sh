@@ -4,10 +4,14 @@
 #
 #   rm -f matmul.csv
 #   for np in 1 2 4; do OPENBLAS_NUM_THREADS=1 mpiexec -n $np build/bench/bench_matmul --csv matmul.csv; done
-#   bench/matmul/plot.sh matmul.csv docs/img/matmul.png
+#   bench/matmul/plot.sh matmul.csv docs/img/matmul.png 'OpenBLAS 1 thread per rank, 2 cores'
+#
+# The optional third argument describes the run (threads, cores, machine) in the title; the
+# CSV does not record it.
 set -euo pipefail
-csv=${1:?usage: plot.sh results.csv [out.png]}
+csv=${1:?usage: plot.sh results.csv [out.png] [setup]}
 out=${2:-docs/img/matmul.png}
+setup=${3:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 sizes=$(awk -F, 'NR > 1 && $1 == "matmul" { print $2 }' "$csv" | sort -nu)
@@ -35,7 +39,7 @@ count=$(echo "$sizes" | wc -w)
 {
   echo "set terminal pngcairo size $((520 * count)),460 font ',10'"
   echo "set output '$out'"
-  echo "set multiplot layout 1,$count title 'C = A B, n x n doubles (OpenBLAS 1 thread per rank, 2 cores)'"
+  echo "set multiplot layout 1,$count title 'C = A B, n x n doubles${setup:+ ($setup)}'"
   echo "set style data histograms; set style histogram clustered gap 1; set style fill solid 0.8 border -1"
   echo "set ylabel 'GFLOP/s (median)'; set xlabel 'ranks'; set key below; set grid ytics; set yrange [0:*]"
   for n in $sizes; do

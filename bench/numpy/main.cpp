@@ -1,18 +1,22 @@
 // bench_numpy (issue 15): garray::argmax, garray::mean and garray::max (one fused
-// owner-computes pass each) and two broadcasting assignments (out = a + row, a row of n broadcast down the rows;
-// out = a * col, an (n, 1) column broadcast along the rows) against a serial loop over plain
+// owner-computes pass each) and two broadcasting assignments (out = a + row, a row of n broadcast down the
+// rows; out = a * col, an (n, 1) column broadcast along the rows) against a serial loop over plain
 // std::vectors, on an n x n double array. The bar: at np=1 the fused pass runs at >= 0.9x
-// the serial loop's speed.
-#include "bench_util.hpp"
-
-#include <garray/garray.hpp>
-
+// the serial loop's speed. Afterwards (untimed) garray's results are compared with the serial
+// loop's: argmax and max exactly, the mean within the rounding of a sum in another order,
+// each broadcast's whole output exactly (one addition or multiplication per element); exit
+// code 1 on a mismatch.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <garray/garray.hpp>
 #include <iostream>
+#include <limits>
+#include <span>
 #include <string>
 #include <vector>
+
+#include "bench_util.hpp"
 
 using garray::bench::median;
 
@@ -36,6 +40,7 @@ using garray::bench::Side;
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
+  int rc = 0;
   long long n_arg = 3000;
   int reps = 7;
   if (const auto stop = garray::bench::parse_size_reps(argc, argv, "bench_numpy", "array extent (n x n doubles)", n_arg, reps)) {
@@ -111,8 +116,24 @@ int main(int argc, char** argv) {
             for (std::size_t j = 0; j < nn; ++j) sout[i * nn + j] = sa[i * nn + j] + srow[j];
         },
         [&] { out = a + row; });
-    const double serial_row_check = root ? sout[m - 1] : 0.0;
-    const double row_check = out.get(garray::idx[n - 1][n - 1]);
+    // Collective. garray's whole output against the serial loop's (rank 0 compares).
+    std::vector<double> gout(root ? m : 0);
+    const auto same_out = [&](const char* what) {
+      bool same = true;
+      if (root) {
+        out.get_section(garray::Section<2>::full(out.shape()), std::span<double>(gout));
+        for (std::size_t k = 0; k < m && same; ++k)
+          if (gout[k] != sout[k]) {
+            garray::bench::report_failure("bench_numpy", what,
+                                          "element " + std::to_string(k) + " is " + std::to_string(gout[k]) +
+                                              ", the serial loop's " + std::to_string(sout[k]));
+            same = false;
+          }
+      }
+      ctx.barrier();
+      return same;
+    };
+    const bool row_same = same_out("garray a + row");
     const Side t_col = garray::bench::side_by_side(
         ctx.comm(), reps,
         [&] {
@@ -120,8 +141,34 @@ int main(int argc, char** argv) {
             for (std::size_t j = 0; j < nn; ++j) sout[i * nn + j] = sa[i * nn + j] * scol[i];
         },
         [&] { out = a * col; });
-    const double serial_col_check = root ? sout[m - 1] : 0.0;
-    const double col_check = out.get(garray::idx[n - 1][n - 1]);
+    const bool col_same = same_out("garray a * col");
+    // The mean: the two sums of the m elements, in different orders, each lie within
+    // (m - 1) * eps / 2 * sum|a| of the exact sum, so after the division by m the means differ
+    // by at most eps * sum|a| (absolute: the mean itself is tiny, as sin's sum stays bounded,
+    // so a bound relative to it would fail on rounding alone).
+    double abs_sum = 0;
+    for (double x : sa) abs_sum += std::abs(x);
+    const double mean_tol = std::numeric_limits<double>::epsilon() * abs_sum;
+    bool ok = row_same && col_same;
+    if (root) {
+      const auto fail = [&](const char* what, const std::string& detail) {
+        garray::bench::report_failure("bench_numpy", what, detail);
+        ok = false;
+      };
+      if (arg != serial_arg)
+        fail("garray argmax",
+             "index " + std::to_string(arg) + ", the serial loop's " + std::to_string(serial_arg));
+      if (!(std::abs(mean - serial_mean) <= mean_tol))
+        fail("garray mean", std::to_string(mean) + ", the serial loop's " + std::to_string(serial_mean) +
+                                " (tolerance " + std::to_string(mean_tol) + ")");
+      if (gmax != serial_max)
+        fail("garray max", std::to_string(gmax) + ", the serial loop's " + std::to_string(serial_max));
+      if (serial_max_plain != serial_max)  // (no NaN in a: both serial loops agree)
+        fail("serial max ignoring NaN",
+             std::to_string(serial_max_plain) + ", the NaN-propagating loop's " + std::to_string(serial_max));
+    }
+    ok = garray::bench::all_ranks_ok(ctx.comm(), ok);
+    if (!ok) rc = 1;
     if (root) {
       std::printf("n=%lld ranks=%d reps=%d (serial and garray alternate; ratio: median of the per-rep ratios)\n",
                   static_cast<long long>(n), ctx.size(), reps);
@@ -134,10 +181,11 @@ int main(int argc, char** argv) {
       line("max (serial loop propagating NaN):", t_max, std::string("same value: ") + (gmax == serial_max ? "yes" : "no"));
       line("max (serial loop ignoring NaN):   ", t_max_plain,
            std::string("same value: ") + (gmax == serial_max_plain ? "yes" : "no"));
-      line("a + row (broadcast):", t_row, std::string("same value: ") + (row_check == serial_row_check ? "yes" : "no"));
-      line("a * col (broadcast):", t_col, std::string("same value: ") + (col_check == serial_col_check ? "yes" : "no"));
+      line("a + row (broadcast):", t_row, std::string("same values: ") + (row_same ? "yes" : "no"));
+      line("a * col (broadcast):", t_col, std::string("same values: ") + (col_same ? "yes" : "no"));
+      std::printf("check=%s\n", ok ? "pass" : "FAIL");
     }
   }
   MPI_Finalize();
-  return 0;
+  return rc;
 }

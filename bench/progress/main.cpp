@@ -15,20 +15,21 @@
 // Medians over --reps; the ratio busy/idle is the bar of issue 13 (<= 2 with the progress
 // option on). The progress mode is the environment's (GARRAY_PROGRESS=none|thread): run it
 // once per mode (bench/progress/run_cluster.sh does, across the simulated hosts).
-#include "bench_util.hpp"
-
-#include <garray/garray.hpp>
-
 #include <mpi.h>
 
+#include <algorithm>
 #include <boost/program_options.hpp>
-
 #include <chrono>
 #include <cstdint>
+#include <garray/garray.hpp>
 #include <iomanip>
 #include <iostream>
+#include <limits>
+#include <string>
 #include <thread>
 #include <vector>
+
+#include "bench_util.hpp"
 
 namespace gb = garray::bench;
 namespace po = boost::program_options;
@@ -67,7 +68,14 @@ int main(int argc, char** argv) {
         "label", po::value(&label)->default_value(""), "a tag for the CSV row (e.g. the MPI and settings)")(
         "csv", po::value(&csv)->default_value(""), "append results to this CSV file");
     po::variables_map vm;
-    if (!gb::parse_command_line(argc, argv, opts, vm, "bench_progress")) {
+    const auto check = [&] {
+      gb::require(reps >= 1, "--reps must be at least 1");
+      gb::require(busy > 0 && poll > 0, "--busy and --poll must be positive");
+      // the get must start while the target is still inside its loop, or "busy" measures an
+      // idle target
+      gb::require(delay >= 0 && delay <= busy / 2, "--delay must be between 0 and half of --busy");
+    };
+    if (!gb::parse_command_line(argc, argv, opts, vm, "bench_progress", check)) {
       MPI_Finalize();
       return 2;
     }
@@ -106,10 +114,19 @@ int main(int argc, char** argv) {
       for (auto& c : cells) {
         const garray::Index cnt = static_cast<garray::Index>(c.bytes / 8);
         auto one = [&] {
+          // (untimed) a get that transfers nothing must not pass on the previous one's data
+          std::fill(buf.begin(), buf.begin() + cnt, std::numeric_limits<double>::quiet_NaN());
           const gb::Timer t;
           a.get(garray::idx[garray::range(n, n + cnt)], std::span<double>(buf.data(), static_cast<std::size_t>(cnt)));
           const double s = t.seconds();
-          for (garray::Index i = 0; i < cnt; ++i) ok = ok && buf[static_cast<std::size_t>(i)] == double(n + i);
+          for (garray::Index i = 0; i < cnt && ok; ++i)
+            if (buf[static_cast<std::size_t>(i)] != double(n + i)) {
+              gb::report_failure("bench_progress", "garray get",
+                                 "element " + std::to_string(i) + " of " + std::to_string(cnt) + " is " +
+                                     std::to_string(buf[static_cast<std::size_t>(i)]) + ", want " +
+                                     std::to_string(double(n + i)));
+              ok = false;
+            }
           return s;
         };
         // idle: the target waits in MPI

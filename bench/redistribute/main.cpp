@@ -6,9 +6,12 @@
 //               its window, one get per old owner
 //   alltoallv   hand-written MPI: pack the row block into per-destination column pieces,
 //               MPI_Alltoallv, unpack into the (preallocated, reused) column block
-// Per variant: --warmup untimed reps, then --reps timed reps; each rep starts after a
-// barrier and its time is the slowest rank's. Prints medians and the ratio garray/alltoallv,
-// optionally appends CSV rows. Both results are checked against the expected values.
+// --warmup untimed reps, then --reps timed reps; in every rep each variant runs once, in an
+// order that alternates from rep to rep (a slow spell of the shared machine hits both); each
+// run starts after a barrier and its time is the slowest rank's. Prints medians, the ratio
+// garray/alltoallv of the medians and the median of the per-rep ratios ("paired"), optionally
+// appends CSV rows. Both results are checked against the expected values (exactly: they are
+// copies), untimed; exit code 1 when one is wrong.
 #include "bench_util.hpp"
 
 #include <garray/garray.hpp>
@@ -61,7 +64,11 @@ int main(int argc, char** argv) {
         "warmup", po::value(&warmup)->default_value(2), "untimed repetitions first")(
         "csv", po::value(&csv)->default_value(""), "append results to this CSV file");
     po::variables_map vm;
-    if (!gb::parse_command_line(argc, argv, opts, vm, "bench_redistribute")) {
+    const auto check = [&] {
+      gb::require(n >= 1, "--n must be at least 1");
+      gb::require(reps >= 1 && warmup >= 0, "--reps must be at least 1 and --warmup at least 0");
+    };
+    if (!gb::parse_command_line(argc, argv, opts, vm, "bench_redistribute", check)) {
       MPI_Finalize();
       return 2;
     }
@@ -85,14 +92,7 @@ int main(int argc, char** argv) {
       v = value(g[0], g[1], n);
     });
     a.sync();
-    const auto t_garray = timed(ctx.comm(), reps, warmup, [&] { auto b = garray::redistribute(a, D::slab(1)); });
-    bool ok = true;
-    {
-      auto b = garray::redistribute(a, D::slab(1));
-      garray::for_each_owned(b, [&](const garray::Shape<2>&, const garray::Shape<2>& g, double& v) {
-        ok = ok && v == value(g[0], g[1], n);
-      });
-    }
+    auto garray_redistribute = [&] { auto b = garray::redistribute(a, D::slab(1)); };
 
     // ---- hand-written MPI_Alltoallv ---------------------------------------------------
     const auto rows = D::balanced_bounds(n, p), cols = D::balanced_bounds(n, p);
@@ -113,13 +113,15 @@ int main(int argc, char** argv) {
       so += scount[uq];
       ro += rcount[uq];
     }
+    // Pointers by data() + offset: with more ranks than rows a rank's vectors are empty, and
+    // &v[k] of an empty vector (or one past its end) is undefined.
     auto alltoallv = [&] {
       std::size_t k = 0;  // pack: for each destination, my rows x its columns
       for (int q = 0; q < p; ++q) {
         const auto uq = static_cast<std::size_t>(q);
         for (Index i = 0; i < r1 - r0; ++i) {
-          const double* row = &src[static_cast<std::size_t>(i * n + cols[uq])];
-          std::copy(row, row + (cols[uq + 1] - cols[uq]), &sendbuf[k]);
+          const double* row = src.data() + static_cast<std::size_t>(i * n + cols[uq]);
+          std::copy(row, row + (cols[uq + 1] - cols[uq]), sendbuf.data() + k);
           k += static_cast<std::size_t>(cols[uq + 1] - cols[uq]);
         }
       }
@@ -130,26 +132,53 @@ int main(int argc, char** argv) {
       for (int q = 0; q < p; ++q) {
         const auto uq = static_cast<std::size_t>(q);
         const std::size_t nrows = static_cast<std::size_t>(rows[uq + 1] - rows[uq]);
-        std::copy(&recvbuf[k], &recvbuf[k] + nrows * static_cast<std::size_t>(w),
-                  &dst[static_cast<std::size_t>(rows[uq] * w)]);
+        std::copy(recvbuf.data() + k, recvbuf.data() + k + nrows * static_cast<std::size_t>(w),
+                  dst.data() + static_cast<std::size_t>(rows[uq] * w));
         k += nrows * static_cast<std::size_t>(w);
       }
     };
-    const auto t_mpi = timed(ctx.comm(), reps, warmup, alltoallv);
-    for (Index i = 0; i < n; ++i)
-      for (Index j = c0; j < c1; ++j) ok = ok && dst[static_cast<std::size_t>(i * (c1 - c0) + j - c0)] == value(i, j, n);
+
+    // ---- side by side -----------------------------------------------------------------
+    std::vector<double> t_garray, t_mpi;
+    for (int r = 0; r < warmup + reps; ++r)
+      for (int k = 0; k < 2; ++k) {
+        const bool garray_turn = (k == 0) == (r % 2 == 0);
+        const double t = garray_turn ? timed(ctx.comm(), 1, 0, garray_redistribute)[0]
+                                     : timed(ctx.comm(), 1, 0, alltoallv)[0];
+        if (r >= warmup) (garray_turn ? t_garray : t_mpi).push_back(t);
+      }
+
+    // ---- both results against the values (untimed) -----------------------------------
+    bool ok_garray = true, ok_mpi = true;
     {
-      int in = ok ? 1 : 0, all = 0;
-      MPI_Allreduce(&in, &all, 1, MPI_INT, MPI_MIN, ctx.comm());
-      ok = all == 1;
+      auto b = garray::redistribute(a, D::slab(1));
+      garray::for_each_owned(b, [&](const garray::Shape<2>&, const garray::Shape<2>& g, double& v) {
+        if (ok_garray && v != value(g[0], g[1], n)) {
+          gb::report_failure("bench_redistribute", "garray",
+                             "element (" + std::to_string(g[0]) + ", " + std::to_string(g[1]) + ") is " +
+                                 std::to_string(v) + ", want " + std::to_string(value(g[0], g[1], n)));
+          ok_garray = false;
+        }
+      });
     }
+    for (Index i = 0; i < n && ok_mpi; ++i)
+      for (Index j = c0; j < c1; ++j)
+        if (const double v = dst[static_cast<std::size_t>(i * (c1 - c0) + j - c0)]; v != value(i, j, n)) {
+          gb::report_failure("bench_redistribute", "alltoallv",
+                             "element (" + std::to_string(i) + ", " + std::to_string(j) + ") is " +
+                                 std::to_string(v) + ", want " + std::to_string(value(i, j, n)));
+          ok_mpi = false;
+          break;
+        }
+    const bool ok = gb::all_ranks_ok(ctx.comm(), ok_garray && ok_mpi);
 
     const double g = gb::median(t_garray), m = gb::median(t_mpi);
     if (me == 0) {
       std::printf("variant      median_ms\n");
       std::printf("garray       %9.3f\n", g * 1e3);
       std::printf("alltoallv    %9.3f\n", m * 1e3);
-      std::printf("ratio garray/alltoallv = %.3f  (bar: <= 1.2)   results %s\n", g / m, ok ? "verified" : "WRONG");
+      std::printf("ratio garray/alltoallv = %.3f, paired %.3f  (bar: <= 1.2)   results %s\n", g / m,
+                  gb::paired_ratio(t_garray, t_mpi), ok ? "verified" : "WRONG");
       gb::CsvWriter out(csv, "bench,n,ranks,variant,median_s");
       out.row("redistribute", n, p, "garray", g);
       out.row("redistribute", n, p, "alltoallv", m);

@@ -16,6 +16,11 @@
 //               MPI-3 RMA) NGA_Get/NGA_Put/NGA_Acc on the same layout (when found at build)
 // Per (op, size, variant): calibrate an inner loop so one rep lasts >= --min-rep-ms, run
 // --warmup + --reps reps, report median time per op. "x" = time / best raw time of the row.
+// Before any timing every variant is validated (validate_gets, validate_writes): its gets at
+// the largest size and the strided patch against the target's values, its puts and
+// accumulates read back through its own get, its read_inc by two consecutive values; exact
+// comparisons (the data are copies, and +1 to values below 2^24 is exact). Exit code 1 on
+// every rank when one fails.
 #include "bench_util.hpp"
 
 #include <mpi.h>
@@ -197,6 +202,7 @@ class Registry {
 struct Buffers {
   std::vector<double> contig;
   std::vector<double> patch;
+  std::int64_t fetched = 0;  // the value the last read_inc returned
 };
 
 // ---- raw MPI windows ---------------------------------------------------------------------
@@ -282,6 +288,7 @@ void register_mpi_variants(Registry& reg, const std::string& name, std::shared_p
   auto settle = [win] { MPI_Win_flush(kTarget, win); };
   double* c = buf.contig.data();
   double* p = buf.patch.data();
+  std::int64_t* fetched = &buf.fetched;
   const MPI_Datatype pt = patch_type->get();
 
   reg.add("get", name, Kind::raw, [=](std::size_t bytes) {
@@ -301,7 +308,7 @@ void register_mpi_variants(Registry& reg, const std::string& name, std::shared_p
     std::int64_t old = 0;
     MPI_Fetch_and_op(&one, &old, MPI_INT64_T, kTarget, 0, MPI_SUM, win);
     MPI_Win_flush(kTarget, win);
-    gb::do_not_optimize(&old);
+    *fetched = old;
   }, settle);
   reg.add("get_strided", name, Kind::raw, [=](std::size_t) {
     MPI_Get(p, static_cast<int>(kPatchElems), MPI_DOUBLE, kTarget, 0, 1, pt, win);
@@ -428,10 +435,9 @@ void register_garray_variants(Registry& reg, Buffers& buf, std::vector<std::stri
   }, settle_a);
   garray::GlobalArray<std::int64_t, 1>* const n = &g->n;
   const garray::Index nlo = n->box_of(kTarget).lo[0];
-  reg.add("read_inc", "garray", Kind::garray, [=](std::size_t) {
-    std::int64_t old = n->read_inc({nlo});
-    gb::do_not_optimize(&old);
-  }, [] {});
+  std::int64_t* fetched = &buf.fetched;
+  reg.add(
+      "read_inc", "garray", Kind::garray, [=](std::size_t) { *fetched = n->read_inc({nlo}); }, [] {});
   reg.add("get_strided", "garray", Kind::garray, [=](std::size_t) {
     b->get(idx[range(r0, r0 + pd)][range(c0, c0 + pd)], std::span<double>(p, kPatchElems));
   }, settle_b);
@@ -488,6 +494,13 @@ struct GaArrays {
 };
 
 void register_ga_variants(Registry& reg, Buffers& buf, std::vector<std::string>& notes) {
+  // GA's extents are ints: the 1-d array holds kBlockElems per rank (every rank decides alike)
+  if (kBlockElems * static_cast<std::size_t>(GA_Nnodes()) >
+      static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+    notes.emplace_back("ga: " + std::to_string(GA_Nnodes()) + " ranks x " + std::to_string(kBlockElems) +
+                       " elements exceed GA's int extents, ga skipped");
+    return;
+  }
   auto g = std::make_shared<GaArrays>();
   notes.emplace_back("ga: Global Arrays over ARMCI-MPI (MPI-3 RMA); get/put/acc blocking, settle = GA_Fence");
   const int a = g->a, b = g->b;
@@ -534,14 +547,14 @@ void register_ga_variants(Registry& reg, Buffers& buf, std::vector<std::string>&
 
 // ---- validation & measurement (rank 0) ---------------------------------------------------
 
-// Runs every get variant once and checks the data against block_value(). Must run before
-// any put/acc. Throws on mismatch.
+// Runs every get variant once, at the largest size (where chunking would show), and checks
+// the data against block_value(). Must run before any put/acc. Throws on mismatch.
 void validate_gets(Registry& reg, Buffers& buf) {
   for (auto& op : reg.ops()) {
     if (!op.is_get) continue;
     const bool strided = op.name.find("strided") != std::string::npos;
     for (auto& v : op.variants) {
-      const std::size_t bytes = strided ? kPatchBytes : std::min<std::size_t>(op.sizes.back(), 1 << 16);
+      const std::size_t bytes = strided ? kPatchBytes : *std::max_element(op.sizes.begin(), op.sizes.end());
       auto& dst = strided ? buf.patch : buf.contig;
       std::fill(dst.begin(), dst.end(), -1.0);
       v.op(bytes);
@@ -553,6 +566,81 @@ void validate_gets(Registry& reg, Buffers& buf) {
       }
     }
   }
+}
+
+// Variant `name` of op `op_name`, or nullptr.
+Variant* find_variant(Registry& reg, std::string_view op_name, const std::string& name) {
+  for (auto& o : reg.ops())
+    if (o.name == op_name)
+      for (auto& v : o.variants)
+        if (v.name == name) return &v;
+  return nullptr;
+}
+
+// Runs every put/acc variant once at its largest size (contiguous) or on the patch (strided)
+// and reads the target back through the same variant's get: a put must leave a distinct
+// pattern, an accumulate of 1.0 must add exactly 1 to what was there; two read_inc calls
+// must return consecutive values. Then every target holds block_value() again and the origin
+// buffers their 1.0, as measure() expects. Run after validate_gets(). Throws on mismatch.
+void validate_writes(Registry& reg, Buffers& buf) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (auto& op : reg.ops()) {
+    if (op.is_get) continue;
+    for (auto& v : op.variants) {
+      const auto fail = [&](const std::string& what) {
+        throw std::runtime_error("validation failed: " + op.name + "/" + v.name + ": " + what);
+      };
+      if (op.name == "read_inc") {
+        v.op(8);
+        v.settle();
+        const std::int64_t first = buf.fetched;
+        v.op(8);
+        v.settle();
+        if (buf.fetched != first + 1)
+          fail("returned " + std::to_string(first) + ", then " + std::to_string(buf.fetched) + " (want " +
+               std::to_string(first + 1) + ")");
+        continue;
+      }
+      const bool strided = op.name.find("strided") != std::string::npos;
+      Variant* get = find_variant(reg, strided ? "get_strided" : "get", v.name);
+      if (get == nullptr) fail("no get of its own to read the target back");
+      const std::size_t bytes = strided ? kPatchBytes : *std::max_element(op.sizes.begin(), op.sizes.end());
+      const std::size_t count = bytes / sizeof(double);
+      auto& src = strided ? buf.patch : buf.contig;
+      const auto read_back = [&] {
+        std::fill(src.begin(), src.end(), nan);
+        get->op(bytes);
+        get->settle();
+        return std::vector<double>(src.begin(), src.begin() + static_cast<std::ptrdiff_t>(count));
+      };
+      const auto put_pattern = [](std::size_t k) { return -1.0 - 0.5 * static_cast<double>(k); };
+      std::vector<double> want(count);
+      if (op.name.rfind("put", 0) == 0) {
+        for (std::size_t k = 0; k < count; ++k) src[k] = want[k] = put_pattern(k);
+      } else {  // acc
+        want = read_back();
+        for (auto& x : want) x += 1.0;
+        std::fill(src.begin(), src.end(), 1.0);
+      }
+      v.op(bytes);
+      v.settle();
+      const auto got = read_back();
+      for (std::size_t k = 0; k < count; ++k)
+        if (!(got[k] == want[k]))
+          fail("element " + std::to_string(k) + " reads back as " + std::to_string(got[k]) + ", want " +
+               std::to_string(want[k]) + (op.name.rfind("acc", 0) == 0 ? " (the old value + 1)" : ""));
+      // the target's values as before, through the same variant's put
+      Variant* put = find_variant(reg, strided ? "put_strided" : "put", v.name);
+      if (put == nullptr) fail("no put of its own to restore the target");
+      for (std::size_t k = 0; k < count; ++k)
+        src[k] =
+            block_value(strided ? (kPatchRow0 + k / kPatchDim) * kBlockDim + kPatchCol0 + k % kPatchDim : k);
+      put->op(bytes);
+      put->settle();
+    }
+  }
+  std::fill(buf.contig.begin(), buf.contig.end(), 1.0);
+  std::fill(buf.patch.begin(), buf.patch.end(), 1.0);
 }
 
 struct Cell {
@@ -684,15 +772,17 @@ int run(int argc, char** argv) {
         gb::CsvWriter csv(opt.csv, "op,size_bytes,variant,median_us,gbps");
         for (MPI_Win w : locked) MPI_Win_lock_all(MPI_MODE_NOCHECK, w);
         validate_gets(reg, buf);
+        validate_writes(reg, buf);
         measure(reg, opt, csv);
         for (MPI_Win w : locked) MPI_Win_unlock_all(w);
       } catch (const std::exception& e) {
-        std::cerr << "bench_rma: " << e.what() << '\n';
+        std::cerr << "bench_rma: FAIL " << e.what() << " [rank 0]\n";
         status = 1;
         for (MPI_Win w : locked) MPI_Win_unlock_all(w);
       }
     }
     MPI_Barrier(comm);  // rank 1 waits here (and drives MPI progress) while rank 0 measures
+    MPI_Bcast(&status, 1, MPI_INT, 0, comm);  // rank 0's outcome is every rank's exit code
   }  // windows freed collectively
   MPI_Comm_free(&comm);
   return status;
