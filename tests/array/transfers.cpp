@@ -814,3 +814,183 @@ TEST_CASE(
   CHECK(test::all_ranks(true));
 }
 }  // namespace window_errhandler
+
+// semantics.md "Errors": a one-sided transfer that fails part way may have moved some pieces,
+// but each piece it issued is complete before it throws (RmaTransport::abandon: one target
+// flush_local, several targets flush_local_all, or per target under MPICH and osc/pt2pt,
+// where the wrong call hangs or returns before a get landed). The test-only fault point
+// `transfer.issued` fails rank 0's transfer after its k-th MPI piece (k = 2 where there are
+// two: the several-targets branch). Checked at once, before any other MPI call: a get's
+// buffer holds exactly k whole pieces (none when reversed: those went to temporaries), none
+// half, and nothing lands there after the throw; after sync() an
+// accumulate changed exactly k whole blocks. Forward and reversed (a temporary per piece,
+// freed right after the throw). rma windows only: shared windows issue no MPI piece, and on
+// mixed ones the node-local pieces are copies.
+TEST_CASE("a one-sided transfer failing after some pieces were issued completes them before it throws") {
+  garray::Context ctx;
+  const int p = ctx.size(), me = ctx.rank();
+  const garray::Index per = 701;
+  garray::GlobalArray<std::int64_t, 1> a(ctx, {per * p});
+  if (a.window_kind() != garray::WindowKind::rma || p < 2) {
+    MESSAGE("needs rma windows and two ranks (GARRAY_WINDOW=rma)");
+    return;
+  }
+  enum class Mode { acc, acc_nb, get, get_nb };
+  for (const Mode m : {Mode::acc, Mode::acc_nb, Mode::get, Mode::get_nb})
+    for (const bool reversed : {false, true}) {
+      CAPTURE(static_cast<int>(m));
+      CAPTURE(reversed);
+      {
+        auto blk = a.access();
+        for (garray::Index i = blk.lo(0); i < blk.hi(0); ++i) blk.view()[i] = 3 * i;
+      }
+      a.sync();
+      const bool is_get = m == Mode::get || m == Mode::get_nb;
+      const int pieces = is_get ? p - 1 : p;  // a get of the own block is a memory copy
+      const int k = std::min(2, pieces);
+      const std::int64_t alpha = m == Mode::acc_nb ? 2 : 1;
+      std::vector<std::int64_t> ones(static_cast<std::size_t>(per * p), 1), got(ones.size(), -1);
+      const auto run = [&](const auto& sec) {
+        switch (m) {
+          case Mode::acc:
+            a.accumulate(sec, std::span<const std::int64_t>(ones));
+            break;
+          case Mode::acc_nb:
+            a.acc_nb(sec, std::span<const std::int64_t>(ones), alpha).wait();
+            break;
+          case Mode::get:
+            a.get(sec, std::span<std::int64_t>(got));
+            break;
+          case Mode::get_nb:
+            a.get_nb(sec, std::span<std::int64_t>(got)).wait();
+            break;
+        }
+      };
+      bool threw = true, whole = true;
+      int complete = 0;
+      std::vector<std::int64_t> snapshot;
+      if (me == 0) {
+        garray::testing::arm_fault("transfer.issued", k - 1);
+        threw = false;
+        try {
+          if (reversed)
+            run(idx[range(_, _, -1)]);
+          else
+            run(idx[all]);
+        } catch (const garray::testing::InjectedFault&) {
+          threw = true;
+        }
+        garray::testing::disarm_fault();
+        if (is_get)  // at once: every owner's part of the buffer whole or untouched
+          snapshot = got;
+        if (is_get)
+          for (int r = 1; r < p; ++r) {
+            int right = 0;
+            for (garray::Index j = 0; j < per; ++j) {
+              const garray::Index pos = r * per + j;  // buffer position
+              const garray::Index elem = reversed ? per * p - 1 - pos : pos;
+              right += got[static_cast<std::size_t>(pos)] == 3 * elem ? 1 : 0;
+            }
+            const garray::Index owner_first = reversed ? per * p - 1 - (r * per + per - 1) : r * per;
+            whole = whole && (right == 0 || right == per);
+            complete += right == per && owner_first / per != 0 ? 1 : 0;
+          }
+      }
+      a.sync();
+      if (!is_get) {  // every block whole: +alpha everywhere or unchanged
+        auto blk = a.access();
+        garray::Index plus = 0;
+        for (garray::Index i = blk.lo(0); i < blk.hi(0); ++i) plus += blk.view()[i] == 3 * i + alpha ? 1 : 0;
+        whole = plus == 0 || plus == per;
+        complete = plus == per ? 1 : 0;
+        MPI_Allreduce(MPI_IN_PLACE, &complete, 1, MPI_INT, MPI_SUM, ctx.comm());
+      }
+      CHECK(test::all_ranks(threw));
+      CHECK(test::all_ranks(whole));
+      // A reversed get lands in per-piece temporaries, unpacked only when the transfer
+      // finishes: after the throw its buffer is untouched. Forward: the k issued pieces.
+      if (me == 0) CHECK(complete == (is_get && reversed ? 0 : k));
+      if (me == 0 && is_get) CHECK(got == snapshot);  // nothing landed after the throw
+      a.sync();  // the array works on: a whole get reads what the blocks hold
+      std::vector<std::int64_t> all_of(static_cast<std::size_t>(per * p));
+      a.get(idx[all], std::span<std::int64_t>(all_of));
+      a.sync();
+    }
+}
+
+// MPICH completes a get_nb by a flush_local finisher (no request-based RMA there); other
+// calls of this rank flush the same target before the request's wait(): a put read back
+// (MPI_Win_flush), read_inc (MPI_Win_flush), a blocking get (MPI_Win_flush_local), another
+// request waited first. MPICH 4.0.2 once returned from flush_all before a 2 MiB get had
+// landed (design.md, step 4): at wait() the buffer must hold the owner's values, and nothing
+// may land after it (the owner then overwrites its block).
+TEST_CASE("an unwaited get_nb is complete at wait() although other calls flushed its target in between") {
+  garray::Context ctx;
+  const int p = ctx.size(), me = ctx.rank();
+  const garray::Index per = garray::Index{1} << 18, half = per / 2;  // 2 MiB of int64 per rank
+  garray::GlobalArray<std::int64_t, 1> a(ctx, {per * p});
+  const int nb = (me + 1) % p;
+  bool ok = true, at_wait = true, later = true;
+  for (int round = 0; round < 8; ++round) {
+    CAPTURE(round);
+    {
+      auto blk = a.access();
+      for (garray::Index i = blk.lo(0); i < blk.hi(0); ++i) blk.view()[i] = 3 * i + round;
+    }
+    a.sync();
+    // The first half of the right neighbour's block: only this rank reads it. The second
+    // half: only this rank writes it (put / read_inc). Odd rounds reversed (a temporary).
+    const garray::Index first = round % 2 ? nb * per + half - 1 : nb * per, step = round % 2 ? -1 : 1;
+    garray::Section<1> sec;
+    sec.start = {first};
+    sec.step = {step};
+    sec.count = {half};
+    std::vector<std::int64_t> got(static_cast<std::size_t>(half), -1);
+    auto r = a.get_section_nb(sec, std::span<std::int64_t>(got));
+    const garray::Index e_put = nb * per + half + 1, e_inc = nb * per + half + 2, e_get = nb * per + half + 3;
+    switch (round % 4) {
+      case 0: {  // put, then read it back: MPI_Win_flush(nb)
+        const std::int64_t v = -1000 - round;
+        a.put(idx[range(e_put, e_put + 1)], std::span<const std::int64_t>(&v, 1));
+        std::int64_t back = 0;
+        a.get(idx[range(e_put, e_put + 1)], std::span<std::int64_t>(&back, 1));
+        ok = ok && back == v;
+        break;
+      }
+      case 1: {  // read_inc: MPI_Fetch_and_op + MPI_Win_flush(nb)
+        const std::int64_t old = a.read_inc(garray::Shape<1>{e_inc}, std::int64_t{5});
+        ok = ok && old == 3 * e_inc + round;
+        break;
+      }
+      case 2: {  // a blocking get from the same target: MPI_Win_flush_local(nb)
+        std::int64_t x = 0;
+        a.get(idx[range(e_get, e_get + 1)], std::span<std::int64_t>(&x, 1));
+        ok = ok && x == 3 * e_get + round;
+        break;
+      }
+      default: {  // a second request on the same target, waited first
+        std::int64_t x = 0;
+        auto r2 = a.get_nb(idx[range(e_get, e_get + 1)], std::span<std::int64_t>(&x, 1));
+        r2.wait();
+        ok = ok && x == 3 * e_get + round;
+      }
+    }
+    r.wait();
+    const auto expected = [&](garray::Index k) { return 3 * (first + k * step) + round; };
+    for (garray::Index k = 0; k < half; ++k)
+      at_wait = at_wait && got[static_cast<std::size_t>(k)] == expected(k);
+    a.fence();                // this rank's put / read_inc complete at the target
+    MPI_Barrier(ctx.comm());  // every rank's wait() has returned
+    {
+      auto blk = a.access();  // the owner overwrites what its left neighbour read
+      for (garray::Index i = blk.lo(0); i < blk.hi(0); ++i) blk.view()[i] = -7;
+    }
+    MPI_Barrier(ctx.comm());
+    for (int s = 0; s < 100; ++s) ctx.progress();  // a late get would land now
+    for (garray::Index k = 0; k < half; ++k) later = later && got[static_cast<std::size_t>(k)] == expected(k);
+    a.sync();
+  }
+  CHECK(test::all_ranks(ok));
+  CHECK(test::all_ranks(at_wait));  // false: wait() returned before the get had landed
+  CHECK(test::all_ranks(later));    // false: the get landed after wait()
+}

@@ -39,6 +39,7 @@
 #include <garray/array/detail/transfer_plan.hpp>
 #include <garray/array/request.hpp>
 #include <garray/runtime/datatype.hpp>
+#include <garray/runtime/fault.hpp>
 #include <garray/runtime/window.hpp>
 #include <memory>
 #include <span>
@@ -276,6 +277,9 @@ class RmaTransport {
                                  MPI_SUM, win),
                   "MPI_Accumulate");
     }
+    // Tests only: a failure after this piece was issued and before the transfer finishes
+    // (abandon() must complete what was issued before temporaries and buffers go)
+    detail::fault_point("transfer.issued");
   }
 
   /// True if one MPI call can describe the collapsed regions `it` (target side a, buffer
