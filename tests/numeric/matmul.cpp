@@ -3,17 +3,17 @@
 // every op, every element type, alpha/beta cases, views (strided, reversed) as operands and
 // as C, aliasing, panel widths that force many double-buffered panels. Values are small
 // integers and alpha/beta dyadic, so every result is exact and compared bitwise.
-#include "numeric/support.hpp"
-
-#include <garray/garray.hpp>
-#include <garray/runtime/fault.hpp>
-
 #include <cblas.h>
 
+#include <array>
 #include <cmath>
 #include <complex>
+#include <garray/garray.hpp>
+#include <garray/runtime/fault.hpp>
 #include <string>
 #include <vector>
+
+#include "numeric/support.hpp"
 
 using garray::idx;
 using garray::MatOp;
@@ -388,3 +388,39 @@ TEST_CASE("gemm: a rank failing mid-product makes every rank throw; A and B unch
   CHECK(garray::sum(c) == 8.0 * 63);
 }
 #endif
+
+// gemm with C aliasing A computes into a private buffer and stores it after an agreement
+// (design.md, matmul.hpp): rank 0 owns all columns of a 512 x 512 A = C but the last, which
+// it reads last (on rma windows with panel 8 in the last panel); rank 1 finishes its one
+// column in microseconds and must not store it before rank 0 read it.
+TEST_CASE("gemm a = a @ b: no rank stores C before a slow rank read the column it needs") {
+  garray::Context ctx;
+  if (ctx.size() < 2) return;
+  const garray::Index m = 512;
+  using D = garray::Distribution<2>;
+  std::array<std::vector<garray::Index>, 2> starts{std::vector<garray::Index>{0},
+                                                   std::vector<garray::Index>{0, m - 1}};
+  garray::GlobalArray<double, 2> a(ctx, {m, m}, D::irregular(starts));
+  garray::GlobalArray<double, 2> b(ctx, {m, m}, D::replicated());
+  for (garray::Index panel : {garray::Index{0}, garray::Index{8}}) {
+    INFO("panel " << panel);
+    garray::generate(
+        a, [](const garray::Shape<2>& i) { return static_cast<double>((i[0] * 7 + i[1] * 3) % 7 - 3); });
+    garray::generate(
+        b, [](const garray::Shape<2>& i) { return static_cast<double>((i[0] * 5 + i[1] * 11) % 7 - 3); });
+    const auto a0 = garray::allgather(a);
+    const auto b0 = garray::allgather(b);
+    garray::GemmOptions opt;
+    opt.panel = panel;
+    garray::gemm(1.0, a, b, 0.0, a, opt);  // a = a @ b
+    const auto got = garray::allgather(a);
+    bool ok = true;
+    for (garray::Index i = 0; i < m; i += 7)
+      for (garray::Index j = 0; j < m; ++j) {
+        double s = 0;  // |s| <= 512 * 9: exact in any order
+        for (garray::Index k = 0; k < m; ++k) s += a0[i][k] * b0[k][j];
+        ok = ok && got[i][j] == s;
+      }
+    CHECK(test::all_ranks(ok));
+  }
+}
