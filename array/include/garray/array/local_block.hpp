@@ -71,8 +71,10 @@ class LocalBlock {
   /// assigned to: its memory may then belong to another array (the cache reuses windows) or
   /// be freed, so view() and data() throw InvalidArgument instead of handing it out.
   bool valid() const noexcept {
-    const auto token = alive_.lock();  // expired: the array object and every view of it are gone
-    return token && token->alive;
+    // expired: the array object and every view of it are gone. Not lock(): view() runs in
+    // users' element loops, and one thread at a time uses garray (semantics.md), so an
+    // unexpired token stays alive while it is read.
+    return !alive_.expired() && token_->alive;
   }
   /// Local. The owned block [lo, hi) in global indices (ghosts excluded).
   const Box<N>& box() const noexcept { return box_; }
@@ -107,6 +109,7 @@ class LocalBlock {
         ghost_(box.empty() ? Shape<N>{} : ghost),
         win_(win),
         alive_(alive),
+        token_(alive.get()),
         view_(data, padded(box, ghost_)) {
     Shape<N> base{};
     for (std::size_t d = 0; d < N; ++d) base[d] = box.lo[d] - ghost_[d];
@@ -127,6 +130,7 @@ class LocalBlock {
   // holder of a context runs its collective teardown (semantics.md "Destruction"), which a
   // local object must never do.
   std::weak_ptr<const ArrayLiveness> alive_;
+  const ArrayLiveness* token_;  // what alive_ observes, read while it has not expired
   view_type view_;
 };
 
