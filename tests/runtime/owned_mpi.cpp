@@ -13,13 +13,13 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <garray/garray.hpp>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
+
+#include "support/test_support.hpp"
 
 namespace {
 bool mpi_finalized() {
@@ -32,21 +32,12 @@ bool mpi_initialized() {
   MPI_Initialized(&init);
   return init != 0;
 }
-std::size_t progress_threads() {
-  std::size_t n = 0;
-  for (const auto& t : std::filesystem::directory_iterator("/proc/self/task")) {
-    std::ifstream comm(t.path() / "comm");
-    std::string name;
-    if (std::getline(comm, name) && name == "garray-progress") ++n;
-  }
-  return n;
-}
 bool finalize_seen = false;
 std::size_t threads_at_finalize = 99;
 /// An MPI_COMM_SELF attribute's delete callback: MPI_Finalize runs these first, newest first.
 int record_at_finalize(MPI_Comm, int, void*, void*) {
   finalize_seen = true;
-  threads_at_finalize = progress_threads();
+  threads_at_finalize = test::progress_threads();
   return MPI_SUCCESS;
 }
 }  // namespace
@@ -139,7 +130,7 @@ TEST_CASE(
     CHECK(provided == MPI_THREAD_MULTIPLE);
     CHECK(ctx.progress_mode() == garray::ProgressMode::thread);
     CHECK(ctx.describe().find("progress_thread=running") != std::string::npos);
-    CHECK(progress_threads() == 1);
+    CHECK(test::progress_threads() == 1);
     int key = MPI_KEYVAL_INVALID;
     REQUIRE(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, record_at_finalize, &key, nullptr) == MPI_SUCCESS);
     REQUIRE(MPI_Comm_set_attr(MPI_COMM_SELF, key, nullptr) == MPI_SUCCESS);  // after the thread's
@@ -151,7 +142,7 @@ TEST_CASE(
   CHECK(mpi_finalized());
   CHECK(finalize_seen);
   CHECK(threads_at_finalize == 0);  // 1 if MPI_Finalize started with the thread still polling
-  CHECK(progress_threads() == 0);
+  CHECK(test::progress_threads() == 0);
   unsetenv("GARRAY_PROGRESS");
   unsetenv("GARRAY_WINDOW");
 }

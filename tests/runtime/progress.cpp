@@ -34,16 +34,6 @@ int thread_level() {
 /// garray's progress threads in this process (Linux: the entries of /proc/self/task named
 /// "garray-progress"; the MPI library may start threads of its own at any time, so the
 /// process's thread count says nothing).
-std::size_t progress_threads() {
-  std::size_t n = 0;
-  for (const auto& t : std::filesystem::directory_iterator("/proc/self/task")) {
-    std::ifstream comm(t.path() / "comm");
-    std::string name;
-    if (std::getline(comm, name) && name == "garray-progress") ++n;
-  }
-  return n;
-}
-
 /// voluntary_ctxt_switches of every "garray-progress" task (one per poll: the thread sleeps
 /// between polls), -1 if there is none.
 long progress_thread_switches() {
@@ -177,7 +167,7 @@ TEST_CASE("GARRAY_PROGRESS that is invalid or differs on one rank makes every ra
       const std::string m = test::message_of<garray::InvalidArgument>([] { garray::Context c; });
       CHECK(test::contains(m, "GARRAY_PROGRESS differs across ranks"));
       CHECK(test::contains(m, "rank " + std::to_string(last) + ": 'none'"));
-      CHECK(progress_threads() == 0);  // no progress thread was started (or left running)
+      CHECK(test::progress_threads() == 0);  // no progress thread was started (or left running)
     }
   }
   // Nothing was left half made: a context with the environment as it was still works.
@@ -200,9 +190,9 @@ TEST_CASE("contexts started and stopped many times share one progress thread") {
       CHECK(x.get(garray::idx[7]) == 1.0);
       CHECK(a.progress_mode() == b.progress_mode());
       runs = a.progress_mode() == garray::ProgressMode::thread && a.window_kind() != garray::WindowKind::shared;
-      CHECK(progress_threads() == (runs ? 1u : 0u));
+      CHECK(test::progress_threads() == (runs ? 1u : 0u));
     }
-    CHECK(progress_threads() == 0);  // the last context stopped (joined) the thread
+    CHECK(test::progress_threads() == 0);  // the last context stopped (joined) the thread
   }
 }
 
@@ -253,7 +243,7 @@ TEST_CASE(
         probe.window_kind() == garray::WindowKind::shared)
       return;  // no thread here
   }
-  if (!test::all_ranks(progress_threads() == 0)) {
+  if (!test::all_ranks(test::progress_threads() == 0)) {
     MESSAGE("a progress thread already runs in this process (a context kept alive): skipped");
     return;
   }
@@ -286,7 +276,7 @@ TEST_CASE(
   const int provided = thread_level();
   const char* mode = std::getenv("GARRAY_PROGRESS");
   if (provided < MPI_THREAD_MULTIPLE || !mode || std::string(mode) != "thread") return;
-  const auto before = progress_threads();  // a context kept alive elsewhere may hold one
+  const auto before = test::progress_threads();  // a context kept alive elsewhere may hold one
   ScopedEnv rma("GARRAY_WINDOW", "rma");   // the thread starts (not on shared windows)
   const int me = world_rank(), last = world_size() - 1;
   {
@@ -306,16 +296,16 @@ TEST_CASE(
       }
       CHECK(caught == (me == victim));
       world.barrier();                                         // nobody waits in sub's teardown
-      CHECK(progress_threads() == (before > 0 ? before : 1));  // world still holds it
+      CHECK(test::progress_threads() == (before > 0 ? before : 1));  // world still holds it
     }
   }
-  CHECK(test::all_ranks(progress_threads() == before));  // the last holder joined it everywhere
+  CHECK(test::all_ranks(test::progress_threads() == before));  // the last holder joined it everywhere
   {
     if (me == last) garray::testing::arm_fault("context.progress");
     const test::Got g = test::outcome([] { garray::Context c; });
     garray::testing::disarm_fault();
     CHECK(g != test::Got::nothing);
-    CHECK(progress_threads() == before);  // also on the ranks whose start had succeeded
+    CHECK(test::progress_threads() == before);  // also on the ranks whose start had succeeded
   }
 }
 
@@ -442,7 +432,7 @@ TEST_CASE(
     return;
   }
   CHECK(ctx.describe().find("progress_thread=running") != std::string::npos);
-  CHECK(progress_threads() == 1);
+  CHECK(test::progress_threads() == 1);
   const int p = ctx.size(), me = ctx.rank();
   if (p < 2) return;
   const int origin = 0,
@@ -547,10 +537,10 @@ TEST_CASE("GARRAY_PROGRESS_INTERVAL that differs on one rank makes every rank th
   if (p < 2 || thread_level() < MPI_THREAD_MULTIPLE) return;
   ScopedEnv e("GARRAY_PROGRESS", "thread");
   ScopedEnv i("GARRAY_PROGRESS_INTERVAL", me == last ? std::optional<std::string>("1000") : std::nullopt);
-  const auto before = progress_threads();  // another context of this process may run one already
+  const auto before = test::progress_threads();  // another context of this process may run one already
   const std::string m = test::message_of<garray::InvalidArgument>([] { garray::Context c; });
   CHECK(test::contains(m, "GARRAY_PROGRESS_INTERVAL"));
   CHECK(test::contains(m, "rank " + std::to_string(last)));
-  CHECK(progress_threads() == before);  // nothing started
+  CHECK(test::progress_threads() == before);  // nothing started
 }
 }  // namespace interval_differs

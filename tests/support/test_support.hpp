@@ -12,6 +12,8 @@
 #include <complex>
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <garray/array/detail/mpi_region.hpp>
 #include <garray/garray.hpp>
 #include <optional>
@@ -55,6 +57,17 @@ inline bool world_on_one_host() {
   MPI_Comm_size(host, &host_size);
   MPI_Comm_free(&host);
   return all_ranks(host_size == p);
+}
+
+/// The number of garray progress threads of this process (tasks named "garray-progress").
+inline std::size_t progress_threads() {
+  std::size_t n = 0;
+  for (const auto& t : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(t.path() / "comm");
+    std::string name;
+    if (std::getline(comm, name) && name == "garray-progress") ++n;
+  }
+  return n;
 }
 
 /// A 1-d distribution of n elements whose last rank owns nothing (p == 1: one block).
