@@ -461,16 +461,34 @@ double assign_norm2_diff(O&& out, const X& x, const Ref& ref, reproducible_t) {
 }
 
 // ---- compound assignment: out op= expr is out = out op expr (same rounding as the serial) ----
-#define GARRAY_DETAIL_COMPOUND(sym, op)                               \
-  template <class T, std::size_t N, std::size_t M, Operand X>         \
-  View<T, N, M> operator sym(View<T, N, M> v, const X& x) {           \
-    assign(v, v op x);                                                \
-    return v;                                                         \
-  }                                                                   \
-  template <class T, std::size_t N, Operand X>                        \
-  GlobalArray<T, N>& operator sym(GlobalArray<T, N>& a, const X& x) { \
-    assign(a, a op x);                                                \
-    return a;                                                         \
+// NumPy refuses an in-place operation whose result cannot be cast to the output's type under
+// its "same_kind" rule (int_array /= 2, int_array *= 2.5, real_array *= 1j: UFuncTypeError);
+// here that does not compile. Casts within a kind are allowed (int32 += int64, float32 *=
+// 2.0), as in NumPy.
+namespace detail {
+template <class R, class T>
+inline constexpr bool same_kind_castable = kind_of<R>() <= kind_of<T>();
+}  // namespace detail
+#define GARRAY_DETAIL_COMPOUND(sym, op)                                                             \
+  template <class T, std::size_t N, std::size_t M, Operand X>                                       \
+  View<T, N, M> operator sym(View<T, N, M> v, const X& x) {                                         \
+    static_assert(detail::same_kind_castable<typename expr_t<decltype(v op x)>::value_type, T>,     \
+                  "garray: out " #sym                                                               \
+                  " x: the result's kind (integer < floating < complex) is "                        \
+                  "above out's element type, which NumPy's same_kind rule refuses (int_array /= x " \
+                  "is true division); write assign(out, cast<T>(out " #op " x)) to convert");       \
+    assign(v, v op x);                                                                              \
+    return v;                                                                                       \
+  }                                                                                                 \
+  template <class T, std::size_t N, Operand X>                                                      \
+  GlobalArray<T, N>& operator sym(GlobalArray<T, N>& a, const X& x) {                               \
+    static_assert(detail::same_kind_castable<typename expr_t<decltype(a op x)>::value_type, T>,     \
+                  "garray: out " #sym                                                               \
+                  " x: the result's kind (integer < floating < complex) is "                        \
+                  "above out's element type, which NumPy's same_kind rule refuses (int_array /= x " \
+                  "is true division); write assign(out, cast<T>(out " #op " x)) to convert");       \
+    assign(a, a op x);                                                                              \
+    return a;                                                                                       \
   }
 ///@{
 /// out += x is out = out + x (a view, or a whole array), evaluated as assign(): the
