@@ -16,6 +16,7 @@ Request& Request::operator=(Request&& o) noexcept {
     finish_noexcept();
     reqs_.clear();
     finishers_.clear();
+    failed_ = nullptr;
     swap(o);
   }
   return *this;
@@ -24,6 +25,10 @@ Request& Request::operator=(Request&& o) noexcept {
 Request::~Request() { finish_noexcept(); }
 
 void Request::wait() {
+  if (failed_) {  // a completion by another call failed: report it here too, once
+    std::exception_ptr e = std::exchange(failed_, nullptr);
+    if (done()) std::rethrow_exception(e);
+  }
   if (!reqs_.empty()) {
     detail::check_mpi(MPI_Waitall(static_cast<int>(reqs_.size()), reqs_.data(), MPI_STATUSES_IGNORE),
                       "MPI_Waitall");
@@ -33,6 +38,10 @@ void Request::wait() {
 }
 
 bool Request::test() {
+  if (failed_) {
+    std::exception_ptr e = std::exchange(failed_, nullptr);
+    if (done()) std::rethrow_exception(e);
+  }
   if (!reqs_.empty()) {
     int flag = 0;
     detail::check_mpi(MPI_Testall(static_cast<int>(reqs_.size()), reqs_.data(), &flag, MPI_STATUSES_IGNORE),
@@ -46,7 +55,9 @@ bool Request::test() {
 
 MPI_Request* Request::add_mpi() { return &reqs_.emplace_back(MPI_REQUEST_NULL); }
 
-void Request::add_finisher(std::function<void()> f) { finishers_.push_back(std::move(f)); }
+// push_back(T&&) has the strong guarantee (std::function's move is noexcept): when the
+// growth throws, `f` is untouched and its owner still holds the temporaries.
+void Request::add_finisher(std::function<void()>&& f) { finishers_.push_back(std::move(f)); }
 
 void Request::run_finishers() {
   auto fs = std::move(finishers_);
@@ -74,7 +85,17 @@ void Request::run_finishers() {
   }
 }
 
+void Request::complete() {
+  try {
+    wait();
+  } catch (...) {
+    failed_ = std::current_exception();  // the caller throws it; the request's wait() will too
+    throw;
+  }
+}
+
 void Request::finish_noexcept() noexcept {
+  failed_ = nullptr;  // already reported by the call that completed the request
   try {
     wait();
   } catch (const std::exception& e) {
@@ -89,13 +110,16 @@ void Request::swap(Request& o) noexcept {
   if (o.win_) o.win_->detach(&o);
   reqs_.swap(o.reqs_);
   finishers_.swap(o.finishers_);
+  failed_.swap(o.failed_);
   std::swap(win_, o.win_);
   if (win_) win_->attach(this);
   if (o.win_) o.win_->attach(&o);
 }
 
 MPI_Request* detail::RequestAccess::add_mpi(Request& r) { return r.add_mpi(); }
-void detail::RequestAccess::add_finisher(Request& r, std::function<void()> f) { r.add_finisher(std::move(f)); }
+void detail::RequestAccess::add_finisher(Request& r, std::function<void()>&& f) {
+  r.add_finisher(std::move(f));
+}
 void detail::RequestAccess::attach(Request& r, const Window& w) noexcept {
   if (r.done() || r.win_) return;
   w.attach(&r);

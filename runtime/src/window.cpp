@@ -352,25 +352,35 @@ void Window::lock_replicas() const {
   try {
     memory_sync();
   } catch (...) {
-    unlock_replicas();
+    (void)unlock_replicas();  // the memory_sync error is the one reported
     throw;
   }
 }
 
-void Window::unlock_replicas() const noexcept {
+std::exception_ptr Window::unlock_replicas() const noexcept {
+  std::exception_ptr err;
   try {
     complete_all();  // every copy's update complete at its target before the next holder
+    fault_point("replica.unlock");  // tests: as if the completion had failed
   } catch (...) {
-    // an MPI error here is reported by the next operation that completes on this window
+    err = std::current_exception();  // reported to the writer (ReplicaLock::release)
   }
   if (kind_ == WindowKind::shared) {
     spin_unlock(locks_[0] + 1);
-    return;
+    return err;
   }
   const std::int64_t one = 1;
   std::int64_t old = 0;
-  if (MPI_Fetch_and_op(&one, &old, MPI_INT64_T, 0, replica_disp_ + 8, MPI_SUM, win_) == MPI_SUCCESS)
-    MPI_Win_flush(0, win_);
+  int rc = MPI_Fetch_and_op(&one, &old, MPI_INT64_T, 0, replica_disp_ + 8, MPI_SUM, win_);
+  if (rc == MPI_SUCCESS) rc = MPI_Win_flush(0, win_);
+  if (rc != MPI_SUCCESS && !err) {
+    try {
+      throw_mpi_error(rc, "MPI_Fetch_and_op (replica lock release)");
+    } catch (...) {
+      err = std::current_exception();
+    }
+  }
+  return err;
 }
 
 void yield_cpu() noexcept { std::this_thread::yield(); }

@@ -1154,3 +1154,57 @@ TEST_CASE(
   }
   c.clear();
 }
+
+// A destroy whose completion fails (WindowCache::Impl::release; fault point cache.release)
+// poisons the window on that rank only: its pool then differs from the others', and the next
+// create on the context throws CollectiveMismatch on every rank, caught by the create's handshake
+// before any window call (semantics.md "Why a reused window is safe", "Misuse is reported, not
+// hung"), until ctx.cache().clear(). When the arguments agree on every rank and only the caches
+// differ, the message says "the arguments agree on every rank but the window caches differ ...
+// call ctx.cache().clear() on every rank"; a genuine argument mismatch keeps the generic text.
+// (A regression test: the message was the generic "different collectives or ... arguments" and
+// named no repair.)
+#include <garray/runtime/fault.hpp>
+
+#include "support/outcome.hpp"
+#include "support/test_support.hpp"
+
+using A2 = garray::GlobalArray<double, 2>;
+
+TEST_CASE(
+    "after a window poisoned on one rank, the next create's mismatch says the caches differ and how to "
+    "repair") {
+  garray::Context ctx;
+  const int p = ctx.size();
+  if (p < 2) return;
+  ctx.cache().clear();
+  const int victim = p - 1;
+  { A2 warm(ctx, {12, 5}); }
+  std::optional<A2> a(std::in_place, ctx, garray::Shape<2>{12, 5});
+  if (ctx.rank() == victim) garray::testing::arm_fault("cache.release");
+  a.reset();  // local: the victim's window is poisoned (pending), the others' reusable
+  CHECK(!garray::testing::fault_armed());
+  garray::testing::disarm_fault();
+  std::string msg;
+  const test::Got g = test::outcome([&] { A2 b(ctx, {12, 5}); }, &msg);
+  CAPTURE(msg);
+  CHECK(g == test::Got::mismatch);  // every rank, nobody hangs
+  // The diagnosis names the caches and the repair:
+  CHECK(msg.find("caches differ") != std::string::npos);
+  CHECK(msg.find("clear()") != std::string::npos);
+  // A genuine argument mismatch keeps the generic text (not blamed on the caches).
+  std::string msg2;
+  const test::Got g2 = test::outcome(
+      [&] {
+        A2 b(ctx, {12, ctx.rank() == victim ? garray::Index{6} : garray::Index{5}});
+      },
+      &msg2);
+  CAPTURE(msg2);
+  CHECK(g2 == test::Got::mismatch);
+  CHECK(msg2.find("caches differ") == std::string::npos);
+  ctx.cache().clear();  // the documented repair
+  { A2 b(ctx, {12, 5}); }
+  ctx.cache().clear();
+  CHECK(ctx.stats().windows_allocated == ctx.stats().windows_freed);
+  CHECK(ctx.stats().leaked_windows == 0);
+}

@@ -1527,3 +1527,229 @@ TEST_CASE("a LocalBlock kept on one rank does not hold back its context's collec
   if (!flag) MPI_Wait(&r, MPI_STATUS_IGNORE);
   CHECK(test::all_ranks(done));  // rank 0 timed out waiting for ranks stuck in sub's teardown
 }
+
+// semantics.md, writes to a replicated array: a one-sided write whose completion at some copy
+// fails throws on the writer, after the replica lock is released. Window::unlock_replicas()
+// always releases the lock and returns the completion error; ReplicaLock::release() rethrows it.
+// The test-only fault point "replica.unlock" (right after the completion) stands for the failure.
+// For put, accumulate, scatter and read_inc on the last rank: the write throws there, then every
+// rank writes again (a lost lock would hang them) and every copy holds the same, expected values.
+// (A regression test: the completion error was swallowed and the write returned normally.)
+#include <garray/runtime/fault.hpp>
+
+#include "support/outcome.hpp"
+#include "support/test_support.hpp"
+
+using garray::all;
+using garray::idx;
+using garray::range;
+
+TEST_CASE("a replicated write whose completion fails at unlock throws on the writer; the lock is released") {
+  garray::Context ctx;
+  const int p = ctx.size(), me = ctx.rank();
+  const int victim = p - 1;
+  constexpr garray::Index n = 8;
+  garray::GlobalArray<std::int64_t, 1> a(ctx, {n}, garray::Distribution<1>::replicated());
+  enum class Kind { put, accumulate, scatter, read_inc };
+  for (const Kind kind : {Kind::put, Kind::accumulate, Kind::scatter, Kind::read_inc}) {
+    CAPTURE(static_cast<int>(kind));
+    a.fill(10);
+    std::vector<std::int64_t> ones(static_cast<std::size_t>(n), 1);
+    std::vector<garray::Shape<1>> where;
+    for (garray::Index i = 0; i < n; ++i) where.push_back({i});
+    bool threw = false;
+    if (me == victim) {
+      garray::testing::arm_fault("replica.unlock");
+      const auto write = [&] {
+        switch (kind) {
+          case Kind::put:
+            a.put(idx[all], std::span<const std::int64_t>(ones));
+            break;
+          case Kind::accumulate:
+            a.accumulate(idx[all], std::span<const std::int64_t>(ones));
+            break;
+          case Kind::scatter:
+            a.scatter(std::span<const garray::Shape<1>>(where), std::span<const std::int64_t>(ones));
+            break;
+          case Kind::read_inc:
+            (void)a.read_inc({0}, std::int64_t{1});
+            break;
+        }
+      };
+      threw = test::outcome(write) == test::Got::injected;
+      CHECK(!garray::testing::fault_armed());  // the unlock path reached the fault point
+      garray::testing::disarm_fault();
+      CHECK(threw);  // the completion failure reached the writer
+    }
+    // A replicated write is complete at every copy on return: a barrier orders it before
+    // the accumulates below (visibility rule 4). Then the lock must be free: every rank
+    // writes again (a lost replica lock hangs here).
+    ctx.barrier();
+    const std::int64_t one = 1;
+    a.accumulate(idx[range(n - 1, n)], std::span<const std::int64_t>(&one, 1));
+    a.sync();
+    // The injected failure came after the completion: the victim's write is in every copy,
+    // and every copy is identical.
+    std::vector<std::int64_t> mine(static_cast<std::size_t>(n));
+    a.get(idx[all], std::span<std::int64_t>(mine));  // this rank's copy
+    std::vector<std::int64_t> expect(static_cast<std::size_t>(n), 10);
+    switch (kind) {
+      case Kind::put:
+      case Kind::scatter:
+        std::fill(expect.begin(), expect.end(), 1);
+        break;
+      case Kind::accumulate:
+        std::fill(expect.begin(), expect.end(), 11);
+        break;
+      case Kind::read_inc:
+        expect[0] = 11;
+        break;
+    }
+    expect[static_cast<std::size_t>(n - 1)] += p;
+    CHECK(test::all_ranks(mine == expect));
+  }
+}
+
+// semantics.md, `a = b`: b may live on another Context over the same ordered group (MPI_IDENT or
+// MPI_CONGRUENT, e.g. two Contexts made from one communicator); the copy is collective over a's
+// context only, while numeric expressions need their operands on the output's Context itself.
+// Two Contexts dup'ed from MPI_COMM_WORLD: copy works across them, interleaved with collectives
+// of the source's context in one program order on every rank, and completes a put and a get
+// still outstanding on the source (its handshake completes them); no collective of the source's
+// context is entered. assign of an expression across the two contexts throws InvalidArgument.
+// (A renumbered or another group is rejected: the tests above and matmul.cpp.)
+#include <garray/runtime/fault.hpp>
+
+#include "support/outcome.hpp"
+#include "support/test_support.hpp"
+
+using garray::all;
+using garray::idx;
+using garray::range;
+
+TEST_CASE("copy between arrays of two congruent contexts: no collective of the source's context is entered") {
+  garray::Context c1, c2;  // two dups of MPI_COMM_WORLD: congruent, separate caches, serials
+  const int p = c1.size(), me = c1.rank();
+  int cmp = MPI_UNEQUAL;
+  MPI_Comm_compare(c1.comm(), c2.comm(), &cmp);
+  REQUIRE(cmp == MPI_CONGRUENT);
+  const garray::Index n = 5 * p + 2;
+  garray::GlobalArray<double, 1> dst(c1, {n});
+  garray::GlobalArray<double, 1> src(c2, {n});
+  src.fill(1.0);
+  for (int round = 0; round < 4; ++round) {
+    CAPTURE(round);
+    // An unfenced put and an unwaited get on the source (c2's window) before the copy: copy's
+    // handshake on c1 completes both (its window list holds src's window).
+    // Rank 0 puts elements [1, n); every rank reads element 0 (never put: no race).
+    std::vector<double> v(static_cast<std::size_t>(n));
+    v[0] = 1.0;
+    for (garray::Index i = 1; i < n; ++i)
+      v[static_cast<std::size_t>(i)] = 10.0 * round + static_cast<double>(i);
+    if (me == 0) src.put(idx[range(1, n)], std::span<const double>(v.data() + 1, v.size() - 1));
+    std::vector<double> early(1, -1.0);
+    auto r = src.get_nb(idx[range(0, 1)], std::span<double>(early));
+    // Collectives of both contexts in one program order on every rank: c2's own work may
+    // come before or after the copy (never inside it).
+    if (round % 2) src.sync();
+    garray::copy(dst, src);
+    if (round % 2 == 0) c2.barrier();
+    CHECK(r.done());  // completed by copy's handshake on c1
+    r.wait();
+    CHECK(early[0] == 1.0);
+    // Without a sync of src (even rounds) rank 0's put was remotely completed by copy's
+    // handshake, whose allreduce orders it before every rank's fetch.
+    std::vector<double> got(static_cast<std::size_t>(n));
+    dst.get(idx[all], std::span<double>(got));
+    CHECK(test::all_ranks(got == v));
+    src.sync();
+  }
+  // The numeric layer wants the identical Context (stricter than copy).
+  std::string m;
+  const test::Got g = test::outcome([&] { garray::assign(dst, src.view() * 1.0); }, &m);
+  CAPTURE(m);
+  CHECK(g == test::Got::invalid);
+  CHECK(m.find("different context") != std::string::npos);
+  // Both contexts work on.
+  dst.sync();
+  src.sync();
+}
+
+// semantics.md, writes to a replicated array: a failure part way can leave the copies different
+// until a collective writes values every rank agrees on. A put on the last rank fails after its
+// first MPI piece (fault point "transfer.issued": copy 0 only is written) and throws there. Then
+// sync() does not reconcile the copies; a collective that computes the array from itself reads
+// each rank's own copy and keeps the difference; reductions read rank 0's copy, so they agree on
+// every rank; fill, a copy from a distributed array and an assignment of scalars make the copies
+// identical again. Needs rma windows (a piece-by-piece put) and two ranks.
+#include <cstring>
+#include <garray/runtime/fault.hpp>
+
+#include "support/outcome.hpp"
+#include "support/test_support.hpp"
+
+using garray::all;
+using garray::idx;
+
+namespace {
+/// How many ranks' copies differ from rank 0's (bitwise).
+int copies_differing(const garray::GlobalArray<double, 1>& a) {
+  const garray::Context& ctx = a.context();
+  std::vector<double> mine(static_cast<std::size_t>(a.size())), first(mine.size());
+  a.get(idx[all], std::span<double>(mine));  // a replicated array: this rank's copy
+  first = mine;
+  MPI_Bcast(first.data(), static_cast<int>(first.size()), MPI_DOUBLE, 0, ctx.comm());
+  int differ = std::memcmp(first.data(), mine.data(), mine.size() * sizeof(double)) != 0 ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &differ, 1, MPI_INT, MPI_SUM, ctx.comm());
+  return differ;
+}
+}  // namespace
+
+TEST_CASE(
+    "replicated copies left different by a write that failed part way reconverge only when overwritten") {
+  garray::Context ctx;
+  const int p = ctx.size(), me = ctx.rank();
+  constexpr garray::Index n = 64;
+  garray::GlobalArray<double, 1> a(ctx, {n}, garray::Distribution<1>::replicated());
+  if (a.window_kind() != garray::WindowKind::rma || p < 2) {
+    MESSAGE(
+        "needs rma windows and two ranks (GARRAY_WINDOW=rma): the failure is injected after an MPI piece");
+    return;
+  }
+  garray::GlobalArray<double, 1> b(ctx, {n});  // distributed
+  b.fill(7.0);
+  const int victim = p - 1;  // its copies are written in rank order: copy 0 by MPI_Put first
+  const std::vector<double> ones(static_cast<std::size_t>(n), 1.0);
+  const auto diverge = [&] {
+    a.fill(0.0);
+    if (me == victim) {
+      garray::testing::arm_fault("transfer.issued");  // after the first MPI piece: copy 0 only
+      CHECK(test::outcome([&] { a.put(idx[all], std::span<const double>(ones)); }) == test::Got::injected);
+      garray::testing::disarm_fault();  // the writer was told
+    }
+    ctx.barrier();
+    a.sync();
+    return copies_differing(a);
+  };
+  // The copies differ, and sync() does not reconcile them (rank 0 holds the ones, the others
+  // the zeros).
+  CHECK(diverge() == p - 1);
+  a.sync();
+  CHECK(copies_differing(a) == p - 1);
+  // A collective computing the array from itself reads each rank's own copy: still different.
+  garray::assign(a, a.view() + 1.0);
+  CHECK(copies_differing(a) == p - 1);
+  CHECK(garray::sum(a) == 2.0 * n);  // reductions count rank 0's copy, on every rank
+  // A collective writing agreed values reconciles them: fill ...
+  a.fill(2.0);
+  CHECK(copies_differing(a) == 0);
+  // ... a copy from a distributed array ...
+  CHECK(diverge() == p - 1);
+  garray::copy(a, b);
+  CHECK(copies_differing(a) == 0);
+  // ... an assignment of scalars.
+  CHECK(diverge() == p - 1);
+  garray::assign(a, a.view() * 0.0 + 3.0);  // reads the copies, but every result is 3
+  CHECK(copies_differing(a) == 0);
+  a.sync();
+}

@@ -994,3 +994,63 @@ TEST_CASE("an unwaited get_nb is complete at wait() although other calls flushed
   CHECK(test::all_ranks(at_wait));  // false: wait() returned before the get had landed
   CHECK(test::all_ranks(later));    // false: the get landed after wait()
 }
+
+// semantics.md, get_nb: when another call (a collective, fence(), a replicated write) completes
+// a request and that completion fails, the call throws, and the request's own wait() or test()
+// throws the same error once more, so code that waits on it learns that its buffer may be
+// incomplete. A reversed get_nb (a finisher per owner unpacks a temporary; rma and mixed windows
+// only) is completed by fence() with the fault point "request.finisher" armed: fence() throws,
+// the request is done(), its first wait() throws the fault, the second returns, every finisher
+// ran and the data is complete; a request whose failure fence() met is destroyed without
+// throwing. (A regression test: wait() returned normally after the failure.)
+#include <garray/runtime/fault.hpp>
+
+#include "support/test_support.hpp"
+
+using garray::_;
+using garray::idx;
+using garray::range;
+
+TEST_CASE("a get_nb whose completion failed inside fence() reports that failure at its own wait()") {
+  garray::Context ctx;
+  const garray::Index n = 8 * ctx.size() + 5;
+  garray::GlobalArray<std::int64_t, 1> a(ctx, {n});
+  {
+    auto blk = a.access();
+    for (garray::Index i = blk.lo(0); i < blk.hi(0); ++i) blk.view()[i] = i;
+  }
+  a.sync();
+  std::vector<std::int64_t> got(static_cast<std::size_t>(n), -1);
+  // Reversed: lands through a temporary per owner that a finisher unpacks (rma and mixed
+  // windows; under MPICH a flush_local finisher per target comes first).
+  auto r = a.get_nb(idx[range(_, _, -1)], std::span<std::int64_t>(got));
+  const bool finishers = !r.done();
+  if (!finishers) {
+    MESSAGE("shared windows: the get is complete on return, no finisher to fail");
+    r.wait();
+    a.sync();
+    return;
+  }
+  garray::testing::arm_fault("request.finisher");              // after the first finisher ran
+  CHECK_THROWS_AS(a.fence(), garray::testing::InjectedFault);  // fence completed r, and failed
+  CHECK(!garray::testing::fault_armed());
+  garray::testing::disarm_fault();
+  CHECK(r.done());  // nothing outstanding any more (as semantics.md says for a completing call)
+  // The request's own completion call must not claim success after its completion failed.
+  CHECK_THROWS_AS(r.wait(), garray::testing::InjectedFault);  // remembered from fence()
+  CHECK_NOTHROW(r.wait());                                    // reported once
+  // Every finisher ran (the fault fires after a finisher, not instead of it): data complete.
+  bool ok = true;
+  for (garray::Index i = 0; i < n; ++i) ok = ok && got[static_cast<std::size_t>(i)] == n - 1 - i;
+  CHECK(ok);
+  // A request whose failure was already reported by another call does not abort in its
+  // destructor (the failure is remembered for wait(), never rethrown from ~Request).
+  {
+    std::vector<std::int64_t> g2(static_cast<std::size_t>(n), -1);
+    auto r2 = a.get_nb(idx[range(_, _, -1)], std::span<std::int64_t>(g2));
+    garray::testing::arm_fault("request.finisher");
+    CHECK_THROWS_AS(a.fence(), garray::testing::InjectedFault);
+    garray::testing::disarm_fault();
+  }  // ~Request: must neither throw nor abort
+  a.sync();
+}

@@ -7,10 +7,11 @@
 // destroyed without wait() waits in its destructor. With MPICH, test() may block until the
 // operation is locally complete (see detail::request_ops_ok).
 
-#include <garray/runtime/outstanding.hpp>
 #include <mpi.h>
 
+#include <exception>
 #include <functional>
+#include <garray/runtime/outstanding.hpp>
 #include <vector>
 
 namespace garray {
@@ -33,7 +34,9 @@ class Window;
 /// The array layer's access to a Request under construction.
 struct RequestAccess {
   static MPI_Request* add_mpi(Request& r);
-  static void add_finisher(Request& r, std::function<void()> f);
+  /// Appends `f` (moved from only on success: if the append throws, `f` still holds what it
+  /// held, e.g. the last reference to a temporary MPI is still using).
+  static void add_finisher(Request& r, std::function<void()>&& f);
   /// Links r into the window it was issued on if it has anything outstanding (at the end of
   /// the issuing call; never throws): the window's collectives then complete it, and the
   /// array completes it before giving the window up.
@@ -68,7 +71,8 @@ class [[nodiscard]] Request final : private detail::Outstanding {
 
   /// Local. Blocks until the operation is locally complete: on return a get's data is in
   /// its buffer (temporaries unpacked), a put's or accumulate's buffer may be reused, and
-  /// done() is true. Throws MpiError if MPI fails.
+  /// done() is true. Throws MpiError if MPI fails, also (once) when another call -- fence(),
+  /// a collective, a replicated write -- completed this request and met the failure.
   void wait();
   /// Local. True (and completes like wait()) if the operation is locally complete; false
   /// leaves it outstanding. With MPICH it may block until local completion.
@@ -84,13 +88,14 @@ class [[nodiscard]] Request final : private detail::Outstanding {
   // Local. `f` runs once the MPI requests are complete (in wait() or a successful test()),
   // in the order added: unpacks temporaries or flushes the target when no MPI request is
   // used (MPICH).
-  void add_finisher(std::function<void()> f);
+  void add_finisher(std::function<void()>&& f);
   void run_finishers();
   void finish_noexcept() noexcept;
   void swap(Request& o) noexcept;
-  void complete() override { wait(); }
+  void complete() override;  // the window's completion: remembers a failure for wait()
   std::vector<MPI_Request> reqs_;
   std::vector<std::function<void()>> finishers_;
+  std::exception_ptr failed_;            // met while another call completed this request; wait() rethrows it
   const detail::Window* win_ = nullptr;  // linked into its list while something is outstanding
 };
 

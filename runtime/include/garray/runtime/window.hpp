@@ -137,8 +137,10 @@ class Window {
   /// then MPI_Win_sync. Throws MpiError.
   void lock_replicas() const;
   /// Completes this rank's writes everywhere (complete_all: remote completion, MPI_Win_sync),
-  /// then releases the replica lock. Never throws.
-  void unlock_replicas() const noexcept;
+  /// then releases the replica lock, also when the completion failed (the others must not
+  /// wait for a lock nobody holds). Never throws: returns the completion's (or the release's)
+  /// error, null on success, for the write's caller to rethrow (detail::ReplicaLock).
+  [[nodiscard]] std::exception_ptr unlock_replicas() const noexcept;
 
   /// Memory barrier between this process' loads/stores and the window's public copy.
   void memory_sync() const {

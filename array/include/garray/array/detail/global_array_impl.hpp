@@ -105,6 +105,7 @@ GlobalArray<T, N>::GlobalArray(const Context& ctx, const shape_type& shape, cons
     err = std::current_exception();
   }
   std::uint64_t sig = detail::hash_string("create-invalid");
+  std::uint64_t args_sig = sig;  // the signature without the cache's plan (error path only)
   WindowCache& cache = ctx.cache();
   WindowCache::Plan plan;
   if (!err) {
@@ -119,6 +120,7 @@ GlobalArray<T, N>::GlobalArray(const Context& ctx, const shape_type& shape, cons
     // The cache's decision (hit/miss, evictions, its state, live arrays) is part of the
     // signature: a rank that destroyed an array the others keep fails here, everywhere.
     plan = cache.plan(slot_, bytes);
+    args_sig = detail::hash_mix(sig, zero ? 0x7a65726fu : 0x756e696eu);
     sig = detail::hash_mix(sig, plan.signature);
     // Zeroing or not is an argument like the others (not part of the key: any window serves
     // both): ranks that disagree would leave some blocks stale in an array others see as zeros.
@@ -128,8 +130,16 @@ GlobalArray<T, N>::GlobalArray(const Context& ctx, const shape_type& shape, cons
   detail::agree_signature(
       ctx.comm(), sig, name(detail::Call::create),
       [&] {
-        return describe_args(shape, dist) + (zero ? ", zeroed, " : ", uninitialized, ") + cache.describe() +
-               (plan.hit ? ", hit" : ", miss");
+        std::string d = describe_args(shape, dist) + (zero ? ", zeroed, " : ", uninitialized, ") +
+                        cache.describe() + (plan.hit ? ", hit" : ", miss");
+        // Mismatch path only, reached by every rank (the signatures differ everywhere): one
+        // more allreduce tells a difference of the window caches from one of the arguments.
+        if (detail::agree_with_errors(ctx.comm(), args_sig, detail::LocalFault::none).signatures_equal)
+          d += "; the arguments agree on every rank but the window caches differ (different cache "
+               "settings, an array destroyed on some ranks only, or a window whose completion failed at a "
+               "destroy): use the same settings and destroy the same arrays on every rank, or call "
+               "ctx.cache().clear() on every rank";
+        return d;
       },
       err);
   dist_ = std::move(*resolved);
@@ -304,13 +314,15 @@ T GlobalArray<T, N>::fetch_add(const shape_type& i, T inc) {
   count_piece(oc, r, sizeof(T));
   std::optional<detail::ReplicaLock> serial;  // replicated: every copy gets the writes in one order
   if (rep) serial.emplace(*win_);
-  return with_transport([&](auto& tp) {
-    const T old = tp.fetch_add(r, off, inc);
+  const T old = with_transport([&](auto& tp) {
+    const T v = tp.fetch_add(r, off, inc);
     if (rep)
       for (int q = 1; q < ctx_.size(); ++q) tp.add_one(q, off, inc);
     ctx_.stats().mpi_rma_calls += tp.mpi_calls();
-    return old;
+    return v;
   });
+  if (serial) serial->release();  // a failed completion at some copy: MpiError here
+  return old;
 }
 
 template <Element T, std::size_t N>
@@ -502,7 +514,7 @@ void GlobalArray<T, N>::transfer(const Section<N>& sec, T* buf, T alpha, Request
   }
   // The scaled copy stays alive until the request completes. Handed over before anything
   // is issued, so that no failed allocation can free it while MPI may still read it.
-  if (req && scaled) detail::RequestAccess::add_finisher(*req, [s = scaled] {});
+  if (req && scaled) detail::RequestAccess::add_finisher(*req, std::function<void()>([s = scaled] {}));
   with_transport([&](auto& tp) {
     tp.use_request(req);
     if (!buf_strides && !rep) {
@@ -562,6 +574,7 @@ void GlobalArray<T, N>::transfer(const Section<N>& sec, T* buf, T alpha, Request
     st.mpi_rma_calls += tp.mpi_calls();
     if (tp.temp_bytes()) note_temp(tp.temp_bytes());
   });
+  if (serial) serial->release();  // replicated write: complete at every copy, or it throws
   if (req) detail::RequestAccess::attach(*req, *win_);
 }
 
@@ -671,6 +684,7 @@ void GlobalArray<T, N>::list_op(std::span<const shape_type> indices, T* vals, T 
     }
     st.mpi_rma_calls += tp.mpi_calls();
   });
+  if (serial) serial->release();
 }
 
 template <Element T, std::size_t N>

@@ -73,10 +73,20 @@ MPI_Datatype acc_type() {
 }
 
 /// Holds a window's replica lock (Window::lock_replicas) for a write to a replicated array.
+/// The write's success path calls release(), which rethrows a failure to complete the write
+/// at every copy (the caller must learn that the copies may differ); the destructor, reached
+/// only while another exception unwinds, releases and drops it.
 struct ReplicaLock {
   const Window& w;
+  bool held = true;
   explicit ReplicaLock(const Window& win) : w(win) { w.lock_replicas(); }
-  ~ReplicaLock() { w.unlock_replicas(); }
+  void release() {
+    held = false;
+    if (std::exception_ptr e = w.unlock_replicas()) std::rethrow_exception(e);
+  }
+  ~ReplicaLock() {
+    if (held) (void)w.unlock_replicas();
+  }
   ReplicaLock(const ReplicaLock&) = delete;
   ReplicaLock& operator=(const ReplicaLock&) = delete;
 };
@@ -315,13 +325,18 @@ class RmaTransport {
   void use_request(Request* req) noexcept { req_ = req; }
 
   /// Local completion, or hands the completion (and the temporaries) to the request.
+  /// Exception-safe: a bad_alloc part way leaves every temporary not yet handed over in
+  /// temps_, alive until abandon() (the caller's catch) has completed the operations using it.
   void finish(Request* req) {
     if (req) {
       if (!request_ops_ok)  // MPICH: plain operations, completed by a flush_local per target
         for_each_target([&](int t) { RequestAccess::add_finisher(*req, [w = &w_, t] { w->flush_local(t); }); });
       if (temps_) {
         for (auto& u : temps_->unpacks) RequestAccess::add_finisher(*req, std::move(u));
-        if (!temps_->keep.empty()) RequestAccess::add_finisher(*req, [k = std::move(temps_->keep)] {});
+        if (!temps_->keep.empty()) {
+          std::function<void()> k = [k = temps_->keep] {};  // a copy: temps_ keeps its references
+          RequestAccess::add_finisher(*req, std::move(k));
+        }
       }
       return;
     }
