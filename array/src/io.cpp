@@ -505,10 +505,7 @@ DatasetInfo detail::info_as(const Group& loc, const std::string& name, const std
     if (!dset.valid()) gd::raise<FileError>(what, ": cannot open ", ds, ": ", detail::hdf5_message());
     DatasetInfo r;
     detail::Hid sp(H5Dget_space(dset.get()), H5Sclose);
-    const int nd = H5Sget_simple_extent_ndims(sp.get());
-    std::vector<hsize_t> hd(static_cast<std::size_t>(std::max(nd, 0)));
-    if (nd > 0) H5Sget_simple_extent_dims(sp.get(), hd.data(), nullptr);
-    r.shape.assign(hd.begin(), hd.end());
+    r.shape = detail::extents_of(sp.get(), ds, what);
     detail::Hid ft(H5Dget_type(dset.get()), H5Tclose);
     r.type = detail::get_string_attr(dset.get(), "garray_type").value_or(detail::describe_type(ft.get()));
     r.distribution = detail::get_string_attr(dset.get(), "garray_distribution").value_or("");

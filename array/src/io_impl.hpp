@@ -10,11 +10,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <complex>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
-#include <cmath>
 #include <cstring>
 #include <garray/array/box.hpp>
 #include <garray/array/detail/transfer_plan.hpp>
@@ -28,6 +28,7 @@
 #include <garray/runtime/datatype.hpp>
 #include <garray/runtime/error.hpp>
 #include <garray/runtime/fault.hpp>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <span>
@@ -658,6 +659,22 @@ void write_section(const Group& loc, const std::string& name, GlobalArray<T, N>&
 /// Throws FileError on this rank when the dataset's chunks need a filter this HDF5 cannot
 /// decode (h5py's LZF, a plugin not installed): found here, before any rank reads, rather
 /// than inside H5Dread, which may have stored into the destination by then.
+/// The extents of a dataset's dataspace as Index values. HDF5 allows extents up to 2^64 - 2;
+/// one beyond Index's range is a FileError naming it (it would wrap to a negative extent).
+inline std::vector<Index> extents_of(hid_t space, const std::string& ds, std::string_view what) {
+  const int nd = H5Sget_simple_extent_ndims(space);
+  std::vector<hsize_t> hd(static_cast<std::size_t>(std::max(nd, 0)));
+  if (nd > 0) H5Sget_simple_extent_dims(space, hd.data(), nullptr);
+  std::vector<Index> shape(hd.size());
+  for (std::size_t d = 0; d < hd.size(); ++d) {
+    if (hd[d] > static_cast<hsize_t>(std::numeric_limits<Index>::max()))
+      gd::raise<FileError>(what, ": ", ds, " has extent ", hd[d], " in dim ", d,
+                           ", beyond the largest garray index (2^63 - 1)");
+    shape[d] = static_cast<Index>(hd[d]);
+  }
+  return shape;
+}
+
 inline void check_filters(hid_t dset, const std::string& ds, std::string_view what) {
   Hid dcpl(H5Dget_create_plist(dset), H5Pclose);
   const int n = dcpl.valid() ? H5Pget_nfilters(dcpl.get()) : 0;
@@ -698,10 +715,7 @@ Hid open_checked(const Group& loc, const std::string& name, const std::vector<In
     gd::raise<TypeMismatch>(what, ": ", ds, " holds ", describe_type(ft.get()), ", the array holds ",
                             type_name<T>(), " (", numpy_name<T>(), ")");
   Hid sp(H5Dget_space(dset.get()), H5Sclose);
-  const int nd = H5Sget_simple_extent_ndims(sp.get());
-  std::vector<hsize_t> hd(static_cast<std::size_t>(std::max(nd, 0)));
-  if (nd > 0) H5Sget_simple_extent_dims(sp.get(), hd.data(), nullptr);
-  std::vector<Index> shape(hd.begin(), hd.end());
+  std::vector<Index> shape = extents_of(sp.get(), ds, what);
   if (want && shape != *want)
     gd::raise<SizeMismatch>(what, ": ", ds, " has shape ", gd::seq(shape), ", the ",
                             want->size() == shape.size() ? "destination" : "destination (rank differs)",

@@ -324,7 +324,7 @@ class Layout {
     const std::string next_hang = hang + ' ';
     const Index next_width = width - 1;
     const Index n = shape_[axis];
-    const bool show = summ_ && 2 * edge_ < n;
+    const bool show = summ_ && edge_ < n - edge_;  // 2 * edge_ < n without overflow
     const Index leading = show ? edge_ : 0, trailing = show ? edge_ : n;
     // the element at position k of this dimension
     const auto at = [&](Index k) {

@@ -172,3 +172,98 @@ TEST_CASE("a get, get_nb or gather that throws leaves the caller's buffer untouc
   CHECK(test::equal_on_all_ranks(a, ref));
 }
 }  // namespace untouched_buffer
+
+// Integer overflow and large counts, array layer. None of these tests allocates more than a
+// few elements: huge extents own nothing, or are only index math.
+#include <cstdint>
+#include <limits>
+
+#include "support/outcome.hpp"
+#include "support/test_support.hpp"
+
+using garray::_;
+using garray::idx;
+using garray::Index;
+using garray::range;
+using garray::Shape;
+
+namespace {
+using test::contains;
+using test::message_of;
+}  // namespace
+
+// ---- slice items from unsigned 64-bit integers ------------------------------------------------
+// semantics.md "Slices": an integer index must be in [-len, len) or BoundsError is thrown;
+// out-of-range start/stop are clamped exactly as slice.indices(len) does. An unsigned index,
+// bound or step beyond INT64_MAX saturates to INT64_MAX, so it is out of range, never a negative
+// value counting from the end. NumPy: a[2**64 - 1] raises IndexError, a[2**63:] is empty,
+// a[0:2**64 - 1] is the whole array. The usual source of such a value is an unsigned underflow
+// (`v.size() - 1` with v empty). (A regression test: the value wrapped to a negative index.)
+TEST_CASE("slice items from size_t values >= 2^63 are out of range, not negative indices") {
+  garray::Context ctx;
+  garray::GlobalArray<double, 1> a(ctx, {10});
+  garray::iota(a, 0.0, 1.0);
+  const std::size_t max = std::numeric_limits<std::size_t>::max();  // 2^64 - 1, i.e. "0 - 1"
+  const std::uint64_t half = std::uint64_t{1} << 63;                // 2^63
+
+  // an integer index: BoundsError (not a read of a[-1] == a[9])
+  double got = -1.0;
+  const std::string m = message_of<garray::BoundsError>([&] { got = a.get(idx[max]); });
+  CAPTURE(m);
+  CAPTURE(got);
+  CHECK(contains(m, "out of range"));
+  // the same through a view, and for a 2^63 index: the message names no negative index
+  auto v = a.view();
+  CHECK_THROWS_AS((void)v[idx[max]], garray::BoundsError);
+  const std::string m2 = message_of<garray::BoundsError>([&] { (void)a.get(idx[half]); });
+  CAPTURE(m2);
+  CHECK_FALSE(contains(m2, "index -"));  // the value is not negative
+
+  // range bounds: clamped as slice.indices does (a start of 2^63 selects nothing, not the whole
+  // array; a stop of 2^64 - 1 keeps the last element)
+  CHECK(a.section(idx[range(half, _)]).size() == 0);
+  CHECK(a.section(idx[range(max, _)]).size() == 0);
+  CHECK(a.section(idx[range(0, max)]).size() == 10);
+  CHECK(a.section(idx[range(std::size_t{3}, max)]).size() == 7);
+  CHECK(a.section(idx[range(half, _, -1)]).size() == 10);  // numpy a[2**63::-1]: everything, reversed
+  // an unsigned step of 2^64 - 1 is a huge positive step, not -1: numpy a[0:10:2**64-1] is [a[0]]
+  CHECK(a.section(idx[range(0, 10, max)]).size() == 1);
+}
+
+// ---- from_local: the sum of the local extents along the axis --------------------------------
+// semantics.md "Errors": sizes are overflow-checked (a shape that overflows int64 throws
+// InvalidArgument) and messages name the call and the values. Ranks 0 and 1 contribute 2^62 rows
+// each; every local array has extents {2^62, 0}, so no memory is behind the huge extent.
+// from_local must throw InvalidArgument naming from_local and the overflow. (A regression test:
+// the sum wrapped, and create reported a "negative extent" the caller never passed.)
+TEST_CASE(
+    "from_local: extents along the axis whose sum overflows int64 are InvalidArgument naming from_local") {
+  garray::Context ctx;
+  const int p = ctx.size(), me = ctx.rank();
+  if (p < 2) return;  // one rank cannot overflow
+  double dummy = 0;
+  // ranks 0 and 1 contribute 2^62 rows each (2^63 > INT64_MAX), the others none
+  const Index rows = me < 2 ? Index{1} << 62 : 0;
+  boost::multi_array_ref<double, 2> loc(&dummy, boost::extents[rows][0]);
+  std::string m;
+  const test::Got g = test::outcome([&] { (void)garray::from_local(ctx, loc, 0); }, &m);
+  CAPTURE(m);
+  CHECK(g == test::Got::invalid);
+  CHECK(contains(m, "from_local"));  // not GlobalArray's create
+  CHECK_FALSE(contains(m, "negative"));
+  CHECK(contains(m, "more than an Index holds"));
+}
+
+// A valid create near the limit: a zero-element array whose first extent is INT64_MAX (its
+// element count, 0, fits) is created, with every rank along the long dimension. The blocked
+// grid's block-size estimate n/p + (n%p != 0) must not overflow; an overflow is undefined
+// behaviour that tests/long/sanitizers.sh (UBSan) catches. (A regression test: the estimate
+// was (n + p - 1) / p.)
+TEST_CASE("a zero-element array with an extent of INT64_MAX is created without overflow (UBSan)") {
+  garray::Context ctx;
+  const Index big = std::numeric_limits<Index>::max();
+  garray::GlobalArray<double, 2> z(ctx, {big, 0});
+  CHECK(z.size() == 0);
+  CHECK(z.local_box().empty());
+  CHECK(z.distribution().procs()[0] == ctx.size());  // all ranks along the long dimension
+}

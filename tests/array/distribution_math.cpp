@@ -168,3 +168,29 @@ TEST_CASE(
   }
   if (c) check_tiling(*c);
 }
+
+#include <limits>
+
+using garray::Index;
+
+// ---- Distribution::balanced_grid: block-size estimate for extents near INT64_MAX ---------------
+// Shapes whose element count fits int64 ({INT64_MAX, 1}, or the zero-element {INT64_MAX, 0}) are
+// valid, so the grid choice must handle them: the estimate n/p + (n%p != 0) does not overflow,
+// {INT64_MAX, 1} over 4 ranks gets the grid {4, 1} and blocks of ceil(INT64_MAX / 4) rows.
+// (A regression test: (n + p - 1) / p wrapped negative and score() chose {2, 2}, half the ranks
+// owning nothing.) Pure index math; the extent goes through a volatile so that the compiler
+// cannot fold the arithmetic at compile time.
+TEST_CASE("balanced_grid of extents near INT64_MAX: no overflow in the block-size estimate") {
+  volatile Index big_v = std::numeric_limits<Index>::max();
+  const Index big = big_v;
+  const auto g4 = garray::Distribution<2>::balanced_grid(Shape<2>{big, 1}, 4);
+  CHECK(g4 == std::array<int, 2>{4, 1});  // not {2, 2}
+  const auto g6 = garray::Distribution<2>::balanced_grid(Shape<2>{big - 1, 1}, 6);
+  CHECK(g6 == std::array<int, 2>{6, 1});
+  // the resolved map of that shape (valid: its element count, INT64_MAX, fits int64)
+  const auto d = garray::Distribution<2>::blocked().resolve(Shape<2>{big, 1}, 4, "test");
+  CHECK(d.procs() == std::array<int, 2>{4, 1});
+  Index widest = 0;
+  for (int r = 0; r < 4; ++r) widest = std::max(widest, d.block(r).extent(0));
+  CHECK(widest == big / 4 + 1);  // ceil(INT64_MAX / 4)
+}

@@ -408,3 +408,56 @@ TEST_CASE("user guide: Printing, and the print rows of 'Coming from NumPy'") {
     CHECK(str_a.empty());
   }
 }
+
+// Integer overflow in printing: edgeitems near INT64_MAX. Five elements of memory.
+#include <garray/garray.hpp>
+#include <limits>
+#include <string>
+
+#include "support/outcome.hpp"
+#include "support/test_support.hpp"
+
+using garray::Index;
+
+// ---- PrintOptions::edgeitems > INT64_MAX / 2 ---------------------------------------------------
+// Any edgeitems >= 1 is a valid option, so array_str must print NumPy's str(x) (semantics.md
+// printing row: rank 0 holds the text, the others ""): with threshold 0 and edgeitems 2^62 or
+// INT64_MAX, a 5-element array is not summarised. NumPy (Python ints, no overflow):
+//   np.set_printoptions(threshold=0, edgeitems=2**62); str(np.arange(5.)) == '[0. 1. 2. 3. 4.]'
+// Both the summary shape (array_str_section) and the layout (Layout::rec) compare against
+// 2 * edgeitems without computing it. (A regression test: 2 * 2^62 wrapped to INT64_MIN and rank 0
+// threw std::length_error, the others CollectiveFailure.)
+TEST_CASE("array_str: edgeitems beyond INT64_MAX / 2 prints NumPy's text instead of overflowing") {
+  garray::Context ctx;
+  garray::GlobalArray<double, 1> a(ctx, {5});
+  garray::iota(a, 0.0, 1.0);
+  const Index huge = std::numeric_limits<Index>::max() / 2 + 1;  // 2^62
+  for (const Index e : {huge, std::numeric_limits<Index>::max()}) {
+    CAPTURE(e);
+    std::string s, m;
+    const test::Got got =
+        test::outcome([&] { s = garray::array_str(a, {.threshold = 0, .edgeitems = e}); }, &m);
+    CAPTURE(m);
+    CHECK(got == test::Got::nothing);  // no error on any rank
+    if (ctx.rank() == 0 && got == test::Got::nothing) CHECK(s == "[0. 1. 2. 3. 4.]");
+    if (ctx.rank() != 0 && got == test::Got::nothing) CHECK(s.empty());
+  }
+}
+
+// The same with two dimensions: a 2 x 3 array with threshold 0 and edgeitems 2^62 prints NumPy's
+// unsummarised text. (A regression test: the summary's element count wrapped to 0 and rank 0
+// fetched the array through a wrapped stride into an empty buffer, a crash.) Kept in its own case
+// so that a crash does not hide the 1-d result.
+TEST_CASE(
+    "array_str of a 2-d array: edgeitems beyond INT64_MAX / 2 does not write through a wrapped stride") {
+  garray::Context ctx;
+  garray::GlobalArray<double, 2> b(ctx, {2, 3});
+  garray::iota(b, 0.0, 1.0);
+  const Index huge = std::numeric_limits<Index>::max() / 2 + 1;  // 2^62
+  std::string s2, m2;
+  const test::Got got2 =
+      test::outcome([&] { s2 = garray::array_str(b, {.threshold = 0, .edgeitems = huge}); }, &m2);
+  CAPTURE(m2);
+  CHECK(got2 == test::Got::nothing);
+  if (ctx.rank() == 0 && got2 == test::Got::nothing) CHECK(s2 == "[[0. 1. 2.]\n [3. 4. 5.]]");
+}

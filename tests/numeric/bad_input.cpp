@@ -288,3 +288,110 @@ TEST_CASE("a negative integer exponent in an assigned expression throws before a
   CHECK(test::all_ranks(test::whole_array(out) == std::vector<std::int32_t>(static_cast<std::size_t>(n), 9)));
   CHECK(garray::assign_norm2_change(out, garray::pow(base, e) + 1) == doctest::Approx(std::sqrt(double(n))));
 }
+
+// Integer overflow and large counts, numeric layer. Each case needs a few KiB (the broadcast
+// one 2 MiB).
+#include <cstdint>
+#include <garray/garray.hpp>
+#include <limits>
+#include <vector>
+
+#include "support/outcome.hpp"
+#include "support/test_support.hpp"
+
+using garray::Axis;
+using garray::Index;
+using garray::Shape;
+
+namespace {
+using test::contains;
+using test::message_of;
+}  // namespace
+
+// ---- Axis from an unsigned 64-bit value -------------------------------------------------------
+// semantics.md (axis reductions): an axis outside [-M, M) throws InvalidArgument naming the axis
+// as given. Axis{k} with an unsigned k beyond PTRDIFF_MAX saturates, so Axis{SIZE_MAX} (e.g.
+// `x.ndim() - 2` computed in size_t for a 1-d operand) is an invalid axis for sum, cumsum and
+// argmax, not the last one. NumPy: np.sum(x, axis=2**64-1) raises AxisError. (A regression test:
+// the value wrapped to -1 and sum reduced along the last axis.)
+TEST_CASE("Axis{size_t} beyond PTRDIFF_MAX is an invalid axis, not a negative one") {
+  garray::Context ctx;
+  auto x = garray::zeros<double>(ctx, Shape<2>{3, 4});
+  const std::size_t bad = std::numeric_limits<std::size_t>::max();
+  std::string m;
+  const test::Got g = test::outcome([&] { (void)garray::sum(x, Axis{bad}); }, &m);
+  CAPTURE(m);
+  CHECK(g == test::Got::invalid);  // not a [3] array (the sum along axis 1)
+  CHECK(contains(m, "axis"));
+  CHECK_FALSE(contains(m, "axis -"));  // the axis as given is not negative
+  // the same for the other axis-taking calls (they share detail::axis_index)
+  CHECK(test::outcome([&] { (void)garray::cumsum(x, Axis{bad}); }) == test::Got::invalid);
+  CHECK(test::outcome([&] { (void)garray::argmax(x, Axis{std::uint64_t{1} << 63}); }) ==
+        test::Got::invalid);  // 2^63: one past PTRDIFF_MAX
+}
+
+// ---- arange's length for integer arguments beyond 2^53 ----------------------------------------
+// semantics.md: the 1-d / 2-d array holds NumPy's values bitwise (same formulas in the same type).
+// NumPy subtracts the Python ints exactly: np.arange(2**53, 2**53 + 3) has 3 elements, stop
+// excluded. arange with integer arguments computes its length exactly, without double rounding;
+// checked at 2^53, at INT64_MIN and with a step of 2 just below INT64_MAX. (A regression test:
+// the length came from doubles, so arange(2^53, 2^53 + 1) was empty and arange(2^53, 2^53 + 3)
+// ended at stop.)
+TEST_CASE("arange with int64 arguments beyond 2^53: NumPy's length, stop excluded") {
+  garray::Context ctx;
+  const std::int64_t b = std::int64_t{1} << 53;
+  auto values = [](const garray::GlobalArray<std::int64_t, 1>& a) {
+    std::vector<std::int64_t> v(static_cast<std::size_t>(a.size()));
+    if (!v.empty()) a.get(garray::idx[garray::range(0, a.size())], std::span<std::int64_t>(v));
+    return v;
+  };
+  {
+    auto a = garray::arange<std::int64_t>(ctx, b, b + 1);  // np.arange(2**53, 2**53 + 1)
+    CHECK(a.size() == 1);                                  // not 0
+    CHECK(values(a) == std::vector<std::int64_t>{b});
+  }
+  {
+    auto a = garray::arange<std::int64_t>(ctx, b, b + 3);  // np.arange(2**53, 2**53 + 3)
+    CHECK(a.size() == 3);                                  // not 4, ending at stop
+    CHECK(values(a) == std::vector<std::int64_t>{b, b + 1, b + 2});
+  }
+  {
+    const std::int64_t lo = std::numeric_limits<std::int64_t>::min();
+    auto a = garray::arange<std::int64_t>(ctx, lo, lo + 3);  // np.arange(-2**63, -2**63 + 3)
+    CHECK(a.size() == 3);                                    // not 0
+    CHECK(values(a) == std::vector<std::int64_t>{lo, lo + 1, lo + 2});
+  }
+  {
+    const std::int64_t hi = std::numeric_limits<std::int64_t>::max();
+    auto a =
+        garray::arange<std::int64_t>(ctx, hi - 5, hi, std::int64_t{2});  // np.arange(2**63-6, 2**63-1, 2)
+    CHECK(a.size() == 3);                                                // not 0
+    CHECK(values(a) == std::vector<std::int64_t>{hi - 5, hi - 3, hi - 1});
+  }
+}
+
+// ---- a broadcast shape whose element count overflows int64 -----------------------------------
+// semantics.md "Errors": a shape whose element count overflows int64 throws InvalidArgument.
+// Four operands of 2^16 elements along different axes broadcast to {2^16, 2^16, 2^16, 2^16},
+// 2^64 elements: sum, count_nonzero, eval, an axis sum and cumsum of their product throw
+// InvalidArgument naming int64 on every rank (set_free_driver checks the broadcast shape before
+// the handshake) and create no array. Without the check the element count would wrap to 0 and
+// sum() would return 0.
+TEST_CASE("an expression whose broadcast shape overflows int64: InvalidArgument on every rank") {
+  garray::Context ctx;
+  const Index k = Index{1} << 16;
+  auto a = garray::ones<double>(ctx, Shape<4>{k, 1, 1, 1});
+  auto b = garray::ones<double>(ctx, Shape<4>{1, k, 1, 1});
+  auto c = garray::ones<double>(ctx, Shape<4>{1, 1, k, 1});
+  auto d = garray::ones<double>(ctx, Shape<4>{1, 1, 1, k});
+  const auto created = ctx.stats().arrays_created;
+  std::string m;
+  CHECK(test::outcome([&] { (void)garray::sum(a * b * c * d); }, &m) == test::Got::invalid);
+  CAPTURE(m);
+  CHECK(contains(m, "int64"));
+  CHECK(test::outcome([&] { (void)garray::count_nonzero(a * b * c * d); }) == test::Got::invalid);
+  CHECK(test::outcome([&] { (void)garray::eval(a * b * c * d); }) == test::Got::invalid);
+  CHECK(test::outcome([&] { (void)garray::sum(a * b * c * d, Axis{0}); }) == test::Got::invalid);
+  CHECK(test::outcome([&] { (void)garray::cumsum(a * b * c * d); }) == test::Got::invalid);
+  CHECK(ctx.stats().arrays_created == created);
+}

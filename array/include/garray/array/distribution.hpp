@@ -310,7 +310,9 @@ class Distribution {
 
  private:
   explicit Distribution(Kind k) : kind_(k) { procs_.fill(1); }
-  static Index detail_ceil(Index n, int p) { return (n + p - 1) / p; }
+  static Index detail_ceil(Index n, int p) {
+    return n / p + (n % p != 0 ? 1 : 0);
+  }  // no n + p - 1: n may be near the maximum
   static std::array<int, N> grid_strides(const std::array<int, N>& p) {
     std::array<int, N> s{};
     int acc = 1;

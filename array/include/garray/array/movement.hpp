@@ -276,7 +276,10 @@ requires Element<T> GlobalArray<T, N> from_local(const Context& ctx,
                                        ": rank 0 has extent ", all[d], " but rank ", r, " has ", s[d],
                                        " in dim ", d);
     starts[axis].push_back(shape[axis]);
-    shape[axis] += s[axis];
+    if (__builtin_add_overflow(shape[axis], s[axis], &shape[axis]))
+      detail::raise<InvalidArgument>(what, ": the local extents along axis ", axis,
+                                     " add up to more than an Index holds (at rank ", r, "'s extent ",
+                                     s[axis], ")");
   }
   for (std::size_t d = 0; d < N; ++d)
     if (d != axis) shape[d] = all[d];

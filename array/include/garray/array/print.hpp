@@ -100,7 +100,8 @@ std::string array_str_section(const GlobalArray<T, N>& a, const Section<N>& sec,
     std::vector<Index> full(M), sshape(M);
     for (std::size_t j = 0; j < M; ++j) {
       full[j] = shape[j];
-      sshape[j] = summ && shape[j] > 2 * o.edgeitems ? 2 * o.edgeitems : shape[j];
+      // shape > 2 * edgeitems, written without doubling (edgeitems may be near Index's maximum)
+      sshape[j] = summ && o.edgeitems < shape[j] - o.edgeitems ? 2 * o.edgeitems : shape[j];
     }
     Index total = 1;
     for (Index e : sshape) total *= e;

@@ -18,15 +18,15 @@
 // array that numpy would select by applying the slices one after another. Pure index math,
 // no MPI.
 
-#include <garray/array/box.hpp>
-#include <garray/runtime/error.hpp>
-
 #include <array>
-#include <limits>
 #include <concepts>
 #include <cstddef>
+#include <garray/array/box.hpp>
+#include <garray/runtime/error.hpp>
+#include <limits>
 #include <ostream>
 #include <string_view>
+#include <type_traits>
 
 namespace garray {
 
@@ -40,6 +40,20 @@ struct All {};
 /// The whole dimension: `idx[all][3]` is numpy's `[:, 3]`.
 inline constexpr All all{};
 
+namespace detail {
+/// An integer as an Index: an unsigned value beyond Index's range (`v.size() - 1` of an empty
+/// v) saturates to Index's maximum, out of range like the value given, instead of wrapping
+/// to a negative index that counts from the end.
+template <std::integral I>
+constexpr Index to_index(I v) noexcept {
+  if constexpr (std::is_unsigned_v<I> && sizeof(I) >= sizeof(Index))
+    return v > static_cast<I>(std::numeric_limits<Index>::max()) ? std::numeric_limits<Index>::max()
+                                                                 : static_cast<Index>(v);
+  else
+    return static_cast<Index>(v);
+}
+}  // namespace detail
+
 /// A bound of a range: an index or omitted. Every member function is Local.
 class Bound {
  public:
@@ -48,7 +62,7 @@ class Bound {
   /// Local. The index `v` (negative counts from the end; out-of-range bounds are clamped
   /// when the slice is normalised).
   template <std::integral I>
-  constexpr Bound(I v) noexcept : value_(static_cast<Index>(v)), set_(true) {}
+  constexpr Bound(I v) noexcept : value_(detail::to_index(v)), set_(true) {}
   /// Local. False for an omitted bound.
   constexpr bool set() const noexcept { return set_; }
   /// Local. The index as given (0 when omitted).
@@ -67,9 +81,11 @@ struct range {
   /// Local. The whole dimension: numpy's `:`.
   constexpr range() noexcept = default;
   /// Local. numpy's `start_:stop_:step_`; nothing is checked until the slice is applied
-  /// (InvalidSlice for a zero step then).
-  constexpr range(Bound start_, Bound stop_, Index step_ = 1) noexcept
-      : start(start_), stop(stop_), step(step_) {}
+  /// (InvalidSlice for a zero step then). An unsigned step beyond Index's range saturates
+  /// (it selects the first index only, as numpy's).
+  template <std::integral S = Index>
+  constexpr range(Bound start_, Bound stop_, S step_ = 1) noexcept
+      : start(start_), stop(stop_), step(detail::to_index(step_)) {}
 };
 
 /// numpy's `...`: as many whole dimensions as the other items leave. At most one per slice.
@@ -104,7 +120,7 @@ struct Slice {
   /// counts from the end; checked when the slice is applied: BoundsError).
   template <std::integral I>
   constexpr Slice<K + 1, M> operator[](I i) const noexcept {
-    return extend<M>({true, static_cast<Index>(i), range{}});
+    return extend<M>({true, detail::to_index(i), range{}});
   }
   /// Local. This slice with an ellipsis after its items so far (a second one makes applying
   /// the slice throw InvalidSlice).

@@ -22,11 +22,11 @@
 // with step = (stop - start) / div in double, the last element exactly `stop`, floored for
 // integer types), so the results are bitwise equal to NumPy's for the same element type.
 
+#include <cmath>
+#include <concepts>
+#include <cstdint>
 #include <garray/numeric/elementwise.hpp>
 #include <garray/numeric/expr.hpp>
-
-#include <cmath>
-#include <cstdint>
 #include <type_traits>
 
 namespace garray {
@@ -113,6 +113,27 @@ auto ones_like(const GlobalArray<T, N>& a) {
   return full_like<R>(a, R{1});
 }
 
+namespace detail {
+/// ceil((stop - start) / step), 0 when negative, for integer arguments and step != 0:
+/// exact (NumPy subtracts its Python integers exactly; through double, arange(2^53, 2^53 + 3)
+/// would have 4 elements).
+template <std::integral S>
+constexpr std::uint64_t arange_count(S start, S stop, S step) noexcept {
+  using U = std::uint64_t;
+  bool up = true;
+  U s = static_cast<U>(step);
+  if constexpr (std::is_signed_v<S>) {
+    up = step > 0;
+    if (!up) s = U{0} - static_cast<U>(step);  // |step|, also for the minimum
+  }
+  if (up ? !(stop > start) : !(stop < start)) return 0;
+  // the difference modulo 2^64 is exact: it lies in (0, 2^64)
+  const U d =
+      up ? static_cast<U>(stop) - static_cast<U>(start) : static_cast<U>(start) - static_cast<U>(stop);
+  return d / s + (d % s != 0 ? 1 : 0);
+}
+}  // namespace detail
+
 /// np.arange(start, stop, step, dtype=T): a 1-d array of ceil((stop - start) / step)
 /// elements (0 when that is negative): T(start), T(start + step), then element i = T(start)
 /// + i * delta with delta = T(start + step) - T(start) (NumPy's fill rule), blocked. Throws
@@ -120,19 +141,28 @@ auto ones_like(const GlobalArray<T, N>& a) {
 /// complete and visible to every rank.
 template <Element T, class S>
 GlobalArray<T, 1> arange(const Context& ctx, S start, S stop, S step = S{1}) {
-  const double len =
-      step == S{0} ? 0.0
-                   : std::ceil((static_cast<double>(stop) - static_cast<double>(start)) / static_cast<double>(step));
-  // NaN or infinite arguments (or a length beyond any index): NumPy raises too
-  const bool bad_len = !(std::abs(len) <= 0x1p62);
+  Index n = 0;
+  bool bad_len = false;
+  if constexpr (std::is_integral_v<S>) {
+    const std::uint64_t len = step == S{0} ? 0 : detail::arange_count(start, stop, step);
+    bad_len = len > (std::uint64_t{1} << 62);
+    n = bad_len ? 0 : static_cast<Index>(len);
+  } else {
+    const double len =
+        step == S{0}
+            ? 0.0
+            : std::ceil((static_cast<double>(stop) - static_cast<double>(start)) / static_cast<double>(step));
+    // NaN or infinite arguments (or a length beyond any index): NumPy raises too
+    bad_len = !(std::abs(len) <= 0x1p62);
+    n = !bad_len && len > 0 ? static_cast<Index>(len) : 0;
+  }
   detail::check_creation(ctx, step == S{0} || bad_len, "garray::arange",
                          step == S{0} ? ": step 0"
                                       : ": the length ceil((stop - start) / step) is NaN, infinite or beyond "
                                         "2^62 (start, stop and step must be finite)");
-  const Index n = len > 0 ? static_cast<Index>(len) : 0;
   GlobalArray<T, 1> a(ctx, Shape<1>{n}, Distribution<1>::blocked(), Shape<1>{}, uninitialized);
   const T t0 = static_cast<T>(start);
-  const T t1 = static_cast<T>(start + step);
+  const T t1 = n >= 2 ? static_cast<T>(start + step) : t0;  // start + step < stop when n >= 2: no overflow
   const T delta = static_cast<T>(t1 - t0);
   const std::uint64_t salt =
       detail::value_hash(detail::value_hash(detail::value_hash(detail::hash_string("arange"), start), stop), step);

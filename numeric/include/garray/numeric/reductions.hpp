@@ -20,18 +20,18 @@
 // max, argmin and argmax of an empty selection throw InvalidArgument (NumPy's ValueError).
 // Throws as assignments: SizeMismatch, InvalidArgument, CollectiveMismatch, on every rank.
 
-#include <garray/numeric/detail/exact_sum.hpp>
-#include <garray/numeric/elementwise.hpp>
-#include <garray/numeric/expr.hpp>
-
 #include <algorithm>
 #include <cmath>
 #include <complex>
 #include <concepts>
 #include <cstddef>
-#include <type_traits>
 #include <cstdint>
 #include <cstring>
+#include <garray/numeric/detail/exact_sum.hpp>
+#include <garray/numeric/elementwise.hpp>
+#include <garray/numeric/expr.hpp>
+#include <limits>
+#include <type_traits>
 #include <vector>
 
 namespace garray {
@@ -41,9 +41,21 @@ namespace garray {
 struct Axis {
   std::ptrdiff_t value = 0;  ///< the dimension (0-based; -M <= value < M for an M-d operand)
   constexpr Axis() = default;
-  /// Axis{k} for any integer k.
+  /// Axis{k} for any integer k (an unsigned k beyond ptrdiff_t's range, such as size_t(-1),
+  /// saturates: an invalid axis, not a negative one counting from the end).
   template <std::integral I>
-  constexpr explicit Axis(I k) : value(static_cast<std::ptrdiff_t>(k)) {}
+  constexpr explicit Axis(I k) : value(saturated(k)) {}
+
+ private:
+  template <std::integral I>
+  /// k as a ptrdiff_t, an unsigned k beyond its range as its maximum.
+  static constexpr std::ptrdiff_t saturated(I k) noexcept {
+    constexpr std::ptrdiff_t top = std::numeric_limits<std::ptrdiff_t>::max();
+    if constexpr (std::is_unsigned_v<I> && sizeof(I) >= sizeof(std::ptrdiff_t))
+      return k > static_cast<I>(top) ? top : static_cast<std::ptrdiff_t>(k);
+    else
+      return static_cast<std::ptrdiff_t>(k);
+  }
 };
 
 namespace detail {
