@@ -656,9 +656,6 @@ void write_section(const Group& loc, const std::string& name, GlobalArray<T, N>&
   });
 }
 
-/// Throws FileError on this rank when the dataset's chunks need a filter this HDF5 cannot
-/// decode (h5py's LZF, a plugin not installed): found here, before any rank reads, rather
-/// than inside H5Dread, which may have stored into the destination by then.
 /// The extents of a dataset's dataspace as Index values. HDF5 allows extents up to 2^64 - 2;
 /// one beyond Index's range is a FileError naming it (it would wrap to a negative extent).
 inline std::vector<Index> extents_of(hid_t space, const std::string& ds, std::string_view what) {
@@ -675,6 +672,9 @@ inline std::vector<Index> extents_of(hid_t space, const std::string& ds, std::st
   return shape;
 }
 
+/// Throws FileError on this rank when the dataset's chunks need a filter this HDF5 cannot
+/// decode (h5py's LZF, a plugin not installed): found here, before any rank reads, rather
+/// than inside H5Dread, which may have stored into the destination by then.
 inline void check_filters(hid_t dset, const std::string& ds, std::string_view what) {
   Hid dcpl(H5Dget_create_plist(dset), H5Pclose);
   const int n = dcpl.valid() ? H5Pget_nfilters(dcpl.get()) : 0;

@@ -25,31 +25,31 @@ Request& Request::operator=(Request&& o) noexcept {
 Request::~Request() { finish_noexcept(); }
 
 void Request::wait() {
-  if (failed_) {  // a completion by another call failed: report it here too, once
-    std::exception_ptr e = std::exchange(failed_, nullptr);
-    if (done()) std::rethrow_exception(e);
+  // A failure met when another call completed this request (complete()) is reported here
+  // once, after the rest (if any) is complete; that rest's own error comes second.
+  const std::exception_ptr earlier = std::exchange(failed_, nullptr);
+  try {
+    if (!reqs_.empty()) {
+      detail::check_mpi(MPI_Waitall(static_cast<int>(reqs_.size()), reqs_.data(), MPI_STATUSES_IGNORE),
+                        "MPI_Waitall");
+      reqs_.clear();
+    }
+    run_finishers();
+  } catch (...) {
+    if (!earlier) throw;
   }
-  if (!reqs_.empty()) {
-    detail::check_mpi(MPI_Waitall(static_cast<int>(reqs_.size()), reqs_.data(), MPI_STATUSES_IGNORE),
-                      "MPI_Waitall");
-    reqs_.clear();
-  }
-  run_finishers();
+  if (earlier) std::rethrow_exception(earlier);
 }
 
 bool Request::test() {
-  if (failed_) {
-    std::exception_ptr e = std::exchange(failed_, nullptr);
-    if (done()) std::rethrow_exception(e);
-  }
   if (!reqs_.empty()) {
     int flag = 0;
     detail::check_mpi(MPI_Testall(static_cast<int>(reqs_.size()), reqs_.data(), &flag, MPI_STATUSES_IGNORE),
                       "MPI_Testall");
-    if (!flag) return false;
+    if (!flag) return false;  // an earlier failure stays for the call that completes
     reqs_.clear();
   }
-  run_finishers();
+  wait();  // the finishers, and an earlier failure
   return true;
 }
 
@@ -120,6 +120,7 @@ MPI_Request* detail::RequestAccess::add_mpi(Request& r) { return r.add_mpi(); }
 void detail::RequestAccess::add_finisher(Request& r, std::function<void()>&& f) {
   r.add_finisher(std::move(f));
 }
+void detail::RequestAccess::drop_finishers(Request& r) noexcept { r.finishers_.clear(); }
 void detail::RequestAccess::attach(Request& r, const Window& w) noexcept {
   if (r.done() || r.win_) return;
   w.attach(&r);

@@ -19,6 +19,7 @@
 // MPI_Get/Rget/Put/Rput set "in flight"; MPI_Win_flush*/MPI_Waitall/MPI_Wait clear it).
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <new>
 
@@ -170,8 +171,10 @@ TEST_CASE(
     oom::freed_in_flight = 0;
     oom::ever_in_flight = false;
     oom::watch_bytes = static_cast<std::size_t>(per) * sizeof(std::int64_t);
+    bool untouched = true;  // a get_nb that threw wrote nothing into the caller's buffer
     for (long k = 0; k < 200 && !finished; ++k) {
       oom::in_flight = 0;
+      if (!is_put) std::fill(buf.begin(), buf.end(), -1);
       oom::arm(k);
       try {
         // (a Request that the throw leaves behind is completed by its destructor on the way out)
@@ -183,6 +186,9 @@ TEST_CASE(
       } catch (const std::bad_alloc&) {
         oom::disarm();
         ++throws;
+        if (!is_put)
+          untouched =
+              untouched && std::all_of(buf.begin(), buf.end(), [](std::int64_t x) { return x == -1; });
       }
     }
     oom::disarm();
@@ -191,6 +197,7 @@ TEST_CASE(
     CHECK(throws > 0);
     CHECK(oom::ever_in_flight);        // some attempt issued its MPI operation before failing
     CHECK(oom::freed_in_flight == 0);  // no temporary freed while MPI used it
+    CHECK(untouched);  // semantics.md "Errors": nothing lands in a get's buffer after the throw
     a.sync();
   }
   // The array works on (no heap damage: the freed temporaries were quarantined).

@@ -31,9 +31,6 @@ int thread_level() {
   return provided;
 }
 
-/// garray's progress threads in this process (Linux: the entries of /proc/self/task named
-/// "garray-progress"; the MPI library may start threads of its own at any time, so the
-/// process's thread count says nothing).
 /// voluntary_ctxt_switches of every "garray-progress" task (one per poll: the thread sleeps
 /// between polls), -1 if there is none.
 long progress_thread_switches() {

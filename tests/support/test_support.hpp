@@ -59,7 +59,9 @@ inline bool world_on_one_host() {
   return all_ranks(host_size == p);
 }
 
-/// The number of garray progress threads of this process (tasks named "garray-progress").
+/// garray's progress threads in this process (Linux: the entries of /proc/self/task named
+/// "garray-progress"; the MPI library may start threads of its own at any time, so the
+/// process's thread count says nothing).
 inline std::size_t progress_threads() {
   std::size_t n = 0;
   for (const auto& t : std::filesystem::directory_iterator("/proc/self/task")) {

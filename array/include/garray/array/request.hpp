@@ -41,6 +41,10 @@ struct RequestAccess {
   /// the issuing call; never throws): the window's collectives then complete it, and the
   /// array completes it before giving the window up.
   static void attach(Request& r, const Window& w) noexcept;
+  /// After a failed issue whose operations abandon() completed: forgets r's finishers, so
+  /// that neither the unpacks of temporaries into the caller's buffer nor anything else runs
+  /// later (the temporaries they hold are freed here, safely: MPI is done with them).
+  static void drop_finishers(Request& r) noexcept;
 };
 }  // namespace detail
 

@@ -44,18 +44,7 @@ struct Axis {
   /// Axis{k} for any integer k (an unsigned k beyond ptrdiff_t's range, such as size_t(-1),
   /// saturates: an invalid axis, not a negative one counting from the end).
   template <std::integral I>
-  constexpr explicit Axis(I k) : value(saturated(k)) {}
-
- private:
-  template <std::integral I>
-  /// k as a ptrdiff_t, an unsigned k beyond its range as its maximum.
-  static constexpr std::ptrdiff_t saturated(I k) noexcept {
-    constexpr std::ptrdiff_t top = std::numeric_limits<std::ptrdiff_t>::max();
-    if constexpr (std::is_unsigned_v<I> && sizeof(I) >= sizeof(std::ptrdiff_t))
-      return k > static_cast<I>(top) ? top : static_cast<std::ptrdiff_t>(k);
-    else
-      return static_cast<std::ptrdiff_t>(k);
-  }
+  constexpr explicit Axis(I k) : value(static_cast<std::ptrdiff_t>(detail::to_index(k))) {}
 };
 
 namespace detail {

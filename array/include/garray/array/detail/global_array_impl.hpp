@@ -105,7 +105,6 @@ GlobalArray<T, N>::GlobalArray(const Context& ctx, const shape_type& shape, cons
     err = std::current_exception();
   }
   std::uint64_t sig = detail::hash_string("create-invalid");
-  std::uint64_t args_sig = sig;  // the signature without the cache's plan (error path only)
   WindowCache& cache = ctx.cache();
   WindowCache::Plan plan;
   if (!err) {
@@ -120,7 +119,6 @@ GlobalArray<T, N>::GlobalArray(const Context& ctx, const shape_type& shape, cons
     // The cache's decision (hit/miss, evictions, its state, live arrays) is part of the
     // signature: a rank that destroyed an array the others keep fails here, everywhere.
     plan = cache.plan(slot_, bytes);
-    args_sig = detail::hash_mix(sig, zero ? 0x7a65726fu : 0x756e696eu);
     sig = detail::hash_mix(sig, plan.signature);
     // Zeroing or not is an argument like the others (not part of the key: any window serves
     // both): ranks that disagree would leave some blocks stale in an array others see as zeros.
@@ -130,16 +128,14 @@ GlobalArray<T, N>::GlobalArray(const Context& ctx, const shape_type& shape, cons
   detail::agree_signature(
       ctx.comm(), sig, name(detail::Call::create),
       [&] {
-        std::string d = describe_args(shape, dist) + (zero ? ", zeroed, " : ", uninitialized, ") +
-                        cache.describe() + (plan.hit ? ", hit" : ", miss");
-        // Mismatch path only, reached by every rank (the signatures differ everywhere): one
-        // more allreduce tells a difference of the window caches from one of the arguments.
-        if (detail::agree_with_errors(ctx.comm(), args_sig, detail::LocalFault::none).signatures_equal)
-          d += "; the arguments agree on every rank but the window caches differ (different cache "
-               "settings, an array destroyed on some ranks only, or a window whose completion failed at a "
-               "destroy): use the same settings and destroy the same arrays on every rank, or call "
-               "ctx.cache().clear() on every rank";
-        return d;
+        // No communication here: a rank in another collective has already thrown. The cache's
+        // state is part of the signature, so the hint covers the case the arguments cannot show.
+        return describe_args(shape, dist) + (zero ? ", zeroed, " : ", uninitialized, ") + cache.describe() +
+               (plan.hit ? ", hit" : ", miss") +
+               "; if every rank passed these arguments, the window caches differ (different cache settings, "
+               "an array destroyed on some ranks only, or a window whose completion failed at a destroy): "
+               "use the same settings and destroy the same arrays on every rank, or call ctx.cache().clear() "
+               "on every rank";
       },
       err);
   dist_ = std::move(*resolved);
@@ -528,6 +524,8 @@ void GlobalArray<T, N>::transfer(const Section<N>& sec, T* buf, T alpha, Request
           tp.finish(req);
         } catch (...) {
           tp.abandon();
+          if (req)
+            detail::RequestAccess::drop_finishers(*req);  // nothing lands in the buffer after the throw
           throw;
         }
         st.mpi_rma_calls += tp.mpi_calls();
@@ -569,6 +567,7 @@ void GlobalArray<T, N>::transfer(const Section<N>& sec, T* buf, T alpha, Request
       tp.finish(req);
     } catch (...) {
       tp.abandon();
+      if (req) detail::RequestAccess::drop_finishers(*req);  // nothing lands in the buffer after the throw
       throw;
     }
     st.mpi_rma_calls += tp.mpi_calls();

@@ -73,8 +73,9 @@ MPI_Datatype acc_type() {
 }
 
 /// Holds a window's replica lock (Window::lock_replicas) for a write to a replicated array.
-/// The write's success path calls release(), which rethrows a failure to complete the write
-/// at every copy (the caller must learn that the copies may differ); the destructor, reached
+/// The write's success path calls release(), which rethrows a failure of the completion at
+/// every copy (complete_all: also of another request outstanding on the window; the caller
+/// must learn that the copies may differ); the destructor, reached
 /// only while another exception unwinds, releases and drops it.
 struct ReplicaLock {
   const Window& w;
@@ -326,7 +327,8 @@ class RmaTransport {
 
   /// Local completion, or hands the completion (and the temporaries) to the request.
   /// Exception-safe: a bad_alloc part way leaves every temporary not yet handed over in
-  /// temps_, alive until abandon() (the caller's catch) has completed the operations using it.
+  /// temps_, alive until abandon() (the caller's catch) has completed the operations using it;
+  /// the caller then drops what was handed over (RequestAccess::drop_finishers).
   void finish(Request* req) {
     if (req) {
       if (!request_ops_ok)  // MPICH: plain operations, completed by a flush_local per target
