@@ -469,26 +469,25 @@ namespace detail {
 template <class R, class T>
 inline constexpr bool same_kind_castable = kind_of<R>() <= kind_of<T>();
 }  // namespace detail
-#define GARRAY_DETAIL_COMPOUND(sym, op)                                                             \
-  template <class T, std::size_t N, std::size_t M, Operand X>                                       \
-  View<T, N, M> operator sym(View<T, N, M> v, const X& x) {                                         \
-    static_assert(detail::same_kind_castable<typename expr_t<decltype(v op x)>::value_type, T>,     \
-                  "garray: out " #sym                                                               \
-                  " x: the result's kind (integer < floating < complex) is "                        \
-                  "above out's element type, which NumPy's same_kind rule refuses (int_array /= x " \
-                  "is true division); write assign(out, cast<T>(out " #op " x)) to convert");       \
-    assign(v, v op x);                                                                              \
-    return v;                                                                                       \
-  }                                                                                                 \
-  template <class T, std::size_t N, Operand X>                                                      \
-  GlobalArray<T, N>& operator sym(GlobalArray<T, N>& a, const X& x) {                               \
-    static_assert(detail::same_kind_castable<typename expr_t<decltype(a op x)>::value_type, T>,     \
-                  "garray: out " #sym                                                               \
-                  " x: the result's kind (integer < floating < complex) is "                        \
-                  "above out's element type, which NumPy's same_kind rule refuses (int_array /= x " \
-                  "is true division); write assign(out, cast<T>(out " #op " x)) to convert");       \
-    assign(a, a op x);                                                                              \
-    return a;                                                                                       \
+// The same_kind check of `out sym x`, `out` an expression of element type T.
+#define GARRAY_DETAIL_SAME_KIND(out, sym, op)                                                     \
+  static_assert(detail::same_kind_castable<typename expr_t<decltype(out op x)>::value_type, T>,   \
+                "garray: out " #sym                                                               \
+                " x: the result's kind (integer < floating < complex) is "                        \
+                "above out's element type, which NumPy's same_kind rule refuses (int_array /= x " \
+                "is true division); write assign(out, cast<T>(out " #op " x)) to convert")
+#define GARRAY_DETAIL_COMPOUND(sym, op)                               \
+  template <class T, std::size_t N, std::size_t M, Operand X>         \
+  View<T, N, M> operator sym(View<T, N, M> v, const X& x) {           \
+    GARRAY_DETAIL_SAME_KIND(v, sym, op);                              \
+    assign(v, v op x);                                                \
+    return v;                                                         \
+  }                                                                   \
+  template <class T, std::size_t N, Operand X>                        \
+  GlobalArray<T, N>& operator sym(GlobalArray<T, N>& a, const X& x) { \
+    GARRAY_DETAIL_SAME_KIND(a, sym, op);                              \
+    assign(a, a op x);                                                \
+    return a;                                                         \
   }
 ///@{
 /// out += x is out = out + x (a view, or a whole array), evaluated as assign(): the
@@ -515,6 +514,7 @@ GARRAY_DETAIL_COMPOUND(*=, *)
 GARRAY_DETAIL_COMPOUND(/=, /)
 ///@}
 #undef GARRAY_DETAIL_COMPOUND
+#undef GARRAY_DETAIL_SAME_KIND
 
 // ---- eager evaluation into new arrays ------------------------------------------------------
 
