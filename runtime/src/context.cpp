@@ -9,16 +9,17 @@
 #include <garray/runtime/progress.hpp>
 #include <garray/runtime/window.hpp>
 #include <garray/runtime/window_cache.hpp>
+#include <istream>
 #include <memory>
 #include <mutex>
 #include <new>
 #include <optional>
-#include <istream>
 #include <ostream>
 #include <sstream>
 #include <utility>
 #include <vector>
 
+#include "env_values.hpp"
 #include "progress_thread.hpp"
 
 namespace garray {
@@ -213,6 +214,15 @@ struct NodeOverride {
 // Parses one rank's GARRAY_NODE_RANKS and GARRAY_RANK_ORDER (the latter only if `order` is
 // not given by the caller) and agrees on both with one allreduce, so a bad or differing
 // value throws the same InvalidArgument on every rank.
+// `values` (values_by_rank) if the ranks differ, else the text of `same...`.
+template <class... Same>
+std::string either(const std::string& values, const Same&... same) {
+  if (!values.empty()) return values;
+  std::string s;
+  ((s += same), ...);
+  return s;
+}
+
 NodeOverride agree_placement(MPI_Comm comm, std::optional<RankOrder>& order) {
   NodeOverride o;
   int node_code = 0;  // -1 invalid, else 2 * k + cyclic
@@ -237,16 +247,20 @@ NodeOverride agree_placement(MPI_Comm comm, std::optional<RankOrder>& order) {
   }
   int in[4] = {node_code, -node_code, order_code, -order_code}, out[4] = {};
   check_mpi(MPI_Allreduce(in, out, 4, MPI_INT, MPI_MAX, comm), "MPI_Allreduce");
+  // (every rank takes the same branches below: the lists of values are collective)
   if (out[0] != -out[1] || -out[1] < 0)
-    raise<InvalidArgument>("Context: GARRAY_NODE_RANKS must be the same on every rank: a positive integer k, "
-                           "optionally followed by ',cyclic' (this rank: '",
-                           env ? env : "", "')");
+    raise<InvalidArgument>(
+        "Context: GARRAY_NODE_RANKS must be the same on every rank: a positive integer k, "
+        "optionally followed by ',cyclic' (",
+        either(values_by_rank(comm, env ? env : "(unset)"), "every rank: '", env ? env : "", "'"), ")");
   if (out[2] != -out[3] || -out[3] < 0) {
     if (order)
-      raise<InvalidArgument>("Context: the ranks passed different rank orders (this rank: ", to_string(*order),
-                             ")");
-    raise<InvalidArgument>("Context: GARRAY_RANK_ORDER must be the same on every rank, 'given' or 'node' (this rank: '",
-                           order_env ? order_env : "", "')");
+      raise<InvalidArgument>("Context: the ranks passed different rank orders (",
+                             values_by_rank(comm, std::string(to_string(*order))), ")");
+    raise<InvalidArgument>("Context: GARRAY_RANK_ORDER must be the same on every rank, 'given' or 'node' (",
+                           either(values_by_rank(comm, order_env ? order_env : "(unset)"), "every rank: '",
+                                  order_env ? order_env : "", "'"),
+                           ")");
   }
   order = order_code == 1 ? RankOrder::node : RankOrder::given;
   o.k = node_code / 2;
@@ -332,12 +346,14 @@ WindowKind choose_kind(MPI_Comm comm, MPI_Comm node, int size, int* serial) {
   check_mpi(MPI_Allreduce(in, out, 4, MPI_INT, MPI_MAX, comm), "MPI_Allreduce");
   *serial = out[3];
   next_context_serial = out[3] + 1;
-  if (-out[1] < 0)
-    raise<InvalidArgument>("Context: GARRAY_WINDOW must be auto, shared, mixed or rma on every rank (this rank: '",
-                           want, "')");
-  if (out[0] != -out[1])
-    raise<InvalidArgument>("Context: GARRAY_WINDOW must ask for the same window kind on every rank (this rank: '",
-                           want, "')");
+  if (-out[1] < 0 || out[0] != -out[1]) {
+    const std::string values = values_by_rank(comm, std::string(want));  // collective: every rank is here
+    if (-out[1] < 0)
+      raise<InvalidArgument>("Context: GARRAY_WINDOW must be auto, shared, mixed or rma on every rank (",
+                             either(values, "every rank: '", want, "'"), ")");
+    raise<InvalidArgument>("Context: GARRAY_WINDOW must ask for the same window kind on every rank (", values,
+                           "; auto means shared on one node)");
+  }
   // shared memory cannot span nodes: `shared` there is rma (documented); one_node is the
   // same on every rank (every rank's node is the whole communicator, or none is)
   const int agreed = code == 3 ? (out[2] > 1 ? 1 : 0) : code == 2 && !one_node ? 0 : code;
@@ -544,8 +560,27 @@ Context::Context(MPI_Comm comm, std::optional<RankOrder> order) {
   auto life = detail::acquire_mpi();
   auto s = std::make_shared<detail::ContextState>();
   s->lifetime = std::move(life);
+  // Checked before MPI sees the handle: MPI would report a bad one through the error
+  // handler of MPI_COMM_WORLD (by default: abort the job), not as an exception.
+  if (comm == MPI_COMM_NULL)
+    detail::raise<InvalidArgument>(
+        "Context: the communicator is MPI_COMM_NULL (a rank outside the group it came from?)");
+  int inter = 0;
+  detail::check_mpi(MPI_Comm_test_inter(comm, &inter), "MPI_Comm_test_inter");
+  if (inter)
+    detail::raise<InvalidArgument>(
+        "Context: an intercommunicator was passed (garray needs an intracommunicator)");
   detail::check_mpi(MPI_Comm_dup(comm, &s->comm), "MPI_Comm_dup");
   detail::check_mpi(MPI_Comm_set_errhandler(s->comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+  {
+    // The finalize hook (deferred windows) is registered before anything of this context can
+    // register one of its own (io's deferred file closes): MPI runs MPI_COMM_SELF's delete
+    // callbacks newest first, so every rank closes deferred files before it frees deferred
+    // windows. Registered lazily, a rank that deferred a file first would free windows first
+    // while another closed files: two collectives in different orders, a hang at finalize.
+    std::lock_guard lock(detail::parked_mutex);
+    detail::hook_finalize();
+  }
   MPI_Comm_rank(s->comm, &s->rank);
   MPI_Comm_size(s->comm, &s->size);
   s->progress = detail::choose_progress(s->comm, s->rank, s->size);
@@ -759,3 +794,35 @@ std::string Context::describe() const {
 }
 
 }  // namespace garray
+
+namespace garray::detail {
+
+std::string values_by_rank(MPI_Comm comm, const std::string& mine) {
+  constexpr std::size_t width = 128;
+  int size = 1;
+  MPI_Comm_size(comm, &size);
+  std::string buf = mine.substr(0, width);
+  buf.resize(width, '\0');
+  std::string all(width * static_cast<std::size_t>(size), '\0');
+  if (MPI_Allgather(buf.data(), static_cast<int>(width), MPI_CHAR, all.data(), static_cast<int>(width),
+                    MPI_CHAR, comm) != MPI_SUCCESS)
+    return "";  // an error message is being built: report what is known
+  auto value = [&](int r) {
+    std::string v = all.substr(static_cast<std::size_t>(r) * width, width);
+    return v.substr(0, v.find('\0'));
+  };
+  const std::string first = value(0);
+  std::string out = "rank 0: '" + first + "'";
+  int listed = 0;
+  for (int r = 1; r < size; ++r) {
+    if (value(r) == first) continue;
+    if (++listed > 8) {
+      out += ", ...";
+      break;
+    }
+    out += ", rank " + std::to_string(r) + ": '" + value(r) + "'";
+  }
+  return listed == 0 ? "" : out;
+}
+
+}  // namespace garray::detail

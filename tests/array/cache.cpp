@@ -860,6 +860,11 @@ TEST_CASE("settings from the environment: GARRAY_CACHE_DEPTH and GARRAY_CACHE_BY
     msg = e.what();
   }
   CHECK(msg.find("GARRAY_CACHE") != std::string::npos);
+  // every rank names the rank and the value that were wrong (rank 0's: at np 1 as its own)
+  CHECK(msg.find("GARRAY_CACHE_BYTES='12Q'") != std::string::npos);
+  int p = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
+  if (p > 1) CHECK(msg.find("rank 0: 'GARRAY_CACHE_BYTES='12Q'") != std::string::npos);
   CHECK(all_ranks(true));
 }
 

@@ -1,8 +1,11 @@
 // Bad input: the documented exception on every rank, nothing written.
+#include <cmath>
 #include <functional>
 #include <garray/garray.hpp>
+#include <limits>
 #include <optional>
 #include <sstream>
+#include <utility>
 
 #include "numeric/support.hpp"
 #include "support/outcome.hpp"
@@ -158,10 +161,38 @@ TEST_CASE("an argument bad on one rank only (gemm, arange, linspace, eye): that 
   garray::fill(b, 2.0);
   check("gemm", "C has shape", [&] { garray::gemm(1.0, a, b, 0.0, odd ? wrong : c); });
   CHECK(garray::sum(c) == 0.0);  // nothing written
-  check("arange", "step 0", [&] { (void)garray::arange<int>(ctx, 0, 10, odd ? 0 : 1); });
+  check("arange", "step 0 (start 0, stop 10, step 0)",
+        [&] { (void)garray::arange<int>(ctx, 0, 10, odd ? 0 : 1); });
+  check("arange", "(start 0, stop inf, step 1)",
+        [&] { (void)garray::arange<double>(ctx, 0.0, odd ? HUGE_VAL : 5.0, 1.0); });
   check("linspace", "negative number of samples", [&] { (void)garray::linspace<double>(ctx, 0.0, 1.0, odd ? -1 : 5); });
   check("eye", "negative extent", [&] { (void)garray::eye<double>(ctx, odd ? -2 : 2, 2); });
   CHECK(garray::sum(garray::eye<double>(ctx, 3, 3)) == 3.0);  // the context still works
+  garray::GlobalArray<std::int32_t, 1> ri(ctx, {10});
+  ri.fill(3);
+  check("fill_random", "need lo < hi",
+        [&] { garray::fill_random(ri, 1, std::int32_t{odd ? 5 : 0}, std::int32_t{5}); });
+  CHECK(garray::sum(ri) == 30);  // nothing written
+}
+
+TEST_CASE("fill_random of integers: lo >= hi is NumPy's ValueError, the full int64 range works") {
+  garray::Context ctx;
+  garray::GlobalArray<std::int64_t, 1> a(ctx, {1000});
+  a.fill(7);
+  for (const auto& [lo, hi] : {std::pair<std::int64_t, std::int64_t>{5, 5}, {10, 0}}) {
+    std::string msg;
+    CHECK(test::outcome([&] { garray::fill_random(a, 1, lo, hi); }, &msg) == test::Got::invalid);
+    CHECK(msg.find("lo < hi") != std::string::npos);
+  }
+  CHECK(garray::sum(a) == 7000);  // nothing written
+  // hi - lo does not fit in int64: computed modulo 2^64, not overflowed (UBSan checks)
+  const auto lo = std::numeric_limits<std::int64_t>::min(), hi = std::numeric_limits<std::int64_t>::max();
+  garray::fill_random(a, 3, lo, hi);
+  CHECK(garray::min(a) < -(std::int64_t{1} << 60));  // 1000 draws over the whole range
+  CHECK(garray::max(a) > (std::int64_t{1} << 60));
+  garray::fill_random(a, 4, std::int64_t{-2}, std::int64_t{1});  // small ranges unchanged: -2..0
+  CHECK(garray::min(a) == -2);
+  CHECK(garray::max(a) == 0);
 }
 
 TEST_CASE("an array moved from on one rank only: every collective taking it throws everywhere, nobody waits") {
@@ -267,7 +298,7 @@ TEST_CASE("a negative integer exponent in an assigned expression throws before a
   const auto expect_error = [&](const char* what, const std::function<void()>& f) {
     std::string msg;
     const test::Got g = test::outcome(f, &msg);
-    CAPTURE(what);
+    INFO("what := " << what);
     CAPTURE(msg);
     CHECK(contains(msg, "negative integer power"));
     CHECK((ctx.rank() == p - 1 ? g == test::Got::invalid : g == test::Got::failure));
@@ -282,11 +313,25 @@ TEST_CASE("a negative integer exponent in an assigned expression throws before a
   expect_error("assign_norm2_diff", [&] {
     (void)garray::assign_norm2_diff(out, garray::pow(base, e), base, garray::reproducible);
   });
+  // ... also when the throwing pow is in the reference operand (evaluated first as well)
+  expect_error("assign_norm2_diff, pow in ref",
+               [&] { (void)garray::assign_norm2_diff(out, base + 1, garray::pow(base, e)); });
+  expect_error("assign_norm2_diff(reproducible), pow in ref", [&] {
+    (void)garray::assign_norm2_diff(out, base + 1, garray::pow(base, e), garray::reproducible);
+  });
+  expect_error("assign_reduce, pow in ref", [&] {
+    (void)garray::assign_reduce(out, base + 1, garray::pow(base, e) * 2, garray::max_reducer{},
+                                [](auto nv, auto rv) { return static_cast<double>(nv - rv); });
+  });
   // The same expressions without a negative exponent still write (the detour is transparent).
   e.fill(2);
   out = garray::pow(base, e);
   CHECK(test::all_ranks(test::whole_array(out) == std::vector<std::int32_t>(static_cast<std::size_t>(n), 9)));
   CHECK(garray::assign_norm2_change(out, garray::pow(base, e) + 1) == doctest::Approx(std::sqrt(double(n))));
+  // out = 10 everywhere now; |(base + 1) - pow(base, e)| = |4 - 9| = 5 per element
+  CHECK(garray::assign_norm2_diff(out, base + 1, garray::pow(base, e)) ==
+        doctest::Approx(5 * std::sqrt(double(n))));
+  CHECK(test::all_ranks(test::whole_array(out) == std::vector<std::int32_t>(static_cast<std::size_t>(n), 4)));
 }
 
 // Integer overflow and large counts, numeric layer. Each case needs a few KiB (the broadcast

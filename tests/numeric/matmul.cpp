@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "numeric/support.hpp"
+#include "support/outcome.hpp"
 
 using garray::idx;
 using garray::MatOp;
@@ -72,6 +73,30 @@ T pick_scalar(test::Rng& g) {
     return static_cast<T>(v);
 }
 
+/// op(X)[i][l] of the dense row-major matrix x with `cols` columns.
+template <class T>
+T op_at(MatOp op, const std::vector<T>& x, gidx cols, gidx i, gidx l) {
+  if (op == MatOp::none) return x[static_cast<std::size_t>(i * cols + l)];
+  const T v = x[static_cast<std::size_t>(l * cols + i)];
+  if constexpr (std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>)
+    return op == MatOp::conj_transpose ? std::conj(v) : v;
+  else
+    return v;
+}
+
+/// C = alpha op(A) op(B) + beta C by the definition (beta == 0: C is not read, as BLAS).
+template <class T>
+void naive_gemm(MatOp oa, MatOp ob, gidx m, gidx n, gidx k, T alpha, const std::vector<T>& a, gidx a_cols,
+                const std::vector<T>& b, gidx b_cols, T beta, std::vector<T>& c) {
+  for (gidx i = 0; i < m; ++i)
+    for (gidx j = 0; j < n; ++j) {
+      T s{};
+      for (gidx l = 0; l < k; ++l) s += op_at(oa, a, a_cols, i, l) * op_at(ob, b, b_cols, l, j);
+      T& out = c[static_cast<std::size_t>(i * n + j)];
+      out = beta == T{} ? alpha * s : alpha * s + beta * out;
+    }
+}
+
 template <class T>
 bool equal_everywhere(garray::GlobalArray<T, 2>& a, test::Reference<T, 2>& ref) {
   return test::equal_on_all_ranks(a, ref);
@@ -93,11 +118,10 @@ void random_gemm_cases(int rounds) {
     opt.panel = test::uniform(rng, 0, 3) == 0 ? test::uniform(rng, 1, 4) : 0;
     INFO(tn << " round " << round << " m,n,k " << m << "," << n << "," << k << " ops " << int(oa) << int(ob)
             << " A " << a.sec << " B " << b.sec << " C " << c.sec << " panel " << opt.panel);
-    // the serial reference: the BLAS on the gathered matrices
+    // the serial reference: a plain triple loop on the gathered matrices, op() applied here
+    // (not garray's BLAS wrapper, which gemm itself calls)
     auto da = a.dense(), db = b.dense(), dc = c.dense();
-    if (m > 0 && n > 0)
-      garray::detail::blas_gemm<T>(oa, ob, m, n, k, alpha, da.data(), std::max<gidx>(sa[1], 1), db.data(),
-                                   std::max<gidx>(sb[1], 1), beta, dc.data(), std::max<gidx>(n, 1));
+    naive_gemm<T>(oa, ob, m, n, k, alpha, da, sa[1], db, sb[1], beta, dc);
     garray::gemm(oa, ob, alpha, a.view(), b.view(), beta, c.view(), opt);
     for (gidx i = 0; i < m; ++i)
       for (gidx j = 0; j < n; ++j) c.base().at(ntest::at(c.sec, i, j)) = dc[static_cast<std::size_t>(i * n + j)];
@@ -357,6 +381,30 @@ TEST_CASE("gemm: operands on another handle of the same group are fine") {
   garray::fill(b, 2.0);
   garray::gemm(1.0, a, b, 0.0, c);
   CHECK(garray::sum(c) == 12 * 10.0);
+}
+
+TEST_CASE("matmul of operands on different groups: InvalidArgument on every rank before C is created") {
+  garray::Context ctx;
+  if (ctx.size() < 2) return;  // one rank: every split is the same group
+  const garray::Context half = ctx.split(ctx.rank() % 2);
+  garray::GlobalArray<double, 2> a(ctx, {4, 5}), b(half, {5, 3});
+  garray::GlobalArray<double, 3> a3(ctx, {0, 2, 2}), b3(half, {0, 2, 2});  // no batches
+  const auto windows = ctx.stats().windows_allocated;
+  const auto hits = ctx.stats().cache_hits;
+  const auto held = ctx.cache().windows_held();
+  for (const bool three : {false, true}) {
+    std::string msg;
+    const test::Got g =
+        test::outcome([&] { three ? (void)garray::matmul(a3, b3) : (void)garray::matmul(a, b); }, &msg);
+    CAPTURE(three);
+    CAPTURE(msg);
+    CHECK(test::all_ranks(g == test::Got::invalid));
+    CHECK(msg.find("different process groups") != std::string::npos);
+  }
+  // nothing was created (the window cache and the counters are untouched)
+  CHECK(ctx.stats().windows_allocated == windows);
+  CHECK(ctx.stats().cache_hits == hits);
+  CHECK(ctx.cache().windows_held() == held);
 }
 
 #ifdef GARRAY_FAULT_INJECTION

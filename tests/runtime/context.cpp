@@ -46,6 +46,47 @@ TEST_CASE("a context duplicates the communicator and installs MPI_ERRORS_RETURN"
   }
 }
 
+TEST_CASE("a context of MPI_COMM_NULL or an intercommunicator: InvalidArgument, no abort") {
+  // MPI itself would report these through MPI_COMM_WORLD's handler: abort the job.
+  int wr = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &wr);
+  std::string msg;
+  try {
+    garray::Context bad(MPI_COMM_NULL);
+  } catch (const garray::InvalidArgument& e) {
+    msg = e.what();
+    CHECK(e.rank() == wr);
+  }
+  CHECK(msg.find("MPI_COMM_NULL") != std::string::npos);
+  // The rank outside a split's group gets MPI_COMM_NULL: the usual way to meet it.
+  int ws = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &ws);
+  MPI_Comm sub = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, wr == 0 ? MPI_UNDEFINED : 0, 0, &sub);
+  if (wr == 0) {
+    CHECK_THROWS_AS(garray::Context{sub}, garray::InvalidArgument);
+  } else {
+    garray::Context ok(sub);  // collective over the others only
+    CHECK(ok.size() == ws - 1);
+    MPI_Comm_free(&sub);
+  }
+  if (ws >= 2) {  // two halves joined by an intercommunicator
+    MPI_Comm half = MPI_COMM_NULL, inter = MPI_COMM_NULL;
+    const int color = wr < ws / 2 ? 0 : 1;
+    MPI_Comm_split(MPI_COMM_WORLD, color, 0, &half);
+    MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, color == 0 ? ws / 2 : 0, 77, &inter);
+    std::string imsg;
+    try {
+      garray::Context bad(inter);
+    } catch (const garray::InvalidArgument& e) {
+      imsg = e.what();
+    }
+    CHECK(imsg.find("intercommunicator") != std::string::npos);
+    MPI_Comm_free(&inter);
+    MPI_Comm_free(&half);
+  }
+}
+
 TEST_CASE("split makes process groups; ranks outside get an empty context") {
   garray::Context world;
   const int color = world.rank() % 2 == 0 ? 0 : MPI_UNDEFINED;
@@ -193,10 +234,17 @@ TEST_CASE("GARRAY_WINDOW that is not a kind, or asks for different kinds: every 
     const ScopedEnv env("GARRAY_WINDOW", wr == p - 1 ? bad : (old ? saved.c_str() : nullptr));
     CHECK_THROWS_WITH_AS(garray::Context{}, doctest::Contains("GARRAY_WINDOW must be auto, shared, mixed or rma"),
                          garray::InvalidArgument);
+    // every rank's message names the rank with the bad value, and the value
+    if (p > 1) {
+      const std::string named = "rank " + std::to_string(p - 1) + ": '" + std::string(bad) + "'";
+      CHECK_THROWS_WITH_AS(garray::Context{}, doctest::Contains(named.c_str()), garray::InvalidArgument);
+    }
   }
   if (p > 1) {
     const ScopedEnv env("GARRAY_WINDOW", wr == 0 ? "rma" : "mixed");
     CHECK_THROWS_WITH_AS(garray::Context{}, doctest::Contains("the same window kind on every rank"),
+                         garray::InvalidArgument);
+    CHECK_THROWS_WITH_AS(garray::Context{}, doctest::Contains("rank 0: 'rma', rank 1: 'mixed'"),
                          garray::InvalidArgument);
   }
   garray::Context after;  // and contexts work again

@@ -43,6 +43,19 @@ class ViewBlock;
 
 namespace detail {
 
+/// join_if_stale (below) for a collective whose handshake runs on `comm`, not on the first
+/// view's context (io: the file's context, where the others wait when the array lives on
+/// another context).
+template <class V, class... Vs>
+void join_if_stale_on(MPI_Comm comm, std::string_view what, const V& first, const Vs&... rest) {
+  if (first.live() && (rest.live() && ...)) [[likely]]
+    return;
+  begin_collective(std::span<const Window* const>(), comm, hash_string(what), what,
+                   "a view of an array that is gone", [&] {
+                     (void)first.array(what);
+                     ((void)rest.array(what), ...);
+                   });
+}
 /// The prologue of a collective taking views, before any of them is dereferenced: if one
 /// is stale on this rank (its array object was destroyed, moved from or assigned to), this
 /// rank joins the handshake on the first view's context with that reason, so it throws
@@ -50,13 +63,7 @@ namespace detail {
 /// leaving the others waiting. No communication when every view is live.
 template <class V, class... Vs>
 void join_if_stale(std::string_view what, const V& first, const Vs&... rest) {
-  if (first.live() && (rest.live() && ...)) [[likely]]
-    return;
-  begin_collective(std::span<const Window* const>(), first.context().comm(), hash_string(what), what,
-                   "a view of an array that is gone", [&] {
-                     (void)first.array(what);
-                     ((void)rest.array(what), ...);
-                   });
+  join_if_stale_on(first.context().comm(), what, first, rest...);
 }
 
 /// The piece of section `sec` stored in `rank`'s block (its geometry as in for_each_piece),

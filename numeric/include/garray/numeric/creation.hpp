@@ -159,7 +159,8 @@ GlobalArray<T, 1> arange(const Context& ctx, S start, S stop, S step = S{1}) {
   detail::check_creation(ctx, step == S{0} || bad_len, "garray::arange",
                          step == S{0} ? ": step 0"
                                       : ": the length ceil((stop - start) / step) is NaN, infinite or beyond "
-                                        "2^62 (start, stop and step must be finite)");
+                                        "2^62 (start, stop and step must be finite)",
+                         " (start ", start, ", stop ", stop, ", step ", step, ")");
   GlobalArray<T, 1> a(ctx, Shape<1>{n}, Distribution<1>::blocked(), Shape<1>{}, uninitialized);
   const T t0 = static_cast<T>(start);
   const T t1 = n >= 2 ? static_cast<T>(start + step) : t0;  // start + step < stop when n >= 2: no overflow

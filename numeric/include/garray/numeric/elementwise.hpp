@@ -351,6 +351,8 @@ template <class O, Operand X, ArrayOperand Ref, class Red, class F>
 auto assign_reduce(O&& out, const X& x, const Ref& ref, Red red, F f) {
   if constexpr (detail::evaluate_first<X>) {
     return assign_reduce(std::forward<O>(out), eval(x), ref, red, f);
+  } else if constexpr (detail::evaluate_first<Ref>) {  // ref can throw too: before out is written
+    return assign_reduce(std::forward<O>(out), x, eval(ref), red, f);
   } else {
     const auto e = BinaryExpr<detail::PairOp, expr_t<X>, expr_t<Ref>>(as_expr(x), as_expr(ref));
     return detail::assign_reduce_sweep<true>(std::forward<O>(out), e, red, f, "garray::assign_reduce");
@@ -455,6 +457,8 @@ template <class O, Operand X, ArrayOperand Ref>
 double assign_norm2_diff(O&& out, const X& x, const Ref& ref, reproducible_t) {
   if constexpr (detail::evaluate_first<X>)
     return assign_norm2_diff(std::forward<O>(out), eval(x), ref, reproducible);
+  if constexpr (detail::evaluate_first<Ref>)  // ref can throw too: before out is written
+    return assign_norm2_diff(std::forward<O>(out), x, eval(ref), reproducible);
   const auto e = BinaryExpr<detail::PairOp, expr_t<X>, expr_t<Ref>>(as_expr(x), as_expr(ref));
   return std::sqrt(detail::assign_norm2_exact_sweep<true>(std::forward<O>(out), e,
                                                            "garray::assign_norm2_diff(reproducible)"));
@@ -743,12 +747,23 @@ constexpr std::uint64_t splitmix64(std::uint64_t z) noexcept {
 /// Fills the view with pseudo-random numbers uniform in [lo, hi) (integers: lo..hi-1) that
 /// depend only on `seed` and the element's row-major position in the view: the same numbers
 /// for any rank count and distribution. **Collective**, as assign (every rank passes the same
-/// seed, lo, hi): on return out is written and visible everywhere.
+/// seed, lo, hi): on return out is written and visible everywhere. Integer elements need
+/// lo < hi (NumPy's "low >= high"): else InvalidArgument on the ranks that passed such
+/// bounds, CollectiveMismatch on the others, nothing written.
 template <class O, class S = double>
 void fill_random(O&& out_, std::uint64_t seed, S lo = S{0}, S hi = S{1}) {
   const auto out = detail::out_view(out_);
   using V = std::remove_cvref_t<decltype(out)>;
   using T = typename V::value_type;
+  if constexpr (std::is_integral_v<T>) {  // one more handshake, carrying a bad range from any rank
+    constexpr const char* what = "garray::fill_random";
+    const bool bad = !(lo < hi);
+    const std::exception_ptr err =
+        bad ? std::make_exception_ptr(InvalidArgument(
+                  detail::message(what, ": integer elements need lo < hi (lo ", lo, ", hi ", hi, ")")))
+            : nullptr;
+    detail::agree_signature(out.array().context().comm(), detail::hash_string(what), what, what, err);
+  }
   constexpr std::size_t M = V::dims;
   const Shape<M> rs = row_major_strides(out.shape());
   const std::uint64_t key = detail::splitmix64(seed);
@@ -761,10 +776,11 @@ void fill_random(O&& out_, std::uint64_t seed, S lo = S{0}, S hi = S{1}) {
         for (std::size_t d = 0; d < M; ++d) pos += i[d] * rs[d];
         const std::uint64_t h = detail::splitmix64(key ^ detail::splitmix64(static_cast<std::uint64_t>(pos)));
         if constexpr (std::is_integral_v<T>) {
-          const auto span =
-              static_cast<std::uint64_t>(static_cast<std::int64_t>(hi) - static_cast<std::int64_t>(lo));
-          return static_cast<T>(static_cast<std::int64_t>(lo) +
-                                static_cast<std::int64_t>(span ? h % span : 0));
+          // modulo 2^64: no overflow for any lo < hi (INT64_MIN, INT64_MAX included)
+          const std::uint64_t span = static_cast<std::uint64_t>(static_cast<std::int64_t>(hi)) -
+                                     static_cast<std::uint64_t>(static_cast<std::int64_t>(lo));
+          return static_cast<T>(static_cast<std::int64_t>(
+              static_cast<std::uint64_t>(static_cast<std::int64_t>(lo)) + (span ? h % span : 0)));
         } else {
           const double u = static_cast<double>(h >> 11) * 0x1.0p-53;
           return static_cast<T>(static_cast<double>(lo) +

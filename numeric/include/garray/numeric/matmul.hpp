@@ -58,10 +58,12 @@
 #include <garray/runtime/context.hpp>
 #include <garray/runtime/error.hpp>
 #include <garray/runtime/fault.hpp>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -86,6 +88,26 @@ struct GemmOptions {
   /// place; 0 picks a width from the panel's size (256..1024). Must agree on every rank.
   Index panel = 0;
 };
+
+namespace detail {
+/// InvalidArgument (naming `what` and `ids...`) unless every context in `others` holds the
+/// ranks of `base` in the same order: one group for all operands of a product. Local.
+template <class... Ids>
+void require_one_group(std::string_view what, const Context& base,
+                       std::initializer_list<const Context*> others, const Ids&... ids) {
+  for (const Context* other : others) {
+    int cmp = MPI_UNEQUAL;
+    check_mpi(MPI_Comm_compare(base.comm(), other->comm(), &cmp), "MPI_Comm_compare");
+    if (cmp != MPI_IDENT && cmp != MPI_CONGRUENT)
+      raise<InvalidArgument>(what, ": operands live on ",
+                             cmp == MPI_SIMILAR
+                                 ? "contexts that number the same ranks differently (a split with "
+                                   "another key, or RankOrder::node)"
+                                 : "different process groups",
+                             ids...);
+  }
+}
+}  // namespace detail
 
 namespace detail {
 
@@ -214,17 +236,8 @@ void gemm_views(MatOp oa, MatOp ob, T alpha, const View<T, NA, 2>& a, const View
                           "]: inner dimensions differ (A ", seq(sa), ", B ", seq(sb), ")");
     if (sc[0] != m || sc[1] != n)
       raise<SizeMismatch>(what, ": C has shape ", seq(sc), " but op(A) op(B) has shape [", m, ", ", n, "]");
-    for (const MPI_Comm other : {a.array().context().comm(), b.array().context().comm()}) {
-      int cmp = MPI_UNEQUAL;
-      check_mpi(MPI_Comm_compare(ca.context().comm(), other, &cmp), "MPI_Comm_compare");
-      if (cmp != MPI_IDENT && cmp != MPI_CONGRUENT)
-        raise<InvalidArgument>(what, ": operands live on ",
-                               cmp == MPI_SIMILAR
-                                   ? "contexts that number the same ranks differently (a split with "
-                                     "another key, or RankOrder::node)"
-                                   : "different process groups",
-                               " (arrays #", a.array().id(), ", #", b.array().id(), ", #", ca.id(), ")");
-    }
+    require_one_group(what, ca.context(), {&a.array().context(), &b.array().context()}, " (arrays #",
+                      a.array().id(), ", #", b.array().id(), ", #", ca.id(), ")");
     if (std::max({m, n, ka}) > INT_MAX)
       raise<InvalidArgument>(what, ": extents [", m, ", ", n, ", ", ka, "] exceed the BLAS' 32-bit integers");
     if (opt.panel < 0) raise<InvalidArgument>(what, ": negative panel width ", opt.panel);
@@ -439,6 +452,9 @@ requires BlasElement<detail::mat_value_t<XA>> GlobalArray < detail::mat_value_t<
     if (sa[1] != sb[0])
       detail::raise<SizeMismatch>(what, ": A of shape ", detail::seq(sa), " times B of shape ",
                                   detail::seq(sb), ": inner dimensions differ");
+    // before C is created (a call that throws changed nothing, the window cache included)
+    detail::require_one_group(what, va.array().context(), {&vb.array().context()}, " (arrays #",
+                              va.array().id(), ", #", vb.array().id(), ")");
   } catch (...) {  // a garray error, or std::bad_alloc: carried into the handshake alike
     err = std::current_exception();
   }
@@ -476,6 +492,8 @@ GlobalArray<T, 3> matmul(GlobalArray<T, 3>& a, GlobalArray<T, 3>& b,
     if (sa[0] != sb[0] || sa[2] != sb[1])
       detail::raise<SizeMismatch>(what, ": batches of A ", detail::seq(sa), " and B ", detail::seq(sb),
                                   " differ in count or inner dimension");
+    // checked here also for zero batches (no gemm below would)
+    detail::require_one_group(what, a.context(), {&b.context()}, " (arrays #", a.id(), ", #", b.id(), ")");
   } catch (...) {  // a garray error, or std::bad_alloc: carried into the handshake alike
     err = std::current_exception();
   }

@@ -90,8 +90,9 @@ class Context {
  public:
   /// Attaches to `comm` (initialising MPI if nobody did). **Collective over comm.**
   /// On return the context holds its own duplicate of `comm` (MPI_ERRORS_RETURN installed)
-  /// and has chosen its window kind, identical on every rank. Throws MpiError if
-  /// duplicating the communicator fails.
+  /// and has chosen its window kind, identical on every rank. Throws InvalidArgument (on
+  /// the ranks that pass it) for MPI_COMM_NULL or an intercommunicator; an MPI failure while
+  /// duplicating `comm` goes to `comm`'s error handler (MpiError only if it returns errors).
   explicit Context(MPI_Comm comm = MPI_COMM_WORLD);
   /// As above, numbering the ranks in `order` (RankOrder::node: node by node, so default
   /// distributions keep neighbouring blocks on one node; rank() may then differ from the
@@ -136,9 +137,9 @@ class Context {
   WindowKind window_kind() const noexcept { return kind_; }  ///< Local. Identical on every rank.
   /// Local. The ranks of this context that share this rank's node (MPI_COMM_TYPE_SHARED,
   /// ordered as here; or, a testing override, GARRAY_NODE_RANKS=k: every k consecutive ranks
-  /// of the communicator passed, or with `k,cyclic` ranks dealt round robin to
-  /// ceil(size / k) nodes), as a communicator owned by the context: what mixed windows
-  /// share memory within.
+  /// of MPI_COMM_WORLD, or with `k,cyclic` world ranks dealt round robin to ceil(size / k)
+  /// nodes; fixed by the world rank, so a sub-context sees the same nodes), as a
+  /// communicator owned by the context: what mixed windows share memory within.
   MPI_Comm node_comm() const;
   /// Local. Identical on every rank: how the ranks are numbered.
   RankOrder rank_order() const;
