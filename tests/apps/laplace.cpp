@@ -173,6 +173,9 @@ TEST_CASE("the initial field follows laplace.py's boundary assignment order") {
   CHECK(lp::initial_value(h, 2, 1) != lp::initial_value(h, 1, 2));
   const auto c = lp::Coefficients::of(p);
   CHECK(c.dnr_inv == 0.5 / (dx * dx + dy * dy));
+  REQUIRE(dx != dy);  // a non-square grid: dx2 and dy2 swapped would show
+  CHECK(c.dx2 == dx * dx);
+  CHECK(c.dy2 == dy * dy);
   // The exact operation order of laplace.py: ((up + down)*dy2 + (left + right)*dx2)*dnr_inv.
   CHECK(lp::jacobi(0.1, 0.7, 0.3, 0.9, c) == ((0.1 + 0.7) * c.dy2 + (0.3 + 0.9) * c.dx2) * c.dnr_inv);
 }

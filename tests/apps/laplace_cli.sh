@@ -59,6 +59,9 @@ bad positional "positional" 2000
 bad cache_depth "cache-depth must be >= -1" --cache-depth -7
 bad empty_output "--output needs a file name" --output ''
 bad every_alone "--checkpoint-every needs --checkpoint" --checkpoint-every 5
+bad rank_order "'nodes'.*--rank-order.*invalid" --rank-order nodes  # read by the library's >>
+case_run huge_grid "$(code 2)" "--nx 4000000000 x --ny 4000000000 is too large" -- \
+  "$mpiexec" -n 2 "$lap" --nx 4000000000 --ny 4000000000 --iters 2 --quiet
 stamps=$(timeout -k 5 60 "$mpiexec" -n 2 "$lap" "${small[@]}" --grid 3 2>&1 | grep "bad process grid")
 if [ "$(grep -c "rank [01]/2" <<<"$stamps")" != 2 ] || grep -q "rank.*rank" <<<"$stamps"; then
   echo "laplace_cli: FAIL rank_named_once: wanted one '[rank r/2]' on each rank's line:"; echo "$stamps"

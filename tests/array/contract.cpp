@@ -245,22 +245,30 @@ TEST_CASE("read_inc tickets stay unique while accumulates hit the same counter")
   garray::Context ctx;
   const int p = ctx.size(), me = ctx.rank();
   garray::GlobalArray<std::int64_t, 1> c(ctx, {1});
-  const Index iters = p <= 2 ? 4000 : 1000;
+  const Index iters = p <= 2 ? 4000 : 1000;  // even
   std::vector<std::int64_t> tickets;
-  // Ticket takers add 2, accumulators add 1 to the same element. The tickets a taker
-  // draws are distinct and the final total is exact: one atomicity domain.
+  // Every rank alternates: a ticket (read_inc by 2) on one iteration, an accumulate of 1 to
+  // the same element on the next (ranks out of phase), so at np >= 2 several ticket takers
+  // race each other and the accumulates. One atomicity domain: the tickets of all ranks
+  // together are distinct (a fetch not atomic with its add would hand two ranks the same
+  // one) and the final total is exact.
   for (Index it = 0; it < iters; ++it) {
-    if (me % 2 == 0) tickets.push_back(c.read_inc({0}, 2));
+    if ((it + me) % 2 == 0)
+      tickets.push_back(c.read_inc({0}, 2));
     else {
       const std::int64_t one = 1;
       c.accumulate(idx[range(0, 1)], std::span<const std::int64_t>(&one, 1));
     }
   }
   c.sync();
-  const std::int64_t takers = (p + 1) / 2, accs = p / 2;
-  CHECK(c.get(idx[0]) == iters * (2 * takers + accs));
-  std::sort(tickets.begin(), tickets.end());
-  CHECK(std::adjacent_find(tickets.begin(), tickets.end()) == tickets.end());
+  CHECK(c.get(idx[0]) == static_cast<std::int64_t>(p) * (iters / 2) * 3);
+  REQUIRE(tickets.size() == static_cast<std::size_t>(iters / 2));
+  std::vector<std::int64_t> all(tickets.size() * static_cast<std::size_t>(p));
+  garray::check_mpi(MPI_Allgather(tickets.data(), static_cast<int>(tickets.size()), MPI_INT64_T, all.data(),
+                                  static_cast<int>(tickets.size()), MPI_INT64_T, ctx.comm()),
+                    "MPI_Allgather");
+  std::sort(all.begin(), all.end());
+  CHECK(std::adjacent_find(all.begin(), all.end()) == all.end());
 }
 
 // ---- the failure rule: a fault on one rank at every failure point ------------------------

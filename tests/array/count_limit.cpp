@@ -54,6 +54,13 @@ TEST_CASE("runs and lists beyond MPI's int counts: chunked types, split pieces, 
   }
   INFO("window kind " << garray::to_string(ctx.window_kind()) << ", gets via MPI: " << via_mpi
                       << ", accumulates via MPI: " << acc_via_mpi);
+  // The probe itself must not read "no MPI" where MPI is the only way (else every count
+  // below would be a vacuous 0 == 0): another rank's block of an rma window is reached by
+  // MPI calls, and accumulates go through MPI on every window kind but shared.
+  if (me == 0 && p >= 2) {
+    if (ctx.window_kind() == garray::WindowKind::rma) CHECK(via_mpi > 0);
+    if (ctx.window_kind() != garray::WindowKind::shared) CHECK(acc_via_mpi > 0);
+  }
   auto expect = [&](std::int64_t calls_if_mpi) { return via_mpi ? calls_if_mpi : 0; };
   auto expect_acc = [&](std::int64_t calls_if_mpi) { return acc_via_mpi ? calls_if_mpi : 0; };
 

@@ -14,7 +14,7 @@ template <class T, std::size_t N>
 void list_case(const garray::Context& ctx, test::Rng& g) {
   const int p = ctx.size(), me = ctx.rank();
   const auto shape = test::random_shape<N>(g, p + 5);
-  garray::GlobalArray<T, N> a(ctx, shape, test::random_distribution<N>(g, shape, p));
+  garray::GlobalArray<T, N> a(ctx, shape, test::random_distribution_or_replicated<N>(g, shape, p));
   test::Reference<T, N> ref(shape);
   bool ok = true;
   auto random_list = [&](std::size_t n) {

@@ -8,7 +8,7 @@
 #    of step 30 is intact; restarted from it at np 2 (grid 2x1) and np 4 (grid 1x4) the
 #    field is bitwise the reference's;
 # 4. a restart with another grid size fails with a message naming the file.
-set -u
+set -u -o pipefail
 MPIEXEC=$1; LAPLACE=$2; PY=$3; DIR=$4
 mkdir -p "$DIR" && cd "$DIR" || exit 1
 rm -f ref.h5 ck.h5 ck.h5.tmp r*.h5
@@ -43,8 +43,12 @@ same_field ref.h5 r3.h5
 
 # 3. killed while writing the checkpoint of step 40 (rank 0): step 30's survives
 GARRAY_LAPLACE_KILL=step:35:2 run 3 --checkpoint ck.h5 --checkpoint-every 10 >/dev/null 2>&1 && fail "the killed run succeeded"
+rm -f ck.h5.tmp
 GARRAY_LAPLACE_KILL=checkpoint:40:0 run 3 --restart ck.h5 --checkpoint ck.h5 --checkpoint-every 10 >/dev/null 2>&1 \
   && fail "the run killed in a checkpoint succeeded"
+# the kill came while the checkpoint was being written (not before: else step 30's file
+# surviving would show nothing)
+[ -e ck.h5.tmp ] || fail "no ck.h5.tmp: the run did not die while writing the checkpoint of step 40"
 [ "$(step_of ck.h5)" = 30 ] || fail "after a kill during the write the checkpoint is at step $(step_of ck.h5)"
 out=$(run 2 --grid 2x1 --restart ck.h5 --output r2.h5) || fail "restart np 2"
 [ "$(echo "$out" | value steps)" = 60 ] || fail "np 2 restart ended at step $(echo "$out" | value steps)"

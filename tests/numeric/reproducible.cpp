@@ -460,6 +460,9 @@ TEST_CASE("reproducible reductions: NaN, infinities, overflow, empty, integers")
   CHECK(garray::sum(ia, reproducible) == garray::sum(ia));
   static_assert(std::is_same_v<decltype(garray::sum(ia, reproducible)), std::int64_t>);
   CHECK(garray::mean(ia, reproducible) == 0.0);
+  garray::iota(ia, std::int32_t{-300}, std::int32_t{7});  // a sum that is not 0: -300*1001 + 7*500500
+  CHECK(garray::sum(ia, reproducible) == std::int64_t{-300} * 1001 + std::int64_t{7} * 500500);
+  CHECK(garray::mean(ia, reproducible) == (-300.0 * 1001 + 7.0 * 500500) / 1001);
   garray::GlobalArray<std::int64_t, 1> big_i(ctx, {3});
   if (ctx.rank() == 0) {
     const std::vector<std::int64_t> v{std::numeric_limits<std::int64_t>::max(),

@@ -197,6 +197,15 @@ garray::Distribution<N> random_distribution(Rng& g, const garray::Shape<N>& shap
   }
 }
 
+/// random_distribution, or one time in five a replicated one: for tests whose operations
+/// are all defined on replicated arrays too (one-sided put/get/accumulate, collectives; not
+/// writes through access(), which change only the calling rank's copy).
+template <std::size_t N>
+garray::Distribution<N> random_distribution_or_replicated(Rng& g, const garray::Shape<N>& shape, int nranks) {
+  if (uniform(g, 0, 4) == 0) return garray::Distribution<N>::replicated();
+  return random_distribution<N>(g, shape, nranks);
+}
+
 /// A value of type T from a small integer, exact under addition for every T.
 template <class T>
 T make_value(Index v) {
