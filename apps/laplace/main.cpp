@@ -151,6 +151,11 @@ bool parse(int argc, char** argv, Options& o, bool root, int nranks) {
   }
   po::notify(vm);
   if (o.nx < 2 || o.ny < 2) throw po::error("--nx and --ny must be >= 2");
+  // two arrays of nx x ny doubles (with ghost cells): their byte count must fit an int64,
+  // which is what the library would refuse later (exit 1, without naming the options)
+  if (o.nx > (std::int64_t{1} << 58) / o.ny)
+    throw po::error("--nx " + std::to_string(o.nx) + " x --ny " + std::to_string(o.ny) +
+                    " is too large (nx * ny must stay below 2^58)");
   (void)as_option_error([&] { return lp::parse_variant(o.variant); });
   const garray::Distribution<2> grid = as_option_error([&] { return lp::parse_grid(o.grid); });
   if (const std::int64_t need = std::int64_t{grid.procs()[0]} * grid.procs()[1];

@@ -52,7 +52,27 @@ inline bool parse_command_line(int argc, char** argv, const boost::program_optio
   } catch (const po::error& e) {
     std::cerr << name << ": " << e.what() << " (see --help)\n";
     return false;
+  } catch (const std::exception& e) {  // a library check inside `check` (resolve(), ...)
+    std::cerr << name << ": " << e.what() << " (see --help)\n";
+    return false;
   }
+}
+
+/// A benchmark's main: runs `body`; an exception that escapes it (a library error, thrown on
+/// every rank for collective calls, e.g. an array too large for --n) is printed as "NAME:
+/// what" on the ranks that got it, MPI is finalised if the body left it running, and the exit
+/// code is 1, instead of std::terminate.
+inline int guarded_main(std::string_view name, int argc, char** argv, int (*body)(int, char**)) {
+  try {
+    return body(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << name << ": " << e.what() << '\n';
+  }
+  int init = 0, fin = 0;
+  MPI_Initialized(&init);
+  MPI_Finalized(&fin);
+  if (init && !fin) MPI_Finalize();
+  return 1;
 }
 
 /// Throws boost::program_options::error(what) unless `ok`: a bad option value, reported as
@@ -299,16 +319,22 @@ inline std::size_t parse_bytes(std::string_view text) {
   std::size_t pos = 0;
   while (pos < text.size() && std::isdigit(static_cast<unsigned char>(text[pos]))) ++pos;
   if (pos == 0) throw std::invalid_argument("bad size '" + std::string(text) + "'");
-  const std::size_t value = std::stoull(std::string(text.substr(0, pos)));
+  const std::string digits(text.substr(0, pos));
+  const std::string too_big = "size '" + std::string(text) + "' is too large (at most 2^48 bytes)";
+  if (digits.size() > 15) throw std::invalid_argument(too_big);  // beyond any shift below
+  const std::size_t value = std::stoull(digits);
   std::string unit;
   for (char c : text.substr(pos)) unit += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   if (unit.size() > 1 && unit.back() == 'B') unit.pop_back();  // KB, KIB, MB, ...
   if (unit.size() > 1 && unit.back() == 'I') unit.pop_back();  // KI, MI, ...
-  if (unit.empty() || unit == "B") return value;
-  if (unit == "K") return value << 10;
-  if (unit == "M") return value << 20;
-  if (unit == "G") return value << 30;
-  throw std::invalid_argument("bad size unit in '" + std::string(text) + "'");
+  int shift = -1;
+  if (unit.empty() || unit == "B") shift = 0;
+  if (unit == "K") shift = 10;
+  if (unit == "M") shift = 20;
+  if (unit == "G") shift = 30;
+  if (shift < 0) throw std::invalid_argument("bad size unit in '" + std::string(text) + "'");
+  if (value > (std::size_t{1} << (48 - shift))) throw std::invalid_argument(too_big);  // no wrap to 0
+  return value << shift;
 }
 
 inline std::string format_bytes(std::size_t n) {

@@ -53,7 +53,7 @@ std::vector<double> timed(MPI_Comm comm, int reps, int warmup, int inner, Body&&
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int bench_main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   int rc = 0;
   {
@@ -229,3 +229,5 @@ int main(int argc, char** argv) {
   MPI_Finalize();
   return rc;
 }
+
+int main(int argc, char** argv) { return garray::bench::guarded_main("bench_halo", argc, argv, bench_main); }

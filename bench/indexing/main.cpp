@@ -82,7 +82,7 @@ std::vector<double> on_root(const garray::GlobalArray<double, 1>& x, bool root) 
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int bench_main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   int rc = 0;
   {
@@ -198,4 +198,8 @@ int main(int argc, char** argv) {
   }
   MPI_Finalize();
   return rc;
+}
+
+int main(int argc, char** argv) {
+  return garray::bench::guarded_main("bench_indexing", argc, argv, bench_main);
 }

@@ -94,7 +94,7 @@ struct Row {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int bench_main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   int status = 0;
   {
@@ -374,3 +374,5 @@ int main(int argc, char** argv) {
   MPI_Finalize();
   return status;
 }
+
+int main(int argc, char** argv) { return garray::bench::guarded_main("bench_io", argc, argv, bench_main); }

@@ -75,7 +75,7 @@ bool check_out(garray::GlobalArray<double, 2>& out, garray::Index n, const char*
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int bench_main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   int rc = 0;
   {
@@ -280,4 +280,8 @@ int main(int argc, char** argv) {
   }
   MPI_Finalize();
   return rc;
+}
+
+int main(int argc, char** argv) {
+  return garray::bench::guarded_main("bench_numeric", argc, argv, bench_main);
 }

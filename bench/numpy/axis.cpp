@@ -59,7 +59,7 @@ bool cumsum_close(const std::vector<double>& got, const std::vector<double>& wan
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int bench_main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   int rc = 0;
   long long n_arg = 3000;
@@ -211,4 +211,8 @@ int main(int argc, char** argv) {
   }
   MPI_Finalize();
   return rc;
+}
+
+int main(int argc, char** argv) {
+  return garray::bench::guarded_main("bench_numpy_axis", argc, argv, bench_main);
 }

@@ -38,7 +38,7 @@ using garray::bench::Side;
   return v;
 }
 
-int main(int argc, char** argv) {
+static int bench_main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   int rc = 0;
   long long n_arg = 3000;
@@ -189,3 +189,5 @@ int main(int argc, char** argv) {
   MPI_Finalize();
   return rc;
 }
+
+int main(int argc, char** argv) { return garray::bench::guarded_main("bench_numpy", argc, argv, bench_main); }

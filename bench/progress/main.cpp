@@ -52,7 +52,7 @@ double compute(double seconds, double every, Poll&& poll) {
 }
 }  // namespace
 
-int main(int argc, char** argv) {
+static int bench_main(int argc, char** argv) {
   int provided = 0;
   MPI_Init_thread(&argc, &argv, garray::required_thread_level(), &provided);
   int status = 0;
@@ -71,6 +71,8 @@ int main(int argc, char** argv) {
     const auto check = [&] {
       gb::require(reps >= 1, "--reps must be at least 1");
       gb::require(busy > 0 && poll > 0, "--busy and --poll must be positive");
+      gb::require(busy <= 3600 && poll <= 3600,
+                  "--busy and --poll must be at most 3600 seconds (and finite)");
       // the get must start while the target is still inside its loop, or "busy" measures an
       // idle target
       gb::require(delay >= 0 && delay <= busy / 2, "--delay must be between 0 and half of --busy");
@@ -179,4 +181,8 @@ int main(int argc, char** argv) {
   }
   MPI_Finalize();
   return status;
+}
+
+int main(int argc, char** argv) {
+  return garray::bench::guarded_main("bench_progress", argc, argv, bench_main);
 }

@@ -51,7 +51,7 @@ std::vector<double> timed(MPI_Comm comm, int reps, int warmup, Body&& body) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int bench_main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   int rc = 0;
   {
@@ -187,4 +187,8 @@ int main(int argc, char** argv) {
   }
   MPI_Finalize();
   return rc;
+}
+
+int main(int argc, char** argv) {
+  return garray::bench::guarded_main("bench_redistribute", argc, argv, bench_main);
 }

@@ -124,7 +124,13 @@ bool parse_options(int argc, char** argv, int rank, Options& opt) {
     for (const auto& arg : size_args) {
       std::stringstream ss(arg);
       for (std::string tok; std::getline(ss, tok, ',');)
-        if (!tok.empty()) opt.sizes.push_back(gb::parse_bytes(tok));
+        if (!tok.empty()) {
+          try {
+            opt.sizes.push_back(gb::parse_bytes(tok));
+          } catch (const std::exception& e) {
+            throw std::invalid_argument(std::string("--sizes: ") + e.what());
+          }
+        }
     }
   }
   if (opt.reps < 1 || opt.warmup < 0 || opt.min_rep_ms < 0) throw std::invalid_argument("bad --reps/--warmup/--min-rep-ms");

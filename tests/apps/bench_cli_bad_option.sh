@@ -33,6 +33,34 @@ for f in "$tmp"/*.rc; do
     echo "bench_cli_bad_option: pass $n (exit $rc)"
   fi
 done
+# A value the library refuses (an array of 4e9 x 4e9 doubles): a message and a non-zero exit,
+# not std::terminate. bench_halo checks it while parsing (exit 2); bench_redistribute meets it
+# when it creates the array (guarded_main: exit 1).
+for spec in "bench_halo 2" "bench_redistribute 1"; do
+  set -- $spec
+  [ -x "$dir/$1" ] || continue
+  out=$(ulimit -c 0; timeout -k 5 60 "$mpiexec" -n 1 "$dir/$1" --n 4000000000 2>&1)
+  rc=$?
+  if [ "$rc" != "$2" ] || grep -q "terminate called" <<<"$out" || ! grep -q "^$1: " <<<"$out"; then
+    echo "bench_cli_bad_option: FAIL $1 --n 4000000000: exit $rc (wanted $2 and a '$1: ' message)"
+    echo "$out" | tail -3
+    fails=$((fails + 1))
+  else
+    echo "bench_cli_bad_option: pass $1 --n 4000000000 (exit $rc)"
+  fi
+done
+# sizes beyond what the size parser takes: the option and the value named, exit 2
+if [ -x "$dir/bench_rma" ]; then
+  for v in 99999999999999999999 17179869184G; do
+    out=$(ulimit -c 0; timeout -k 5 60 "$mpiexec" -n 1 "$dir/bench_rma" --sizes "$v" 2>&1)
+    rc=$?
+    if [ "$rc" != 2 ] || ! grep -q -- "--sizes: size '$v' is too large" <<<"$out"; then
+      echo "bench_cli_bad_option: FAIL bench_rma --sizes $v: exit $rc"; echo "$out" | tail -3; fails=$((fails + 1))
+    else
+      echo "bench_cli_bad_option: pass bench_rma --sizes $v"
+    fi
+  done
+fi
 if [ "$count" -lt 5 ]; then echo "bench_cli_bad_option: FAIL only $count bench binaries in $dir"; exit 1; fi
 if [ "$fails" = 0 ]; then echo "bench_cli_bad_option: all pass"; exit 0; fi
 exit 1
