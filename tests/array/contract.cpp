@@ -195,8 +195,9 @@ TEST_CASE_TEMPLATE("every pair of atomic operations racing on the same elements 
   }
 }
 
-TEST_CASE_TEMPLATE("replicated copies stay bitwise identical while rounding accumulates and puts race", T,
-                   float, double, std::complex<float>) {
+TEST_CASE_TEMPLATE(
+    "replicated copies stay bitwise identical while rounding accumulates, puts and scatters race", T, float,
+    double, std::complex<float>) {
   // Floating-point sums depend on their order, and a put's winner on the order of the puts:
   // the copies are identical only if every copy receives all ranks' writes in one order.
   garray::Context ctx;
@@ -208,10 +209,17 @@ TEST_CASE_TEMPLATE("replicated copies stay bitwise identical while rounding accu
     const double mag = it % 3 == 0 ? 1e7 : it % 3 == 1 ? 1e-3 : 0.7;
     const T v = static_cast<T>((me + 1) * 0.1 * mag * (it % 2 ? 1.0 : -1.0));
     const Index k = it % n;
-    switch (it % 4) {
+    switch (it % 5) {
       case 0:
         a.accumulate(idx[range(k, k + 1)], std::span<const T>(&v, 1));
         break;
+      case 3: {  // index-list writes race too (a repeated index: the last one wins, in every copy)
+        const std::array<Shape<1>, 3> at{Shape<1>{n + k}, Shape<1>{n + (k + 1) % n}, Shape<1>{n + k}};
+        const std::array<T, 3> w{static_cast<T>(me * 100000 + it), static_cast<T>(-me - 1),
+                                 static_cast<T>(me * 7 + 1)};
+        a.scatter(std::span<const Shape<1>>(at), std::span<const T>(w));
+        break;
+      }
       case 1: {
         const Shape<1> at{k};
         a.scatter_acc(std::span<const Shape<1>>(&at, 1), std::span<const T>(&v, 1));
@@ -269,6 +277,48 @@ TEST_CASE("read_inc tickets stay unique while accumulates hit the same counter")
                     "MPI_Allgather");
   std::sort(all.begin(), all.end());
   CHECK(std::adjacent_find(all.begin(), all.end()) == all.end());
+}
+
+// semantics.md "Errors": out of memory is the one failure that is not a garray::Error. The
+// rank whose allocation failed gets std::bad_alloc unchanged; the others throw what they
+// throw for any error of that rank at that point (CollectiveMismatch before the handshake,
+// nothing created; CollectiveFailure after it), naming it; nobody waits.
+TEST_CASE(
+    "out of memory on one rank: std::bad_alloc there, the others CollectiveMismatch or CollectiveFailure") {
+  garray::Context ctx;
+  const int p = ctx.size(), victim = p - 1;
+  garray::GlobalArray<double, 2> a(ctx, {6, 5});
+  garray::iota(a, 0.0, 1.0);
+  struct Case {
+    const char* point;
+    bool after_handshake;
+  };
+  for (const Case c : {Case{"create.validate", false}, Case{"allgather.read", true}}) {
+    INFO("point := " << c.point);
+    const auto created = ctx.stats().arrays_created;
+    if (ctx.rank() == victim) garray::testing::arm_fault(c.point, 0, /*bad_alloc=*/true);
+    std::string msg;
+    const Got g = outcome(
+        [&] {
+          if (c.after_handshake)
+            (void)garray::allgather(a);
+          else
+            garray::GlobalArray<double, 2> b(ctx, {4, 4});
+        },
+        &msg);
+    CHECK_FALSE(garray::testing::fault_armed());
+    garray::testing::disarm_fault();
+    CAPTURE(msg);
+    if (ctx.rank() == victim) {
+      CHECK(g == Got::other);
+      CHECK(msg == std::bad_alloc().what());
+    } else {
+      CHECK(g == (c.after_handshake ? Got::failure : Got::mismatch));
+      CHECK(msg.find("rank " + std::to_string(victim)) != std::string::npos);
+    }
+    if (!c.after_handshake) CHECK(ctx.stats().arrays_created == created);  // nothing created
+    check_context_works(ctx);
+  }
 }
 
 // ---- the failure rule: a fault on one rank at every failure point ------------------------
@@ -685,6 +735,22 @@ TEST_CASE("collectives called with an argument that differs on one rank throw on
     else a.fill(1.0);
   });
   mismatch("sync of different arrays", [&] { (odd ? b : a).sync(); });
+  // the same call on different arrays of one shape and distribution: the array is part of
+  // every collective's signature (else each rank would silently work on its own array)
+  mismatch("fill of different arrays", [&] { (odd ? b : a).fill(1.0); });
+  mismatch("view fill of different arrays", [&] { (odd ? b : a)[idx[range(1, 3)]].fill(1.0); });
+  mismatch("gather of different arrays", [&] { (void)garray::gather(odd ? b : a, 0); });
+  mismatch("allgather of different arrays", [&] { (void)garray::allgather(odd ? b : a); });
+  mismatch("redistribute of different arrays",
+           [&] { (void)garray::redistribute(odd ? b : a, garray::Distribution<2>::slab(0)); });
+  mismatch("transpose of different arrays", [&] { (void)garray::transpose(odd ? b : a, {1, 0}); });
+  {
+    garray::GlobalArray<double, 2> g2(ctx, {8, 6}, garray::Distribution<2>::blocked(), {1, 1});
+    garray::iota(g2, 7.0, 1.0);
+    const auto g2_before = elements({&g2});
+    mismatch("update_ghosts of different arrays", [&] { garray::update_ghosts(odd ? g2 : g); });
+    CHECK(elements({&g2}) == g2_before);  // (its owned elements)
+  }
   mismatch("allgather vs sync", [&] {
     if (odd) a.sync();
     else (void)garray::allgather(a);
@@ -999,6 +1065,42 @@ TEST_CASE("moved-from arrays, stale views and expressions throw instead of crash
 }
 
 // Written by an audit: every call through a stale view, not only get() and array().
+// semantics.md: views hold their context. A stale view that is the last holder of a
+// sub-context keeps it usable for the error paths (a collective through it throws on every
+// rank, joining a handshake on that context), and dropping it is the context's collective
+// teardown, on every rank.
+TEST_CASE(
+    "a stale view as the last holder of its sub-context: collectives through it throw everywhere, dropping "
+    "it tears the context down") {
+  garray::Context world;
+  std::optional<garray::View<double, 1, 1>> v;
+  {
+    const garray::Context sub = world.split(0, -world.rank());  // numbered in reverse
+    garray::GlobalArray<double, 1> a(sub, {8});
+    v.emplace(a[idx[range(0, 8)]]);
+  }  // the array and the last Context handle are gone: only the view holds the context
+  REQUIRE(v.has_value());
+  CHECK(test::all_ranks(!v->live()));
+  CHECK(v->context().size() == world.size());
+  CHECK(v->context().rank() == world.size() - 1 - world.rank());
+  for (const bool copy : {false, true}) {
+    CAPTURE(copy);
+    std::string msg;
+    const Got g = outcome(
+        [&] {
+          if (copy)
+            garray::copy(*v, *v);
+          else
+            v->fill(1.0);
+        },
+        &msg);
+    CHECK(test::all_ranks(g == Got::invalid));
+    CHECK(msg.find("destroyed, moved from or assigned to") != std::string::npos);
+  }
+  v.reset();  // the context's teardown (collective): every rank here, in the same order
+  world.barrier();
+}
+
 TEST_CASE("every operation through a view of a destroyed, moved-from or move-assigned array throws InvalidArgument naming the problem and the rank") {
   garray::Context ctx;
   int world_rank = 0;  // error messages name the rank in MPI_COMM_WORLD

@@ -2,11 +2,15 @@
 // element it mirrors (wrapped along periodic dimensions; cells outside a non-periodic
 // dimension keep their old value), for random shapes, every kind of distribution (empty
 // blocks included), ghost widths 1 and 2 (also wider than neighbours' blocks), corners.
-#include "array/movement_support.hpp"
-
+#include <chrono>
 #include <functional>
+#include <garray/runtime/fault.hpp>
+#include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
+
+#include "array/movement_support.hpp"
 
 using garray::Shape;
 
@@ -100,6 +104,46 @@ TEST_CASE("update_ghosts fills frames (faces, edges, corners) for every distribu
     for (int c = 0; c < 3; ++c) ghost_case<2>(ctx, g, ctx.size() + 6, w);
     for (int c = 0; c < 2; ++c) ghost_case<3>(ctx, g, 6, w);
   }
+}
+
+namespace {
+// The test hook below makes one rank slow inside update_ghosts, just before it fetches.
+void (*saved_hook)(std::string_view) = nullptr;
+bool slow_here = false;
+void slow_fetch_hook(std::string_view point) {
+  if (slow_here && point == "update_ghosts.fetch")
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  if (saved_hook) saved_hook(point);
+}
+}  // namespace
+
+// semantics.md: "a rank may overwrite its interior on return". The last rank is slow to
+// fetch; the others return and at once overwrite their interiors with -1 (no collective in
+// between: the library alone must order the two). The slow rank's frame must hold the old
+// values: no rank returns before every neighbour has read what it needs.
+TEST_CASE(
+    "update_ghosts: a rank may overwrite its interior on return, a slow neighbour still reads the old "
+    "values") {
+  garray::Context ctx;
+  const int p = ctx.size(), slow = p - 1;
+  const Shape<2> shape{4 * p + 1, 5};
+  garray::GlobalArray<double, 2> a(ctx, shape, garray::Distribution<2>::slab(0), {1, 1});
+  a.fill(sentinel);
+  auto ref = test::filled_reference<double, 2>(shape);
+  garray::for_each_owned(a, [&](const Shape<2>&, const Shape<2>& gi, double& v) { v = ref.at(gi); });
+  a.sync();
+  saved_hook = garray::detail::fault_hook;
+  slow_here = ctx.rank() == slow;
+  garray::detail::fault_hook = slow_fetch_hook;
+  garray::update_ghosts(a);
+  garray::detail::fault_hook = saved_hook;
+  slow_here = false;
+  if (ctx.rank() != slow)
+    garray::for_each_owned(a, [&](const Shape<2>&, const Shape<2>&, double& v) { v = -1.0; });
+  std::string why;
+  const bool ok = ctx.rank() != slow || frame_ok(a, ref, {false, false}, why);
+  CHECK_MESSAGE(test::all_ranks(ok), why);
+  a.sync();
 }
 
 TEST_CASE("update_ghosts: empty blocks, ghosts wider than neighbours and than the array") {

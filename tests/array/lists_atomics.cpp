@@ -87,6 +87,77 @@ TEST_CASE_TEMPLATE("the same with MPI's int counts lowered to a few elements: se
   }
 }
 
+// semantics.md, replicated arrays: "get/gather read the calling rank's copy; a write through
+// access() changes only that copy", and sync() does not reconcile the copies.
+TEST_CASE("replicated array: get and gather read the calling rank's copy; access() writes only that copy") {
+  garray::Context ctx;
+  const int me = ctx.rank();
+  garray::GlobalArray<std::int64_t, 1> a(ctx, {10}, garray::Distribution<1>::replicated());
+  a.fill(5);
+  {
+    auto blk = a.access();
+    for (garray::Index i = blk.lo(0); i < blk.hi(0); ++i) blk.view()[i] = 100 * me + i;
+  }
+  const std::vector<garray::Shape<1>> l{{3}, {7}, {3}, {9}};
+  const std::vector<std::int64_t> want{100 * me + 3, 100 * me + 7, 100 * me + 3, 100 * me + 9};
+  for (int pass = 0; pass < 2; ++pass) {
+    CAPTURE(pass);
+    std::vector<std::int64_t> got(l.size()), all(10);
+    a.gather(l, got);
+    CHECK(got == want);
+    a.get(garray::idx[garray::range()], std::span<std::int64_t>(all));
+    bool own = true;
+    for (garray::Index i = 0; i < 10; ++i) own = own && all[static_cast<std::size_t>(i)] == 100 * me + i;
+    CHECK(own);
+    a.sync();  // does not reconcile: the second pass reads the same
+  }
+  a.fill(1);  // a collective write: every copy
+  std::vector<std::int64_t> got(l.size());
+  a.gather(l, got);
+  CHECK(got == std::vector<std::int64_t>(l.size(), 1));
+}
+
+// semantics.md: a one-sided write is read back by its own rank at once (read your own
+// writes) and complete at its target at fence(). Index lists take their own path (one MPI
+// call per owner with an indexed datatype, or chunks of it): every rank scatters a reversed
+// list into its right neighbour's block, the first index again at the end (the last value
+// wins), gathers it back without a fence, then fences; after a barrier (no sync) the owner
+// reads its block through access(). Remote on rma and mixed windows (test_array.rma, .mixed).
+TEST_CASE("scatter: read your own writes without fence(); complete at its target at fence()") {
+  garray::Context ctx;
+  const int p = ctx.size(), me = ctx.rank();
+  const garray::Index per = 48;
+  garray::GlobalArray<std::int64_t, 1> a(ctx, {per * p});
+  a.fill(0);
+  const int to = (me + 1) % p, from = (me - 1 + p) % p;
+  const auto value = [&](int writer, garray::Index i) { return std::int64_t{1000} * (writer + 1) + i; };
+  const garray::Box<1> tb = a.box_of(to);
+  std::vector<garray::Shape<1>> list;
+  std::vector<std::int64_t> vals;
+  for (garray::Index i = tb.hi[0] - 1; i >= tb.lo[0]; --i) {
+    list.push_back({i});
+    vals.push_back(value(me, i));
+  }
+  list.push_back({tb.hi[0] - 1});
+  vals.push_back(-(me + 1));  // the repeated index: this value is the one kept
+  a.scatter(list, vals);
+  std::vector<std::int64_t> back(list.size());
+  a.gather(list, back);  // no fence in between
+  bool ok = back.back() == -(me + 1) && back.front() == -(me + 1);
+  for (std::size_t k = 1; k + 1 < list.size(); ++k) ok = ok && back[k] == vals[k];
+  CHECK(ok);
+  a.fence();
+  ctx.barrier();  // orders every rank's fence() before the reads below; completes nothing itself
+  {
+    auto blk = a.access();
+    bool mine_ok = true;
+    for (garray::Index i = blk.lo(0); i < blk.hi(0); ++i)
+      mine_ok = mine_ok && blk.view()[i] == (i == blk.hi(0) - 1 ? -(from + 1) : value(from, i));
+    CHECK(mine_ok);
+  }
+  a.sync();
+}
+
 TEST_CASE_TEMPLATE("accumulate is atomic: every rank adds into one overlapping region", T, std::int64_t, double,
                    std::complex<float>) {
   garray::Context ctx;

@@ -8,6 +8,7 @@
 #include <complex>
 #include <functional>
 
+#include "support/outcome.hpp"
 #include "support/test_support.hpp"
 
 using garray::_;
@@ -1008,6 +1009,7 @@ TEST_CASE("an unwaited get_nb is complete at wait() although other calls flushed
 // throwing. (A regression test: wait() returned normally after the failure.)
 #include <garray/runtime/fault.hpp>
 
+#include "support/outcome.hpp"
 #include "support/test_support.hpp"
 
 using garray::_;
@@ -1057,4 +1059,49 @@ TEST_CASE("a get_nb whose completion failed inside fence() reports that failure 
     garray::testing::disarm_fault();
   }  // ~Request: must neither throw nor abort
   a.sync();
+}
+
+// semantics.md (get_nb): a collective on the array first completes this rank's outstanding
+// requests on it; if that completion fails, the collective throws on every rank (the rank
+// that failed its own error, the others CollectiveFailure naming it), and the request's own
+// test() (or wait()) throws the same error once more.
+TEST_CASE(
+    "a get_nb whose completion fails inside sync() or fill(): every rank throws, test() reports it once") {
+  garray::Context ctx;
+  const int p = ctx.size(), victim = p - 1;
+  const garray::Index n = 8 * p + 5;
+  garray::GlobalArray<std::int64_t, 1> a(ctx, {n});
+  for (const bool use_fill : {false, true}) {
+    CAPTURE(use_fill);
+    {
+      auto blk = a.access();
+      for (garray::Index i = blk.lo(0); i < blk.hi(0); ++i) blk.view()[i] = i;
+    }
+    a.sync();
+    std::vector<std::int64_t> got(static_cast<std::size_t>(n), -1);
+    garray::Request r;
+    if (ctx.rank() == victim) r = a.get_nb(idx[range(_, _, -1)], std::span<std::int64_t>(got));
+    // finishers exist on rma and mixed windows (a reversed get lands through temporaries)
+    const bool finishers = test::all_ranks(ctx.rank() != victim || !r.done());
+    if (!finishers) {
+      MESSAGE("shared windows: the get is complete on return, no finisher to fail");
+      r.wait();
+      continue;
+    }
+    if (ctx.rank() == victim) garray::testing::arm_fault("request.finisher");
+    std::string msg;
+    const test::Got g = test::outcome([&] { use_fill ? a.fill(3) : a.sync(); }, &msg);
+    garray::testing::disarm_fault();
+    CAPTURE(msg);
+    if (ctx.rank() == victim) {
+      CHECK(g == test::Got::injected);
+      CHECK(r.done());
+      CHECK_THROWS_AS((void)r.test(), garray::testing::InjectedFault);  // remembered, reported once more
+      CHECK(r.test());
+    } else {
+      CHECK(g == test::Got::failure);
+      CHECK(msg.find("rank " + std::to_string(victim)) != std::string::npos);
+    }
+    a.sync();  // the context and the array work afterwards
+  }
 }
