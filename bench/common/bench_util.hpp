@@ -58,20 +58,25 @@ inline bool parse_command_line(int argc, char** argv, const boost::program_optio
   }
 }
 
-/// A benchmark's main: runs `body`; an exception that escapes it (a library error, thrown on
-/// every rank for collective calls, e.g. an array too large for --n) is printed as "NAME:
-/// what" on the ranks that got it, MPI is finalised if the body left it running, and the exit
-/// code is 1, instead of std::terminate.
+/// A benchmark's main: runs `body`; an exception that escapes it (a library error, e.g. an
+/// array too large for --n) is printed as "NAME: what" on the ranks that got it instead of
+/// reaching std::terminate. With one rank MPI is then finalised and the exit code is 1; with
+/// several the job is aborted (MPI_Abort, code 1): the other ranks may not have thrown (an
+/// allocation that failed on rank 0 only) and would wait for this one forever.
 inline int guarded_main(std::string_view name, int argc, char** argv, int (*body)(int, char**)) {
   try {
     return body(argc, argv);
   } catch (const std::exception& e) {
-    std::cerr << name << ": " << e.what() << '\n';
+    std::cerr << name << ": " << e.what() << std::endl;
   }
-  int init = 0, fin = 0;
+  int init = 0, fin = 0, size = 1;
   MPI_Initialized(&init);
   MPI_Finalized(&fin);
-  if (init && !fin) MPI_Finalize();
+  if (init && !fin) {
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (size > 1) MPI_Abort(MPI_COMM_WORLD, 1);
+    MPI_Finalize();
+  }
   return 1;
 }
 

@@ -211,9 +211,6 @@ struct NodeOverride {
   bool cyclic = false;
 };
 
-// Parses one rank's GARRAY_NODE_RANKS and GARRAY_RANK_ORDER (the latter only if `order` is
-// not given by the caller) and agrees on both with one allreduce, so a bad or differing
-// value throws the same InvalidArgument on every rank.
 // `values` (values_by_rank) if the ranks differ, else the text of `same...`.
 template <class... Same>
 std::string either(const std::string& values, const Same&... same) {
@@ -223,6 +220,9 @@ std::string either(const std::string& values, const Same&... same) {
   return s;
 }
 
+// Parses one rank's GARRAY_NODE_RANKS and GARRAY_RANK_ORDER (the latter only if `order` is
+// not given by the caller) and agrees on both with one allreduce, so a bad or differing
+// value throws the same InvalidArgument on every rank.
 NodeOverride agree_placement(MPI_Comm comm, std::optional<RankOrder>& order) {
   NodeOverride o;
   int node_code = 0;  // -1 invalid, else 2 * k + cyclic
@@ -798,24 +798,28 @@ std::string Context::describe() const {
 namespace garray::detail {
 
 std::string values_by_rank(MPI_Comm comm, const std::string& mine) {
-  constexpr std::size_t width = 128;
+  // Each rank: a hash of its whole value (compared), then its first `shown` characters.
+  constexpr std::size_t shown = 120, width = sizeof(std::uint64_t) + shown;
   int size = 1;
   MPI_Comm_size(comm, &size);
-  std::string buf = mine.substr(0, width);
-  buf.resize(width, '\0');
+  std::string buf(width, '\0');
+  const std::uint64_t h = hash_string(mine);
+  std::memcpy(buf.data(), &h, sizeof h);
+  mine.copy(buf.data() + sizeof h, std::min(mine.size(), shown));
   std::string all(width * static_cast<std::size_t>(size), '\0');
   if (MPI_Allgather(buf.data(), static_cast<int>(width), MPI_CHAR, all.data(), static_cast<int>(width),
                     MPI_CHAR, comm) != MPI_SUCCESS)
     return "";  // an error message is being built: report what is known
+  auto hash_of = [&](int r) { return all.substr(static_cast<std::size_t>(r) * width, sizeof h); };
   auto value = [&](int r) {
-    std::string v = all.substr(static_cast<std::size_t>(r) * width, width);
-    return v.substr(0, v.find('\0'));
+    std::string v = all.substr(static_cast<std::size_t>(r) * width + sizeof h, shown);
+    v = v.substr(0, v.find('\0'));
+    return v.size() == shown ? v + "..." : v;
   };
-  const std::string first = value(0);
-  std::string out = "rank 0: '" + first + "'";
+  std::string out = "rank 0: '" + value(0) + "'";
   int listed = 0;
   for (int r = 1; r < size; ++r) {
-    if (value(r) == first) continue;
+    if (hash_of(r) == hash_of(0)) continue;
     if (++listed > 8) {
       out += ", ...";
       break;

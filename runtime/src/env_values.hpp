@@ -8,7 +8,7 @@
 
 namespace garray::detail {
 
-/// "rank 0: 'a', rank 1: 'b', ..." (each rank's `mine`, at most 128 characters of it; the
+/// "rank 0: 'a', rank 1: 'b', ..." (each rank's `mine`, its first 120 characters; the
 /// first 8 ranks whose value differs from rank 0's are listed after rank 0's, then "..."), or
 /// "" if every rank passed the same. **Collective** over comm (error paths only: one
 /// allgather).

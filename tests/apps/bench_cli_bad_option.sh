@@ -49,6 +49,18 @@ for spec in "bench_halo 2" "bench_redistribute 1"; do
     echo "bench_cli_bad_option: pass $1 --n 4000000000 (exit $rc)"
   fi
 done
+# ... at np 2 the job is aborted after the message (another rank might not have thrown):
+# a non-zero exit, no hang, no std::terminate
+if [ -x "$dir/bench_redistribute" ]; then
+  out=$(ulimit -c 0; timeout -k 5 60 "$mpiexec" -n 2 "$dir/bench_redistribute" --n 4000000000 2>&1)
+  rc=$?
+  if [ "$rc" = 0 ] || [ "$rc" -ge 124 ] || grep -q "terminate called" <<<"$out" || ! grep -q "^bench_redistribute: " <<<"$out"; then
+    echo "bench_cli_bad_option: FAIL bench_redistribute --n 4000000000 at np 2: exit $rc"; echo "$out" | tail -3
+    fails=$((fails + 1))
+  else
+    echo "bench_cli_bad_option: pass bench_redistribute --n 4000000000 at np 2 (exit $rc)"
+  fi
+fi
 # sizes beyond what the size parser takes: the option and the value named, exit 2
 if [ -x "$dir/bench_rma" ]; then
   for v in 99999999999999999999 17179869184G; do

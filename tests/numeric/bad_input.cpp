@@ -141,6 +141,12 @@ TEST_CASE("a stale view on one rank only: every rank throws, nobody waits, nothi
   expect([&] { garray::place(v, b[idx[range(0, 3)]] > 1.0, b[idx[range(0, 3)]]); });
   expect([&] { garray::place(b[idx[range(0, 3)]], b[idx[range(0, 3)]] > 1.0, v); });
   expect([&] { garray::put(b[idx[range(0, 3)]], ix, v); });  // stale values
+  // integer fill_random checks its bounds; the stale view must still reach the handshake
+  garray::GlobalArray<std::int64_t, 2> ia(ctx, {5, 6});
+  auto iv = ia[idx[range(1, 4)]];
+  std::optional<garray::GlobalArray<std::int64_t, 2>> imoved;
+  if (ctx.rank() == 0) imoved.emplace(std::move(ia));
+  expect([&] { garray::fill_random(iv, 3, std::int64_t{0}, std::int64_t{9}); });
   // Nothing was written, and the context still works.
   A2& live = ctx.rank() == 0 ? *moved : a;
   CHECK(garray::sum(live) == 0.0);
@@ -170,7 +176,7 @@ TEST_CASE("an argument bad on one rank only (gemm, arange, linspace, eye): that 
   CHECK(garray::sum(garray::eye<double>(ctx, 3, 3)) == 3.0);  // the context still works
   garray::GlobalArray<std::int32_t, 1> ri(ctx, {10});
   ri.fill(3);
-  check("fill_random", "need lo < hi",
+  check("fill_random", "lo < hi",
         [&] { garray::fill_random(ri, 1, std::int32_t{odd ? 5 : 0}, std::int32_t{5}); });
   CHECK(garray::sum(ri) == 30);  // nothing written
 }
@@ -183,6 +189,14 @@ TEST_CASE("fill_random of integers: lo >= hi is NumPy's ValueError, the full int
     std::string msg;
     CHECK(test::outcome([&] { garray::fill_random(a, 1, lo, hi); }, &msg) == test::Got::invalid);
     CHECK(msg.find("lo < hi") != std::string::npos);
+  }
+  // floating bounds for integer elements: the integers they convert to (0 and 0 here), and
+  // values beyond int64 or not finite, are refused too
+  for (const auto& [lo, hi] :
+       {std::pair<double, double>{0.2, 0.9}, {0.0, 1e19}, {0.0, HUGE_VAL}, {NAN, 3.0}}) {
+    CAPTURE(lo);
+    CAPTURE(hi);
+    CHECK(test::outcome([&] { garray::fill_random(a, 1, lo, hi); }) == test::Got::invalid);
   }
   CHECK(garray::sum(a) == 7000);  // nothing written
   // hi - lo does not fit in int64: computed modulo 2^64, not overflowed (UBSan checks)

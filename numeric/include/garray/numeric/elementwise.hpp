@@ -90,12 +90,14 @@ std::string describe_expr(std::uint64_t out_id, const E&) {
 }
 
 /// Steps 1-2 of an assignment (validation, handshake); the rest runs in run_assign.
+/// `invalid`: an error the caller's own argument checks found on this rank, carried by the
+/// handshake (prepare).
 template <class T, std::size_t N, std::size_t M, class E>
-void setup_assign(Plan<M>& p, const View<T, N, M>& out, const E& e) {
+void setup_assign(Plan<M>& p, const View<T, N, M>& out, const E& e, std::exception_ptr invalid = nullptr) {
   static_assert(E::rank <= static_cast<int>(M),
                 "garray: the expression has more dimensions than the output view (it cannot broadcast to it)");
   set_driver(p, out, true);
-  prepare(p, e, describe_expr(out.live() ? out.array().id() : 0, e));
+  prepare(p, e, describe_expr(out.live() ? out.array().id() : 0, e), std::move(invalid));
 }
 
 /// Steps 3-7: plan, fetch, bind the output, `body()` (execute), then the closing agreement
@@ -202,11 +204,11 @@ template <class X>
 inline constexpr bool evaluate_first = can_throw_in_eval<expr_t<X>> && (expr_t<X>::rank >= 1);
 
 template <class O, Operand X>
-void assign_salted(O&& out_, const X& x, std::uint64_t salt);
+void assign_salted(O&& out_, const X& x, std::uint64_t salt, std::exception_ptr invalid = nullptr);
 template <class O, Operand X>
-void assign_fused(O&& out_, const X& x, std::uint64_t salt);
+void assign_fused(O&& out_, const X& x, std::uint64_t salt, std::exception_ptr invalid = nullptr);
 template <class O, class F>
-void generate_salted(O&& out_, F f, std::uint64_t salt);
+void generate_salted(O&& out_, F f, std::uint64_t salt, std::exception_ptr invalid = nullptr);
 }  // namespace detail
 
 /// out = expr, owner-computes, one fused pass. **Collective over out's context.** Complete on
@@ -226,18 +228,19 @@ void assign(O&& out_, const X& x) {
 
 namespace detail {
 /// assign() with `salt` (arguments that are not part of the expression: iota's start and
-/// step, fill_random's seed) folded into the collective signature.
+/// step, fill_random's seed) folded into the collective signature, and `invalid` (the
+/// caller's own argument check failed on this rank) carried by its handshake.
 template <class O, Operand X>
-void assign_salted(O&& out_, const X& x, std::uint64_t salt) {
+void assign_salted(O&& out_, const X& x, std::uint64_t salt, std::exception_ptr invalid) {
   if constexpr (evaluate_first<X>)
-    assign_fused(std::forward<O>(out_), eval(x), salt);
+    assign_fused(std::forward<O>(out_), eval(x), salt, std::move(invalid));
   else
-    assign_fused(std::forward<O>(out_), x, salt);
+    assign_fused(std::forward<O>(out_), x, salt, std::move(invalid));
 }
 
 /// assign_salted's one fused pass (eval's too: no detour through a temporary).
 template <class O, Operand X>
-void assign_fused(O&& out_, const X& x, std::uint64_t salt) {
+void assign_fused(O&& out_, const X& x, std::uint64_t salt, std::exception_ptr invalid) {
   const auto out = out_view(out_);
   using V = std::remove_cvref_t<decltype(out)>;
   using T = typename V::value_type;
@@ -246,7 +249,7 @@ void assign_fused(O&& out_, const X& x, std::uint64_t salt) {
   Plan<M> p;
   p.what = "garray::assign";
   p.salt = salt;
-  setup_assign(p, out, e);
+  setup_assign(p, out, e, std::move(invalid));
   run_assign(p, out, e, [&] {
     const bool restrict_ok = !p.pointwise;
     execute(p, e, false, false, [&](auto& bt, const RowPos& pos, Index n) {
@@ -689,10 +692,10 @@ void generate(O&& out_, F f) {
 
 namespace detail {
 template <class O, class F>
-void generate_salted(O&& out_, F f, std::uint64_t salt) {
+void generate_salted(O&& out_, F f, std::uint64_t salt, std::exception_ptr invalid) {
   const auto out = out_view(out_);
   constexpr std::size_t M = std::remove_cvref_t<decltype(out)>::dims;
-  assign_salted(out, index_expr<M>(std::move(f)), salt);
+  assign_salted(out, index_expr<M>(std::move(f)), salt, std::move(invalid));
 }
 }  // namespace detail
 
@@ -747,47 +750,57 @@ constexpr std::uint64_t splitmix64(std::uint64_t z) noexcept {
 /// Fills the view with pseudo-random numbers uniform in [lo, hi) (integers: lo..hi-1) that
 /// depend only on `seed` and the element's row-major position in the view: the same numbers
 /// for any rank count and distribution. **Collective**, as assign (every rank passes the same
-/// seed, lo, hi): on return out is written and visible everywhere. Integer elements need
+/// seed, lo, hi): on return out is written and visible everywhere. Integer elements draw from
+/// the integers lo and hi convert to, which must be finite values within int64 with
 /// lo < hi (NumPy's "low >= high"): else InvalidArgument on the ranks that passed such
-/// bounds, CollectiveMismatch on the others, nothing written.
+/// bounds, CollectiveMismatch on the others, carried by the assignment's own handshake;
+/// nothing written.
 template <class O, class S = double>
 void fill_random(O&& out_, std::uint64_t seed, S lo = S{0}, S hi = S{1}) {
   const auto out = detail::out_view(out_);
   using V = std::remove_cvref_t<decltype(out)>;
   using T = typename V::value_type;
-  if constexpr (std::is_integral_v<T>) {  // one more handshake, carrying a bad range from any rank
-    constexpr const char* what = "garray::fill_random";
-    const bool bad = !(lo < hi);
-    const std::exception_ptr err =
-        bad ? std::make_exception_ptr(InvalidArgument(
-                  detail::message(what, ": integer elements need lo < hi (lo ", lo, ", hi ", hi, ")")))
-            : nullptr;
-    detail::agree_signature(out.array().context().comm(), detail::hash_string(what), what, what, err);
-  }
-  constexpr std::size_t M = V::dims;
-  const Shape<M> rs = row_major_strides(out.shape());
-  const std::uint64_t key = detail::splitmix64(seed);
   const std::uint64_t salt = detail::value_hash(
       detail::value_hash(detail::hash_mix(detail::hash_string("fill_random"), seed), lo), hi);
+  std::int64_t ilo = 0, ihi = 0;
+  std::exception_ptr invalid;
+  if constexpr (std::is_integral_v<T>) {
+    // the bounds as the integers drawn from (a double beyond int64 does not convert)
+    const auto to_int = [](S v, std::int64_t& out) {
+      if constexpr (std::is_floating_point_v<S>) {
+        if (!(v >= -0x1p63 && v < 0x1p63)) return false;
+      } else if constexpr (std::is_unsigned_v<S>) {
+        if (v > static_cast<S>(std::numeric_limits<std::int64_t>::max())) return false;
+      }
+      out = static_cast<std::int64_t>(v);
+      return true;
+    };
+    if (!to_int(lo, ilo) || !to_int(hi, ihi) || !(ilo < ihi))
+      invalid = std::make_exception_ptr(InvalidArgument(detail::message(
+          "garray::fill_random", ": integer elements need integer bounds lo < hi within int64 (lo ", lo,
+          ", hi ", hi, ")")));
+  }
   detail::generate_salted(
       out,
-      [rs, key, lo, hi](const Shape<M>& i) {
+      [rs = row_major_strides(out.shape()), key = detail::splitmix64(seed), lo, hi, ilo,
+       ihi](const Shape<V::dims>& i) {
         Index pos = 0;
-        for (std::size_t d = 0; d < M; ++d) pos += i[d] * rs[d];
+        for (std::size_t d = 0; d < V::dims; ++d) pos += i[d] * rs[d];
         const std::uint64_t h = detail::splitmix64(key ^ detail::splitmix64(static_cast<std::uint64_t>(pos)));
         if constexpr (std::is_integral_v<T>) {
-          // modulo 2^64: no overflow for any lo < hi (INT64_MIN, INT64_MAX included)
-          const std::uint64_t span = static_cast<std::uint64_t>(static_cast<std::int64_t>(hi)) -
-                                     static_cast<std::uint64_t>(static_cast<std::int64_t>(lo));
-          return static_cast<T>(static_cast<std::int64_t>(
-              static_cast<std::uint64_t>(static_cast<std::int64_t>(lo)) + (span ? h % span : 0)));
+          // modulo 2^64: no overflow for any ilo < ihi (INT64_MIN, INT64_MAX included)
+          const std::uint64_t span = static_cast<std::uint64_t>(ihi) - static_cast<std::uint64_t>(ilo);
+          return static_cast<T>(
+              static_cast<std::int64_t>(static_cast<std::uint64_t>(ilo) + (span ? h % span : 0)));
         } else {
+          (void)ilo;
+          (void)ihi;
           const double u = static_cast<double>(h >> 11) * 0x1.0p-53;
           return static_cast<T>(static_cast<double>(lo) +
                                 (static_cast<double>(hi) - static_cast<double>(lo)) * u);
         }
       },
-      salt);
+      salt, std::move(invalid));
 }
 
 /// Calls f(x) or f(x, i) for every element x (a T&) of the view that this rank owns, with i
