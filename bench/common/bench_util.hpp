@@ -49,10 +49,7 @@ inline bool parse_command_line(int argc, char** argv, const boost::program_optio
     po::notify(vm);
     if (check && vm.count("help") == 0) check();
     return true;
-  } catch (const po::error& e) {
-    std::cerr << name << ": " << e.what() << " (see --help)\n";
-    return false;
-  } catch (const std::exception& e) {  // a library check inside `check` (resolve(), ...)
+  } catch (const std::exception& e) {  // po::error, or a library check inside `check` (resolve(), ...)
     std::cerr << name << ": " << e.what() << " (see --help)\n";
     return false;
   }

@@ -211,15 +211,6 @@ struct NodeOverride {
   bool cyclic = false;
 };
 
-// `values` (values_by_rank) if the ranks differ, else the text of `same...`.
-template <class... Same>
-std::string either(const std::string& values, const Same&... same) {
-  if (!values.empty()) return values;
-  std::string s;
-  ((s += same), ...);
-  return s;
-}
-
 // Parses one rank's GARRAY_NODE_RANKS and GARRAY_RANK_ORDER (the latter only if `order` is
 // not given by the caller) and agrees on both with one allreduce, so a bad or differing
 // value throws the same InvalidArgument on every rank.
@@ -252,15 +243,13 @@ NodeOverride agree_placement(MPI_Comm comm, std::optional<RankOrder>& order) {
     raise<InvalidArgument>(
         "Context: GARRAY_NODE_RANKS must be the same on every rank: a positive integer k, "
         "optionally followed by ',cyclic' (",
-        either(values_by_rank(comm, env ? env : "(unset)"), "every rank: '", env ? env : "", "'"), ")");
+        values_by_rank(comm, env ? env : "(unset)"), ")");
   if (out[2] != -out[3] || -out[3] < 0) {
     if (order)
       raise<InvalidArgument>("Context: the ranks passed different rank orders (",
                              values_by_rank(comm, std::string(to_string(*order))), ")");
     raise<InvalidArgument>("Context: GARRAY_RANK_ORDER must be the same on every rank, 'given' or 'node' (",
-                           either(values_by_rank(comm, order_env ? order_env : "(unset)"), "every rank: '",
-                                  order_env ? order_env : "", "'"),
-                           ")");
+                           values_by_rank(comm, order_env ? order_env : "(unset)"), ")");
   }
   order = order_code == 1 ? RankOrder::node : RankOrder::given;
   o.k = node_code / 2;
@@ -350,7 +339,7 @@ WindowKind choose_kind(MPI_Comm comm, MPI_Comm node, int size, int* serial) {
     const std::string values = values_by_rank(comm, std::string(want));  // collective: every rank is here
     if (-out[1] < 0)
       raise<InvalidArgument>("Context: GARRAY_WINDOW must be auto, shared, mixed or rma on every rank (",
-                             either(values, "every rank: '", want, "'"), ")");
+                             values, ")");
     raise<InvalidArgument>("Context: GARRAY_WINDOW must ask for the same window kind on every rank (", values,
                            "; auto means shared on one node)");
   }
@@ -826,7 +815,7 @@ std::string values_by_rank(MPI_Comm comm, const std::string& mine) {
     }
     out += ", rank " + std::to_string(r) + ": '" + value(r) + "'";
   }
-  return listed == 0 ? "" : out;
+  return listed == 0 ? "every rank: '" + value(0) + "'" : out;
 }
 
 }  // namespace garray::detail

@@ -10,7 +10,7 @@ namespace garray::detail {
 
 /// "rank 0: 'a', rank 1: 'b', ..." (each rank's `mine`, its first 120 characters; the
 /// first 8 ranks whose value differs from rank 0's are listed after rank 0's, then "..."), or
-/// "" if every rank passed the same. **Collective** over comm (error paths only: one
+/// "every rank: 'a'" if every rank passed the same. **Collective** over comm (error paths only: one
 /// allgather).
 std::string values_by_rank(MPI_Comm comm, const std::string& mine);
 

@@ -1,19 +1,21 @@
-#include <algorithm>
-#include <cctype>
-#include <cstdlib>
-#include <deque>
+#include <garray/runtime/window_cache.hpp>
+
 #include <garray/runtime/context.hpp>
 #include <garray/runtime/error.hpp>
 #include <garray/runtime/fault.hpp>
 #include <garray/runtime/window.hpp>
-#include <garray/runtime/window_cache.hpp>
-#include <limits>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <deque>
 #include <list>
+#include <unordered_map>
+#include <vector>
+#include <limits>
 #include <sstream>
 #include <string_view>
 #include <type_traits>
-#include <unordered_map>
-#include <vector>
 
 #include "env_values.hpp"
 
@@ -186,9 +188,8 @@ WindowCache::Impl::Impl(MPI_Comm comm, Stats& stats) : comm_(comm), stats_(&stat
   // The environment may differ per rank: every rank throws if any rank cannot parse it.
   if (!detail::all_ok(comm_, problem.empty())) {
     // every rank is here: name each rank's problem (ranks without one: "")
-    const std::string by_rank = detail::values_by_rank(comm_, problem);
     detail::raise<InvalidArgument>("garray::Context: a GARRAY_CACHE_* variable is malformed (",
-                                   by_rank.empty() ? problem : by_rank, ")");
+                                   detail::values_by_rank(comm_, problem), ")");
   }
 }
 
