@@ -5,6 +5,7 @@
 // all of them to its reference; each rank executes only its own. Puts come from one writer
 // per round (overlapping puts from different ranks have no defined winner); accumulates come
 // from everyone (integer-valued, so any order gives the exact same sum).
+#include <algorithm>
 #include <complex>
 #include <functional>
 
@@ -920,6 +921,109 @@ TEST_CASE("a one-sided transfer failing after some pieces were issued completes 
       a.get(idx[all], std::span<std::int64_t>(all_of));
       a.sync();
     }
+}
+
+// The same promise for index lists (gather, scatter, scatter_acc): one MPI call per owner,
+// with an indexed target type and the values packed into a temporary that finish() unpacks
+// (gather) or that MPI reads (scatter, scatter_acc). The test-only fault point `list.issued`
+// fails rank 0's call after its k-th owner's MPI call (k = 2 where there are two: abandon()'s
+// several-targets branch). A gather's buffer holds only rank 0's own entries when it throws
+// (read directly; the others are unpacked only when the call finishes) and stays so; a scatter or scatter_acc
+// changed exactly the blocks whose call was issued (rank 0's own block first: stored directly by a scatter,
+// an MPI call for scatter_acc), each whole. The list is a random permutation of every element, so each
+// owner's call carries its entries out of order. rma windows only.
+TEST_CASE("an index-list operation failing after some pieces were issued completes them before it throws") {
+  garray::Context ctx;
+  const int p = ctx.size(), me = ctx.rank();
+  const garray::Index per = 613;
+  garray::GlobalArray<std::int64_t, 1> a(ctx, {per * p});
+  if (a.window_kind() != garray::WindowKind::rma || p < 2) {
+    MESSAGE("needs rma windows and two ranks (GARRAY_WINDOW=rma)");
+    return;
+  }
+  test::Rng g(test::shared_seed());
+  std::vector<garray::Shape<1>> list(static_cast<std::size_t>(per * p));
+  for (std::size_t j = 0; j < list.size(); ++j) list[j] = {static_cast<garray::Index>(j)};
+  std::shuffle(list.begin(), list.end(), g);
+  enum class Mode { gather, scatter, scatter_acc };
+  for (const Mode m : {Mode::gather, Mode::scatter, Mode::scatter_acc}) {
+    CAPTURE(static_cast<int>(m));
+    {
+      auto blk = a.access();
+      for (garray::Index i = blk.lo(0); i < blk.hi(0); ++i) blk.view()[i] = 3 * i;
+    }
+    a.sync();
+    const int mpi_owners = m == Mode::scatter_acc ? p : p - 1;  // the own block is direct for the others
+    const int k = std::min(2, mpi_owners);
+    // values[j] for list[j]: scatter stores -(element) - 1, scatter_acc adds 2 * 5
+    std::vector<std::int64_t> values(list.size()), got(list.size(), -1);
+    for (std::size_t j = 0; j < list.size(); ++j) values[j] = m == Mode::scatter ? -list[j][0] - 1 : 5;
+    bool threw = true;
+    std::vector<std::int64_t> snapshot;
+    if (me == 0) {
+      garray::testing::arm_fault("list.issued", k - 1);
+      threw = false;
+      try {
+        switch (m) {
+          case Mode::gather:
+            a.gather(list, std::span<std::int64_t>(got));
+            break;
+          case Mode::scatter:
+            a.scatter(list, std::span<const std::int64_t>(values));
+            break;
+          case Mode::scatter_acc:
+            a.scatter_acc(list, std::span<const std::int64_t>(values), 2);
+            break;
+        }
+      } catch (const garray::testing::InjectedFault&) {
+        threw = true;
+      }
+      garray::testing::disarm_fault();
+      snapshot = got;  // at once, before any other MPI call
+    }
+    a.sync();
+    CHECK(test::all_ranks(threw));
+    if (m == Mode::gather) {
+      if (me == 0) {
+        bool untouched = true;  // but rank 0's own entries, read directly (first, in rank order)
+        for (std::size_t j = 0; j < list.size(); ++j) {
+          const garray::Index e = list[j][0];
+          untouched = untouched && snapshot[j] == (e < per ? 3 * e : -1);
+        }
+        CHECK(untouched);
+        CHECK(got == snapshot);  // nothing landed after the throw
+      }
+    } else {
+      bool whole = true;
+      int changed = 0;
+      {
+        auto blk = a.access();
+        garray::Index hit = 0;
+        for (garray::Index i = blk.lo(0); i < blk.hi(0); ++i)
+          hit += blk.view()[i] == (m == Mode::scatter ? -i - 1 : 3 * i + 10) ? 1 : 0;
+        whole = hit == 0 || hit == per;
+        changed = hit == per ? 1 : 0;
+        // the blocks changed are the first ones in rank order
+        const int first_unchanged = m == Mode::scatter ? k + 1 : k;
+        whole = whole && changed == (me < first_unchanged ? 1 : 0);
+      }
+      MPI_Allreduce(MPI_IN_PLACE, &changed, 1, MPI_INT, MPI_SUM, ctx.comm());
+      CHECK(test::all_ranks(whole));
+      CHECK(changed == (m == Mode::scatter ? std::min(k + 1, p) : k));
+    }
+    a.sync();  // the array works on: a gather reads what the blocks hold
+    std::vector<std::int64_t> all_of(list.size());
+    a.gather(list, std::span<std::int64_t>(all_of));
+    bool same = true;
+    for (std::size_t j = 0; j < list.size(); ++j) {
+      const garray::Index e = list[j][0];
+      const bool hit =
+          m == Mode::scatter ? all_of[j] == -e - 1 : m == Mode::scatter_acc && all_of[j] == 3 * e + 10;
+      same = same && (hit || all_of[j] == 3 * e);
+    }
+    CHECK(test::all_ranks(same));
+    a.sync();
+  }
 }
 
 // MPICH completes a get_nb by a flush_local finisher (no request-based RMA there); other

@@ -460,6 +460,9 @@ class RmaTransport {
         rc = MPI_Accumulate(data + b, cnt, elem, r, 0, 1, tt, MPI_SUM, w_.win());
       MPI_Type_free(&tt);
       check_mpi(rc, C == ListOp::gather ? "MPI_Get" : C == ListOp::scatter ? "MPI_Put" : "MPI_Accumulate");
+      // Tests only: as transfer.issued, for index lists (abandon() completes this call's
+      // operations before buf goes; a gather's values never reach the caller's buffer)
+      detail::fault_point("list.issued");
     }
   }
 
