@@ -1377,6 +1377,7 @@ TEST_CASE("an operation through a stale view names that operation") {
   names("garray::copy", [&] { garray::copy(b.view(), *v); });
   names("garray::assign", [&] { garray::assign(b, *v + 1.0); });
   names("garray::sum", [&] { (void)garray::sum(b + *v); });
+  names("::operator[]", [&] { (void)(*v)[idx[0]]; });  // a view of the stale view
   CHECK(garray::sum(b) == 42.0);  // nothing written
 }
 

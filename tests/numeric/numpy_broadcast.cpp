@@ -198,10 +198,14 @@ TEST_CASE("shapes that do not broadcast throw SizeMismatch on every rank, nothin
   auto c = garray::zeros<double>(ctx, garray::Shape<2>{2, 4});
   auto out = garray::full<double>(ctx, garray::Shape<2>{1, 4}, 7.0);
   const std::string msg = test::message_of<garray::SizeMismatch>([&] { (void)garray::eval(a + b); });
-  CHECK(test::contains(msg, "does not broadcast"));
+  CHECK(test::contains(msg, "operand 2 (array #"));
+  CHECK(test::contains(msg, "has shape [3], which does not broadcast to the expression's shape [3, 4]"));
   CHECK_THROWS_AS(a = c, garray::SizeMismatch);
   CHECK_THROWS_AS(a += b, garray::SizeMismatch);
   CHECK_THROWS_AS(out = a, garray::SizeMismatch);  // NumPy: non-broadcastable output operand
+  // ... an expression into it: the shape named is the output's
+  const std::string out_msg = test::message_of<garray::SizeMismatch>([&] { out = a * 2.0; });
+  CHECK(test::contains(out_msg, "has shape [3, 4], which does not broadcast to the output's shape [1, 4]"));
   CHECK_THROWS_AS((void)garray::sum(a * c), garray::SizeMismatch);
   CHECK(garray::sum(a) == 12.0);
   CHECK(garray::sum(out) == 28.0);

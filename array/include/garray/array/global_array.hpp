@@ -84,6 +84,7 @@ enum class Call {
   window_kind,
   box_of,
   layout_of,
+  slice,  // operator[]: making a view
   count_
 };
 }  // namespace detail

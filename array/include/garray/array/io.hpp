@@ -403,12 +403,11 @@ struct DatasetInfo {
 
 namespace detail {
 
-/// The communicator io's handshakes run on: the file's context (the array's when the file's
-/// context is the empty one). A rank whose array is stale joins there, so it meets the
-/// others also when the array lives on another context (an error they report there).
-inline MPI_Comm handshake_comm(const Group& loc, const Context& array_context) noexcept {
-  return loc.context().valid() ? loc.context().comm() : array_context.comm();
-}
+/// The communicator io's handshakes run on: the file's context (a File can only be opened
+/// on a valid one, and an empty Group keeps it). A rank whose array is stale joins there, so
+/// it meets the others also when the array lives on another context (an error they report
+/// there).
+inline MPI_Comm handshake_comm(const Group& loc) noexcept { return loc.context().comm(); }
 
 /// The largest number of dimensions garray_io is compiled for.
 inline constexpr std::size_t max_rank = 4;
@@ -446,7 +445,7 @@ template <Element T, std::size_t N>
 void write(const Group& loc, const std::string& name, GlobalArray<T, N>& a, const WriteOptions& o = {}) {
   static_assert(N <= detail::max_rank, "garray::io: arrays of 1-4 dimensions (compiled into garray_io)");
   // moved from on this rank only: joins the handshake on the file's context
-  garray::detail::join_if_stale_on(detail::handshake_comm(loc, a.context()), "garray::io::write", a.view());
+  garray::detail::join_if_stale_on(detail::handshake_comm(loc), "garray::io::write", a.view());
   detail::write_section(loc, name, a, Section<N>::full(a.shape()), true, o,
                         detail::call_name("write", type_name<T>(), N));
 }
@@ -460,7 +459,7 @@ template <Element T, std::size_t N, std::size_t M>
 void write(const Group& loc, const std::string& name, const View<T, N, M>& v, const WriteOptions& o = {}) {
   static_assert(M >= 1, "garray::io::write: a 0-d view is a value, not a dataset");
   static_assert(N <= detail::max_rank, "garray::io: arrays of 1-4 dimensions (compiled into garray_io)");
-  garray::detail::join_if_stale_on(detail::handshake_comm(loc, v.context()), "garray::io::write", v);
+  garray::detail::join_if_stale_on(detail::handshake_comm(loc), "garray::io::write", v);
   detail::write_section(loc, name, v.array(), v.section(), false, o, detail::call_name("write", type_name<T>(), N));
 }
 
@@ -473,7 +472,7 @@ template <Element T, std::size_t N>
 void read(const Group& loc, const std::string& name, GlobalArray<T, N>& a, const ReadOptions& o = {}) {
   static_assert(N <= detail::max_rank, "garray::io: arrays of 1-4 dimensions (compiled into garray_io)");
   // moved from on this rank only: joins the handshake on the file's context
-  garray::detail::join_if_stale_on(detail::handshake_comm(loc, a.context()), "garray::io::read", a.view());
+  garray::detail::join_if_stale_on(detail::handshake_comm(loc), "garray::io::read", a.view());
   detail::read_section(loc, name, a, Section<N>::full(a.shape()), std::nullopt, {}, o,
                        detail::call_name("read", type_name<T>(), N));
 }
@@ -485,7 +484,7 @@ template <Element T, std::size_t N, std::size_t M>
 void read(const Group& loc, const std::string& name, const View<T, N, M>& v, const ReadOptions& o = {}) {
   static_assert(M >= 1, "garray::io::read: a 0-d view is a value, not a dataset");
   static_assert(N <= detail::max_rank, "garray::io: arrays of 1-4 dimensions (compiled into garray_io)");
-  garray::detail::join_if_stale_on(detail::handshake_comm(loc, v.context()), "garray::io::read", v);
+  garray::detail::join_if_stale_on(detail::handshake_comm(loc), "garray::io::read", v);
   detail::read_section(loc, name, v.array(), v.section(), std::nullopt, {}, o,
                        detail::call_name("read", type_name<T>(), N));
 }
@@ -502,7 +501,7 @@ void read(const Group& loc, const std::string& name, const Slice<K, MS>& file_sl
   static_assert(N <= detail::max_rank, "garray::io: arrays of 1-4 dimensions (compiled into garray_io)");
   const std::string what = detail::call_name("read", type_name<T>(), N);
   // before the first collective below
-  garray::detail::join_if_stale_on(detail::handshake_comm(loc, v.context()), what, v);
+  garray::detail::join_if_stale_on(detail::handshake_comm(loc), what, v);
   // The dataset's shape, to normalise the slice: a small collective query of its own.
   const std::vector<Index> fshape = detail::dataset_shape<T>(loc, name, K, what);
   detail::FileSel sel;

@@ -135,7 +135,7 @@ class View {
   /// rank throw InvalidArgument and the others CollectiveMismatch instead of waiting.
   View(array_type& a, const Section<N>& s) : a_(&a), sec_(s), alive_(a.liveness()) {
     if (s.rank() != M) [[unlikely]]
-      detail::view_rank_mismatch(detail::ArrayAccess::name<array_type>(detail::Call::get), s.rank(), M);
+      detail::view_rank_mismatch(detail::ArrayAccess::name<array_type>(detail::Call::slice), s.rank(), M);
   }
 
   /// Local. Another view of the same selection (views are cheap handles).
@@ -190,7 +190,8 @@ class View {
   template <std::size_t K, std::size_t M2>
   View<T, N, M2 + (M - K)> operator[](const Slice<K, M2>& s) const {
     static_assert(K <= M, "garray: too many indices for the view's number of dimensions");
-    return {array(), compose(sec_, s, detail::ArrayAccess::name<array_type>(detail::Call::get))};
+    const std::string_view what = detail::ArrayAccess::name<array_type>(detail::Call::slice);
+    return {array(what), compose(sec_, s, what)};
   }
 
   /// Local. The base-array index of view position `k` (not bounds-checked).
@@ -529,7 +530,7 @@ void fill(const View<T, N, M>& v, const std::type_identity_t<T>& value) {
 template <Element T, std::size_t N>
 template <std::size_t K, std::size_t M>
 View<T, N, selection_rank<N, K, M>> GlobalArray<T, N>::operator[](const Slice<K, M>& s) {
-  return {*this, select(s, detail::Call::get)};
+  return {*this, select(s, detail::Call::slice)};
 }
 
 template <Element T, std::size_t N>

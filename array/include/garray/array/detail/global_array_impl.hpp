@@ -348,9 +348,9 @@ template <Element T, std::size_t N>
 std::string_view GlobalArray<T, N>::name(detail::Call c) {
   static const auto names = [] {
     const std::string prefix = "GlobalArray<" + std::string(type_name<T>()) + "," + std::to_string(N) + ">::";
-    const char* ops[] = {"create",   "get",  "put",  "accumulate", "gather", "scatter", "scatter_acc",
-                         "read_inc", "fill", "sync", "owner",      "access", "fence",    "window_kind",
-                         "box_of",   "layout_of"};
+    const char* ops[] = {"create",      "get",         "put",    "accumulate", "gather",    "scatter",
+                         "scatter_acc", "read_inc",    "fill",   "sync",       "owner",     "access",
+                         "fence",       "window_kind", "box_of", "layout_of",  "operator[]"};
     static_assert(std::size(ops) == static_cast<std::size_t>(detail::Call::count_), "a name per Call");
     std::array<std::string, static_cast<std::size_t>(detail::Call::count_)> n;
     for (std::size_t i = 0; i < n.size(); ++i) n[i] = prefix + ops[i];

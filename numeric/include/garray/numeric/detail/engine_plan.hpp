@@ -72,6 +72,11 @@ struct Plan {
     syncs.push_back([&a] { detail::ArrayAccess::window(a).memory_sync_noexcept(); });
   }
 
+  /// What `shape` is, for messages: an assignment's output, or a free expression's shape.
+  const char* shape_name() const noexcept {
+    return has_out ? "the output's shape" : "the expression's shape";
+  }
+
   /// Output section overlap class of a leaf of the output's array: 0 none, 1 identical, 2 other.
   template <std::size_t N>
   int overlap_with_out(std::uint64_t id, const Section<N>& s) const {
@@ -251,8 +256,9 @@ void validate(Plan<M>& p, const E& e) {
             p.what, ": operand ", k, " (", array_label(a.id()),
             ") lives on a different context (process group) than the output/first operand");
       if (!broadcasts_to(leaf.v.shape(), p.shape))
-        raise<SizeMismatch>(p.what, ": operand ", k, " has shape ", shape_str(leaf.v.shape()),
-                            ", which does not broadcast to the expression's shape ", shape_str(p.shape));
+        raise<SizeMismatch>(p.what, ": operand ", k, " (", array_label(a.id()), ") has shape ",
+                            shape_str(leaf.v.shape()), ", which does not broadcast to ", p.shape_name(), " ",
+                            shape_str(p.shape));
       const auto& s = leaf.v.section();
       p.sig = hash_mix(p.sig, a.id());
       for (std::size_t d = 0; d < s.start.size(); ++d)
@@ -263,7 +269,7 @@ void validate(Plan<M>& p, const E& e) {
     } else if constexpr (requires { leaf.strides; }) {
       if (!broadcasts_to(leaf.shape, p.shape))
         raise<SizeMismatch>(p.what, ": local operand ", k, " has shape ", shape_str(leaf.shape),
-                            ", which does not broadcast to the expression's shape ", shape_str(p.shape));
+                            ", which does not broadcast to ", p.shape_name(), " ", shape_str(p.shape));
       // Its shape is an argument (local() asks for the same array on every rank; only its
       // values are not checked): ranks passing different shapes would plan differently.
       p.sig = hash_mix(p.sig, k);
