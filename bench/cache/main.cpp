@@ -88,6 +88,14 @@ struct Options {
   std::string csv;
 };
 
+// Part 3's bounded shapes: the 2-d shapes {a, b} with bounded_lo <= a*b < 2*bounded_lo.
+constexpr Index bounded_lo = 12288;
+long bounded_shape_count() {
+  long n = 0;
+  for (Index a = 1; a < 2 * bounded_lo; ++a) n += (2 * bounded_lo - 1) / a - (bounded_lo + a - 1) / a + 1;
+  return n;
+}
+
 bool parse_options(int argc, char** argv, int rank, Options& o) {
   std::string depths = "0,1,2,3";
   po::options_description desc("bench_cache: array cache, create/destroy pairs and the numpy-style laplace\nOptions");
@@ -108,7 +116,7 @@ bool parse_options(int argc, char** argv, int rank, Options& o) {
       ("no-pairs", "skip part 1")                                                                //
       ("no-laplace", "skip part 2")                                                              //
       ("shapes", po::value<long>(&o.shapes)->default_value(o.shapes),
-       "part 3: create+destroy pairs of distinct 1-d shapes {i+1} (0: skip)")  //
+       "part 3: create+destroy pairs of distinct shapes (see --shape-kind; 0: skip)")  //
       ("shapes-depth", po::value<int>(&o.shapes_depth)->default_value(o.shapes_depth),
        "part 3: cache depth (-1: library default / GARRAY_CACHE_DEPTH)")  //
       ("shape-kind", po::value<std::string>(&o.shape_kind)->default_value(o.shape_kind),
@@ -150,6 +158,12 @@ bool parse_options(int argc, char** argv, int rank, Options& o) {
   if (o.shapes < 0 || o.block < 1 || o.window < o.block || (o.shapes > 0 && o.shapes < 2L * o.window))
     throw po::error("bad --shapes/--block/--window (need block <= window, shapes >= 2 window)");
   if (o.shape_kind != "bounded" && o.shape_kind != "grow") throw po::error("bad --shape-kind");
+  if (o.shapes_depth < -1)
+    throw po::error("--shapes-depth: at least 0, or -1 for the default (got " +
+                    std::to_string(o.shapes_depth) + ")");
+  if (o.shape_kind == "bounded" && o.shapes > bounded_shape_count())  // before parts 1 and 2 run
+    throw po::error("--shapes: at most " + std::to_string(bounded_shape_count()) + " bounded shapes (got " +
+                    std::to_string(o.shapes) + ")");
   return true;
 }
 
@@ -512,11 +526,10 @@ bool bench_laplace(const Options& o, gb::CsvWriter& csv) {
 // Distinct 2-d shapes {a, b} with lo <= a*b < 2*lo, in an order fixed by a seed (the same
 // on every rank), so sizes are spread alike over the run.
 std::vector<garray::Shape<2>> bounded_shapes(long n) {
-  constexpr Index lo = 12288;
   std::vector<garray::Shape<2>> v;
-  for (Index a = 1; a < 2 * lo; ++a)
-    for (Index b = (lo + a - 1) / a; a * b < 2 * lo; ++b) v.push_back({a, b});
-  if (static_cast<long>(v.size()) < n)
+  for (Index a = 1; a < 2 * bounded_lo; ++a)
+    for (Index b = (bounded_lo + a - 1) / a; a * b < 2 * bounded_lo; ++b) v.push_back({a, b});
+  if (static_cast<long>(v.size()) < n)  // parse_options() refused that already
     throw std::invalid_argument("--shapes: at most " + std::to_string(v.size()) + " bounded shapes");
   std::mt19937_64 rng(12);
   std::shuffle(v.begin(), v.end(), rng);

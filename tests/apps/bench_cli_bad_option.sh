@@ -74,6 +74,20 @@ if [ -x "$dir/bench_rma" ]; then
     fi
   done
 fi
+# bench_cache's part 3 options are checked with the others, before parts 1-2 run (a bad
+# --shapes used to surface after minutes of them; --shapes-depth -2 ran as the default)
+if [ -x "$dir/bench_cache" ]; then
+  for spec in "--shapes-depth -2|--shapes-depth: at least 0" "--shapes 999999999|--shapes: at most"; do
+    args=${spec%%|*} want=${spec#*|}
+    out=$(ulimit -c 0; timeout -k 5 60 "$mpiexec" -n 1 "$dir/bench_cache" $args 2>&1)
+    rc=$?
+    if [ "$rc" != 2 ] || ! grep -q -- "$want" <<<"$out"; then
+      echo "bench_cli_bad_option: FAIL bench_cache $args: exit $rc"; echo "$out" | tail -3; fails=$((fails + 1))
+    else
+      echo "bench_cli_bad_option: pass bench_cache $args"
+    fi
+  done
+fi
 if [ "$count" -lt 5 ]; then echo "bench_cli_bad_option: FAIL only $count bench binaries in $dir"; exit 1; fi
 if [ "$fails" = 0 ]; then echo "bench_cli_bad_option: all pass"; exit 0; fi
 exit 1
