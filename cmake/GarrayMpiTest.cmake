@@ -8,6 +8,8 @@
 # the extra environment (e.g. GARRAY_WINDOW=rma to exercise the MPI RMA path). ARGS go to
 # the test binary (e.g. a doctest filter). FAIL_REGEX: output matching it fails the test even
 # when every check passed (e.g. "HDF5-DIAG": an HDF5 error stack garray should have kept quiet).
+# Under MPICH, runs at more ranks than 2 also get GARRAY_TEST_YIELD_ENV (tests/CMakeLists.txt:
+# the yield-when-idle module, without which 3-4 busy-polling ranks on 2 cores take minutes).
 function(garray_add_mpi_test target)
   cmake_parse_arguments(ARG "" "VARIANT;TIMEOUT;FAIL_REGEX" "RANKS;ENV;ARGS" ${ARGN})
   if(NOT ARG_RANKS)
@@ -21,12 +23,17 @@ function(garray_add_mpi_test target)
     set(name ${target}.${ARG_VARIANT})
   endif()
   foreach(np IN LISTS ARG_RANKS)
+    set(env "${ARG_ENV}")
+    if(np GREATER 2 AND GARRAY_TEST_YIELD_ENV AND NOT env MATCHES "LD_PRELOAD")
+      list(APPEND env "${GARRAY_TEST_YIELD_ENV}")
+      add_dependencies(${target} garray_mpich_yield)  # building one test target builds the module
+    endif()
     add_test(NAME ${name}.np${np}
              COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${np} ${MPIEXEC_PREFLAGS}
                      $<TARGET_FILE:${target}> ${MPIEXEC_POSTFLAGS} ${ARG_ARGS})
     set_tests_properties(${name}.np${np} PROPERTIES
       PROCESSORS ${np} TIMEOUT ${ARG_TIMEOUT} LABELS mpi
-      ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;${ARG_ENV}")
+      ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;${env}")
     # doctest exits 0 when a -tc/-sf filter matches nothing: a renamed test case must not
     # turn its registration into a silent pass
     set(fail "\\[doctest\\] test cases: +0 \\|")

@@ -1,7 +1,7 @@
 # laplace --reproducible prints the same error= bits at np 1, 2, 3 and 4, for every variant
 # and for several process grids (issue 15). Run with cmake -P:
 #   -DMPIEXEC=... -DNPFLAG=-n -DPREFLAGS="--oversubscribe;--allow-run-as-root" -DLAPLACE=path
-#   [-DMAXNP=k: only the runs with at most k ranks (the MPICH tree: 2, as its other tests)]
+#   [-DMAXNP=k: only the runs with at most k ranks (GARRAY_TEST_RANKS' largest)]
 # Also checks (--check) that every step's error equals the serial exact reference.
 set(runs
   "1|auto" "2|auto" "2|1x2" "3|auto" "3|1x3" "4|auto" "4|4x1" "4|1x4")

@@ -13,8 +13,8 @@
 // one node, next to its shared-memory progress). This module defines that symbol, calls the
 // real one and, when it reported no event, calls sched_yield(), so a waiting rank hands its
 // core to a rank that has work. Nothing else changes: the same messages, the same order.
-// tests/CMakeLists.txt builds it only for an MPICH build and preloads it into the io tests
-// (GARRAY_TEST_MPICH_YIELD).
+// tests/CMakeLists.txt builds it only for an MPICH build and preloads it into every test run
+// at 3-4 ranks and into the io tests (GARRAY_TEST_MPICH_YIELD).
 #include <dlfcn.h>
 #include <sched.h>
 
