@@ -526,3 +526,61 @@ TEST_CASE("complex cumprod: empty blocks before the data change no bit (1+0i is 
   }
   CHECK(test::all_ranks(same));
 }
+
+// docs/user-guide.md "Porting NumPy": an integer scalar that the integer type an operation
+// computes in cannot hold is an error (NumPy 2 raises OverflowError: "Python integer
+// 3000000000 out of bounds for int32"); C++'s conversion would wrap it silently. Comparisons
+// with such a scalar are exact (NumPy 2 too), true division converts it to double. The check
+// runs inside the call's handshake: every rank throws, nothing is written, also when only one
+// rank's scalar is out of range (a mismatch there).
+TEST_CASE("an integer scalar out of the operation's integer type throws; comparisons with it are exact") {
+  garray::Context ctx;
+  const int me = ctx.rank();
+  const Index n = 7;
+  garray::GlobalArray<std::int32_t, 1> a(ctx, {n}), out(ctx, {n});
+  garray::iota(a, std::int32_t{-3}, std::int32_t{1});  // -3..3
+  out.fill(11);
+  const long big = 3000000000L, limit = std::numeric_limits<std::int32_t>::max();
+  const auto unchanged = [&] { return garray::sum(out) == 11 * n; };
+  std::string m;
+  CHECK(test::outcome([&] { out = a + big; }, &m) == test::Got::invalid);
+  CHECK(test::contains(m, "scalar operand 2 (3000000000) is out of range for int32"));
+  CHECK(unchanged());
+  CHECK(test::outcome([&] { out = big * a; }, &m) == test::Got::invalid);
+  CHECK(test::contains(m, "scalar operand 1 (3000000000) is out of range for int32"));
+  CHECK(test::outcome([&] { out = garray::pow(a, big); }, &m) == test::Got::invalid);
+  CHECK(test::outcome([&] { out = garray::max(a, big); }, &m) == test::Got::invalid);
+  CHECK(test::outcome([&] { out = garray::where(a > 0, a, big); }, &m) == test::Got::invalid);
+  CHECK(test::outcome([&] { out += big; }, &m) == test::Got::invalid);
+  CHECK(test::outcome([&] { (void)garray::sum(a - big); }, &m) == test::Got::invalid);
+  CHECK(test::outcome([&] { (void)garray::eval(a + big); }, &m) == test::Got::invalid);
+  // an unsigned 64-bit scalar beyond int64 against an int64 array
+  garray::GlobalArray<std::int64_t, 1> a64(ctx, {n});
+  a64.fill(1);
+  CHECK(test::outcome([&] { (void)garray::sum(a64 + std::numeric_limits<std::uint64_t>::max()); }, &m) ==
+        test::Got::invalid);
+  CHECK(test::contains(m, "out of range for int64"));
+  CHECK(unchanged());
+  // in range: the edge of int32, and any int64 scalar with an int64 array
+  out = a + (limit - 3);  // -3 + limit - 3 .. limit: no wrap
+  CHECK(out.get(garray::idx[n - 1]) == limit);
+  CHECK(garray::sum(a64 + big) == n * (big + 1));
+  // comparisons are exact, true division converts to double
+  const auto count = [](const auto& cond) { return garray::sum(garray::cast<std::int64_t>(cond)); };
+  CHECK(count(a < big) == n);  // NumPy 1.24 and 2: all True (a wrapped scalar: all False)
+  CHECK(count(a > -big) == n);
+  CHECK(count(a == big) == 0);
+  CHECK(count(a != -big) == n);
+  CHECK(count(big > a) == n);
+  CHECK(count(a >= 2) == 2);  // in range: as before
+  auto q = garray::eval(a / big);
+  CHECK(q.get(garray::idx[n - 1]) == doctest::Approx(3.0 / 3e9));
+  // out of range on one rank only: a mismatch, every rank throws, nothing written
+  if (ctx.size() > 1) {
+    out.fill(11);
+    const long mine = me == 0 ? big : 5;
+    const test::Got g = test::outcome([&] { out = a + mine; }, &m);
+    CHECK(test::all_ranks(g == (me == 0 ? test::Got::invalid : test::Got::mismatch)));
+    CHECK(unchanged());
+  }
+}

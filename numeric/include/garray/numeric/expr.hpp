@@ -525,6 +525,9 @@ struct ScalarLeaf : detail::ExprTag {
   static constexpr int rank = detail::scalar_rank;  ///< -1: broadcasts to any shape
   static constexpr bool needs_coords = false;      ///< no leaf below needs element indices
   S s;                                             ///< the value
+  /// The integer type an operation converts this integer scalar to and that cannot hold it
+  /// ("int32" for `int32_array + 3000000000`), else null: validate() throws InvalidArgument.
+  const char* overflows = nullptr;
   /// Local. A leaf holding `value`.
   explicit ScalarLeaf(S value) : s(value) {}
   /// Local. Calls f(leaf) for every leaf of the tree, left to right: here f(*this).
@@ -578,6 +581,33 @@ constexpr int join_rank() {
 
 // ---- interior nodes ------------------------------------------------------------------------
 
+namespace detail {
+/// The type operation node Op converts its operands to: P for ops::Promoted<Op, P> (double
+/// for an integer division: true division), void for the others.
+template <class Op>
+struct converts_to {
+  using type = void;
+};
+template <class Op, class P>
+struct converts_to<ops::Promoted<Op, P>> {
+  using type = std::conditional_t<std::is_same_v<Op, ops::Div> && std::is_integral_v<P>, double, P>;
+};
+/// Marks operand node `x` when it is an integer scalar that the integer type P, which the
+/// node above converts it to, cannot hold (NumPy 2 raises OverflowError for a Python int
+/// out of the array type's bounds; a C++ conversion would wrap). validate() reports it
+/// inside the call's handshake. Other operands and types: nothing.
+template <class P, class L>
+constexpr void note_scalar_range(L& x) noexcept {
+  if constexpr (requires { x.overflows; }) {  // a ScalarLeaf
+    using S = std::remove_cvref_t<decltype(x.s)>;
+    if constexpr (std::is_integral_v<S> && !std::is_same_v<S, bool> && std::is_integral_v<P> &&
+                  !std::is_same_v<P, bool>)
+      if (!std::in_range<P>(x.s))
+        x.overflows = sizeof(P) == 4 ? "int32" : sizeof(P) == 8 ? "int64" : "the integer type";
+  }
+}
+}  // namespace detail
+
 /// Op applied to every element of the operand node `A` (-a, abs(a), cast<U>(a), ...).
 /// Built by the operators and functions below; a plain value, evaluated only when assigned.
 template <class Op, class A>
@@ -607,8 +637,13 @@ struct BinaryExpr : detail::ExprTag {
   static constexpr bool needs_coords = A::needs_coords || B::needs_coords;  ///< an operand needs element indices
   A a;  ///< the left operand node
   B b;  ///< the right operand node
-  /// Local. The node over operands `x` and `y` (no data moves).
-  BinaryExpr(A x, B y) : a(std::move(x)), b(std::move(y)) {}
+  /// Local. The node over operands `x` and `y` (no data moves). An integer scalar operand
+  /// out of the range of the integer type Op computes in is marked (validate() throws).
+  BinaryExpr(A x, B y) : a(std::move(x)), b(std::move(y)) {
+    using P = typename detail::converts_to<Op>::type;
+    detail::note_scalar_range<P>(a);
+    detail::note_scalar_range<P>(b);
+  }
   /// Local. Calls f(leaf) for every leaf of the tree, left to right.
   template <class F>
   void for_each_leaf(F&& f) const {
@@ -631,8 +666,12 @@ struct WhereExpr : detail::ExprTag {
   C c;  ///< the condition node
   A a;  ///< the node chosen where c is true
   B b;  ///< the node chosen where c is false
-  /// Local. The node over `x` ? `y` : `z` (no data moves).
-  WhereExpr(C x, A y, B z) : c(std::move(x)), a(std::move(y)), b(std::move(z)) {}
+  /// Local. The node over `x` ? `y` : `z` (no data moves). An integer scalar `y` or `z`
+  /// out of value_type's range is marked (validate() throws).
+  WhereExpr(C x, A y, B z) : c(std::move(x)), a(std::move(y)), b(std::move(z)) {
+    detail::note_scalar_range<value_type>(a);
+    detail::note_scalar_range<value_type>(b);
+  }
   /// Local. Calls f(leaf) for every leaf of the tree, left to right.
   template <class F>
   void for_each_leaf(F&& f) const {
@@ -704,9 +743,22 @@ namespace detail {
 template <class A, class B>
 using operands_promote_t = promote_t<typename expr_t<A>::value_type, typename expr_t<B>::value_type,
                                      expr_t<A>::rank == scalar_rank, expr_t<B>::rank == scalar_rank>;
-/// The node operation of `a op b`: op on both operands promoted as NumPy does.
+/// Op is a comparison (bool result).
+template <class Op>
+inline constexpr bool is_comparison =
+    std::is_same_v<Op, ops::Lt> || std::is_same_v<Op, ops::Le> || std::is_same_v<Op, ops::Gt> ||
+    std::is_same_v<Op, ops::Ge> || std::is_same_v<Op, ops::Eq> || std::is_same_v<Op, ops::Ne>;
+/// The type `a op b` computes in: NumPy's promotion, except that a comparison of an integer
+/// operand with an integer scalar compares in int64, exactly (NumPy 2: `int32_array <
+/// 3000000000` is true everywhere; converting the scalar to int32 would wrap it).
 template <class Op, class A, class B>
-using promoted_op = ops::Promoted<Op, operands_promote_t<A, B>>;
+using compute_t = std::conditional_t<
+    is_comparison<Op> && (expr_t<A>::rank == scalar_rank || expr_t<B>::rank == scalar_rank) &&
+        kind_of<typename expr_t<A>::value_type>() == 1 && kind_of<typename expr_t<B>::value_type>() == 1,
+    std::int64_t, operands_promote_t<A, B>>;
+/// The node operation of `a op b`: op on both operands converted to compute_t.
+template <class Op, class A, class B>
+using promoted_op = ops::Promoted<Op, compute_t<Op, A, B>>;
 /// `a op b` computes in bool (both operands bool): NumPy refuses `-` there.
 template <class A, class B>
 concept bool_op = (std::is_same_v<operands_promote_t<A, B>, bool>);

@@ -277,6 +277,12 @@ void validate(Plan<M>& p, const E& e) {
     } else if constexpr (requires { leaf.s; }) {
       // Scalars are arguments too: every rank must pass the same value.
       using S = std::remove_cvref_t<decltype(leaf.s)>;
+      if constexpr (std::is_integral_v<S>)
+        if (leaf.overflows)
+          raise<InvalidArgument>(p.what, ": scalar operand ", k, " (", +leaf.s, ") is out of range for ",
+                                 leaf.overflows,
+                                 ", the type the operation computes in (NumPy 2 raises "
+                                 "OverflowError; cast the array operand to a wider type first)");
       if constexpr (std::is_trivially_copyable_v<S>) p.sig = value_hash(hash_mix(p.sig, k), leaf.s);
     }
     // A functor (generate) is identified by its type (the expression's typeid): its bytes
