@@ -199,6 +199,21 @@ TEST_CASE("fill_random of integers: lo >= hi is NumPy's ValueError, the full int
     CHECK(test::outcome([&] { garray::fill_random(a, 1, lo, hi); }) == test::Got::invalid);
   }
   CHECK(garray::sum(a) == 7000);  // nothing written
+  {  // int32 elements: bounds beyond int32 wrapped the values drawn (NumPy raises ValueError)
+    garray::GlobalArray<std::int32_t, 1> b(ctx, {100});
+    b.fill(7);
+    std::string msg;
+    CHECK(test::outcome([&] { garray::fill_random(b, 1, std::int64_t{0}, std::int64_t{5000000000}); },
+                        &msg) == test::Got::invalid);
+    CHECK(msg.find("within int32") != std::string::npos);
+    CHECK(test::outcome([&] { garray::fill_random(b, 1, std::int64_t{-3000000000}, std::int64_t{0}); }) ==
+          test::Got::invalid);
+    CHECK(garray::sum(b) == 700);
+    const auto top = std::int64_t{std::numeric_limits<std::int32_t>::max()};
+    garray::fill_random(b, 2, top - 1, top + 1);  // hi is exclusive: INT32_MAX is the last value
+    CHECK(garray::min(b) >= top - 1);
+    CHECK(garray::max(b) == top);
+  }
   // hi - lo does not fit in int64: computed modulo 2^64, not overflowed (UBSan checks)
   const auto lo = std::numeric_limits<std::int64_t>::min(), hi = std::numeric_limits<std::int64_t>::max();
   garray::fill_random(a, 3, lo, hi);

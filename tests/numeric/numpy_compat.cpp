@@ -543,17 +543,27 @@ TEST_CASE("an integer scalar out of the operation's integer type throws; compari
   const long big = 3000000000L, limit = std::numeric_limits<std::int32_t>::max();
   const auto unchanged = [&] { return garray::sum(out) == 11 * n; };
   std::string m;
-  CHECK(test::outcome([&] { out = a + big; }, &m) == test::Got::invalid);
-  CHECK(test::contains(m, "scalar operand 2 (3000000000) is out of range for int32"));
+  // each names the scalar and the type (pow would throw for the wrapped, negative exponent
+  // too: the message tells the two apart)
+  const auto refused = [&](const char* what, const char* part, auto&& f) {
+    INFO("what := " << std::string(what));
+    CHECK(test::outcome(f, &m) == test::Got::invalid);
+    CHECK(test::contains(m, part));
+  };
+  const char* msg2 = "scalar operand 2 (3000000000) is out of range for int32";
+  refused("a + big", msg2, [&] { out = a + big; });
   CHECK(unchanged());
-  CHECK(test::outcome([&] { out = big * a; }, &m) == test::Got::invalid);
-  CHECK(test::contains(m, "scalar operand 1 (3000000000) is out of range for int32"));
-  CHECK(test::outcome([&] { out = garray::pow(a, big); }, &m) == test::Got::invalid);
-  CHECK(test::outcome([&] { out = garray::max(a, big); }, &m) == test::Got::invalid);
-  CHECK(test::outcome([&] { out = garray::where(a > 0, a, big); }, &m) == test::Got::invalid);
-  CHECK(test::outcome([&] { out += big; }, &m) == test::Got::invalid);
-  CHECK(test::outcome([&] { (void)garray::sum(a - big); }, &m) == test::Got::invalid);
-  CHECK(test::outcome([&] { (void)garray::eval(a + big); }, &m) == test::Got::invalid);
+  refused("big * a", "scalar operand 1 (3000000000) is out of range for int32", [&] { out = big * a; });
+  refused("pow", msg2, [&] { out = garray::pow(a, big); });
+  refused("max", msg2, [&] { out = garray::max(a, big); });
+  refused("where", "scalar operand 4 (3000000000) is out of range for int32",
+          [&] { out = garray::where(a > 0, a, big); });
+  refused("+=", msg2, [&] { out += big; });
+  refused("view -=", msg2, [&] { out[garray::idx[garray::range(1, 3)]] -= big; });
+  refused("sum", msg2, [&] { (void)garray::sum(a - big); });
+  refused("eval", msg2, [&] { (void)garray::eval(a + big); });
+  refused("nested", "scalar operand 3 (-3000000000) is out of range for int32",
+          [&] { out = (a + 1) * -big; });
   // an unsigned 64-bit scalar beyond int64 against an int64 array
   garray::GlobalArray<std::int64_t, 1> a64(ctx, {n});
   a64.fill(1);
@@ -561,6 +571,9 @@ TEST_CASE("an integer scalar out of the operation's integer type throws; compari
         test::Got::invalid);
   CHECK(test::contains(m, "out of range for int64"));
   CHECK(unchanged());
+  // a char scalar is an integer too (it fits)
+  out = a + 'a';
+  CHECK(out.get(garray::idx[0]) == 'a' - 3);
   // in range: the edge of int32, and any int64 scalar with an int64 array
   out = a + (limit - 3);  // -3 + limit - 3 .. limit: no wrap
   CHECK(out.get(garray::idx[n - 1]) == limit);
@@ -573,8 +586,15 @@ TEST_CASE("an integer scalar out of the operation's integer type throws; compari
   CHECK(count(a != -big) == n);
   CHECK(count(big > a) == n);
   CHECK(count(a >= 2) == 2);  // in range: as before
-  auto q = garray::eval(a / big);
-  CHECK(q.get(garray::idx[n - 1]) == doctest::Approx(3.0 / 3e9));
+  CHECK(count(a == 'a') == 0);  // a char scalar compares by value too
+  // unsigned 64-bit values compare by value, also above INT64_MAX: -3..3 as uint64 is
+  // 2^64-3, 2^64-2, 2^64-1, 0, 1, 2, 3
+  const auto u64max = std::numeric_limits<std::uint64_t>::max();
+  CHECK(count(garray::cast<std::uint64_t>(a) > 5) == 3);
+  CHECK(count(garray::cast<std::uint64_t>(a) == u64max) == 1);
+  CHECK(count(a < u64max) == n);
+  auto q = garray::eval(a / big);  // true division: the scalar as a double
+  CHECK(q.get(garray::idx[n - 1]) == 3.0 / 3000000000.0);
   // out of range on one rank only: a mismatch, every rank throws, nothing written
   if (ctx.size() > 1) {
     out.fill(11);

@@ -775,10 +775,12 @@ void fill_random(O&& out_, std::uint64_t seed, S lo = S{0}, S hi = S{1}) {
       out = static_cast<std::int64_t>(v);
       return true;
     };
-    if (!to_int(lo, ilo) || !to_int(hi, ihi) || !(ilo < ihi))
+    // ... and every value drawn, lo to hi - 1, fits T (NumPy: "high is out of bounds for int32")
+    if (!to_int(lo, ilo) || !to_int(hi, ihi) || !(ilo < ihi) || ilo < std::numeric_limits<T>::min() ||
+        ihi - 1 > std::numeric_limits<T>::max())
       invalid = std::make_exception_ptr(InvalidArgument(detail::message(
-          "garray::fill_random", ": integer elements need integer bounds lo < hi within int64 (lo ", lo,
-          ", hi ", hi, ")")));
+          "garray::fill_random", ": integer elements need integer bounds lo < hi with lo and hi - 1 within ",
+          type_name<T>(), " (lo ", lo, ", hi ", hi, ")")));
   }
   detail::generate_salted(
       out,

@@ -478,6 +478,21 @@ P complex_power(const P& a, const P& b) {
 }
 }  // namespace detail
 
+namespace detail {
+/// Promoted's P for a comparison of integer operands with an integer scalar: both compared
+/// by value, exactly, whatever their widths and signedness (compute_t).
+struct ExactInteger {};
+/// An integer value widened to the 64-bit type of its signedness (char types included,
+/// which std::cmp_less and std::in_range refuse).
+template <class X>
+constexpr auto widen(X x) noexcept {
+  if constexpr (std::is_signed_v<X>)
+    return static_cast<long long>(x);
+  else
+    return static_cast<unsigned long long>(x);
+}
+}  // namespace detail
+
 namespace ops {
 /// Op applied to both operands converted to P (NumPy's promotion); integer + - * wrap,
 /// integer powers stay integers (exact; a negative exponent throws InvalidArgument),
@@ -487,7 +502,22 @@ struct Promoted {
   /// Local. Op applied to `a` and `b` converted to P (integer division: double).
   template <class A, class B>
   constexpr auto operator()(const A& a, const B& b) const {
-    if constexpr (std::is_same_v<Op, Div> && std::is_integral_v<P>)
+    if constexpr (std::is_same_v<P, detail::ExactInteger>) {
+      const auto x = detail::widen(a);
+      const auto y = detail::widen(b);
+      if constexpr (std::is_same_v<Op, Lt>)
+        return std::cmp_less(x, y);
+      else if constexpr (std::is_same_v<Op, Le>)
+        return std::cmp_less_equal(x, y);
+      else if constexpr (std::is_same_v<Op, Gt>)
+        return std::cmp_greater(x, y);
+      else if constexpr (std::is_same_v<Op, Ge>)
+        return std::cmp_greater_equal(x, y);
+      else if constexpr (std::is_same_v<Op, Eq>)
+        return std::cmp_equal(x, y);
+      else
+        return std::cmp_not_equal(x, y);
+    } else if constexpr (std::is_same_v<Op, Div> && std::is_integral_v<P>)
       return static_cast<double>(a) / static_cast<double>(b);
     else if constexpr (std::is_same_v<Op, Pow> && std::is_integral_v<P>)
       return detail::integer_power<P>(static_cast<P>(a), static_cast<P>(b));
@@ -602,8 +632,13 @@ constexpr void note_scalar_range(L& x) noexcept {
     using S = std::remove_cvref_t<decltype(x.s)>;
     if constexpr (std::is_integral_v<S> && !std::is_same_v<S, bool> && std::is_integral_v<P> &&
                   !std::is_same_v<P, bool>)
-      if (!std::in_range<P>(x.s))
-        x.overflows = sizeof(P) == 4 ? "int32" : sizeof(P) == 8 ? "int64" : "the integer type";
+      if (!std::in_range<P>(widen(x.s)))
+        x.overflows = std::is_signed_v<P> ? (sizeof(P) == 4   ? "int32"
+                                             : sizeof(P) == 8 ? "int64"
+                                                              : "its integer type")
+                                          : (sizeof(P) == 4   ? "uint32"
+                                             : sizeof(P) == 8 ? "uint64"
+                                                              : "its integer type");
   }
 }
 }  // namespace detail
@@ -749,13 +784,13 @@ inline constexpr bool is_comparison =
     std::is_same_v<Op, ops::Lt> || std::is_same_v<Op, ops::Le> || std::is_same_v<Op, ops::Gt> ||
     std::is_same_v<Op, ops::Ge> || std::is_same_v<Op, ops::Eq> || std::is_same_v<Op, ops::Ne>;
 /// The type `a op b` computes in: NumPy's promotion, except that a comparison of an integer
-/// operand with an integer scalar compares in int64, exactly (NumPy 2: `int32_array <
-/// 3000000000` is true everywhere; converting the scalar to int32 would wrap it).
+/// operand with an integer scalar compares their values exactly (ExactInteger; NumPy 2:
+/// `int32_array < 3000000000` is true everywhere; converting the scalar to int32 would wrap).
 template <class Op, class A, class B>
 using compute_t = std::conditional_t<
     is_comparison<Op> && (expr_t<A>::rank == scalar_rank || expr_t<B>::rank == scalar_rank) &&
         kind_of<typename expr_t<A>::value_type>() == 1 && kind_of<typename expr_t<B>::value_type>() == 1,
-    std::int64_t, operands_promote_t<A, B>>;
+    ExactInteger, operands_promote_t<A, B>>;
 /// The node operation of `a op b`: op on both operands converted to compute_t.
 template <class Op, class A, class B>
 using promoted_op = ops::Promoted<Op, compute_t<Op, A, B>>;
