@@ -10,6 +10,15 @@
 # when every check passed (e.g. "HDF5-DIAG": an HDF5 error stack garray should have kept quiet).
 # Under MPICH, runs at more ranks than 2 also get GARRAY_TEST_YIELD_ENV (tests/CMakeLists.txt:
 # the yield-when-idle module, without which 3-4 busy-polling ranks on 2 cores take minutes).
+# garray_yield_env(<var> <np>): sets <var> to GARRAY_TEST_YIELD_ENV for a run at more than 2
+# ranks, else to nothing (also for launches that are not garray_add_mpi_test's).
+function(garray_yield_env var np)
+  set(${var} "" PARENT_SCOPE)
+  if(np GREATER 2)
+    set(${var} "${GARRAY_TEST_YIELD_ENV}" PARENT_SCOPE)
+  endif()
+endfunction()
+
 function(garray_add_mpi_test target)
   cmake_parse_arguments(ARG "" "VARIANT;TIMEOUT;FAIL_REGEX" "RANKS;ENV;ARGS" ${ARGN})
   if(NOT ARG_RANKS)
@@ -24,8 +33,9 @@ function(garray_add_mpi_test target)
   endif()
   foreach(np IN LISTS ARG_RANKS)
     set(env "${ARG_ENV}")
-    if(np GREATER 2 AND GARRAY_TEST_YIELD_ENV AND NOT env MATCHES "LD_PRELOAD")
-      list(APPEND env "${GARRAY_TEST_YIELD_ENV}")
+    garray_yield_env(yield ${np})
+    if(yield AND NOT env MATCHES "LD_PRELOAD")
+      list(APPEND env "${yield}")
       add_dependencies(${target} garray_mpich_yield)  # building one test target builds the module
     endif()
     add_test(NAME ${name}.np${np}

@@ -62,32 +62,27 @@ if [ -x "$dir/bench_redistribute" ]; then
     echo "bench_cli_bad_option: pass bench_redistribute --n 4000000000 at np 2 (exit $rc)"
   fi
 fi
-# sizes beyond what the size parser takes: the option and the value named, exit 2
-if [ -x "$dir/bench_rma" ]; then
-  for v in 99999999999999999999 17179869184G; do
-    out=$(ulimit -c 0; timeout -k 5 60 "$mpiexec" -n 1 "$dir/bench_rma" --sizes "$v" 2>&1)
-    rc=$?
-    if [ "$rc" != 2 ] || ! grep -q -- "--sizes: size '$v' is too large" <<<"$out"; then
-      echo "bench_cli_bad_option: FAIL bench_rma --sizes $v: exit $rc"; echo "$out" | tail -3; fails=$((fails + 1))
-    else
-      echo "bench_cli_bad_option: pass bench_rma --sizes $v"
-    fi
-  done
-fi
+# refused_at_parse BENCH WANT ARGS...: exit 2 (the option check) with WANT in the output
+refused_at_parse() {
+  local bench=$1 want=$2 out rc
+  shift 2
+  [ -x "$dir/$bench" ] || return 0
+  out=$(ulimit -c 0; timeout -k 5 60 "$mpiexec" -n 1 "$dir/$bench" "$@" 2>&1)
+  rc=$?
+  if [ "$rc" != 2 ] || ! grep -q -- "$want" <<<"$out"; then
+    echo "bench_cli_bad_option: FAIL $bench $*: exit $rc"; echo "$out" | tail -3; fails=$((fails + 1))
+  else
+    echo "bench_cli_bad_option: pass $bench $*"
+  fi
+}
+# sizes beyond what the size parser takes: the option and the value named
+for v in 99999999999999999999 17179869184G; do
+  refused_at_parse bench_rma "--sizes: size '$v' is too large" --sizes "$v"
+done
 # bench_cache's part 3 options are checked with the others, before parts 1-2 run (a bad
 # --shapes used to surface after minutes of them; --shapes-depth -2 ran as the default)
-if [ -x "$dir/bench_cache" ]; then
-  for spec in "--shapes-depth -2|--shapes-depth: at least 0" "--shapes 999999999|--shapes: at most"; do
-    args=${spec%%|*} want=${spec#*|}
-    out=$(ulimit -c 0; timeout -k 5 60 "$mpiexec" -n 1 "$dir/bench_cache" $args 2>&1)
-    rc=$?
-    if [ "$rc" != 2 ] || ! grep -q -- "$want" <<<"$out"; then
-      echo "bench_cli_bad_option: FAIL bench_cache $args: exit $rc"; echo "$out" | tail -3; fails=$((fails + 1))
-    else
-      echo "bench_cli_bad_option: pass bench_cache $args"
-    fi
-  done
-fi
+refused_at_parse bench_cache "--shapes-depth: at least 0" --shapes-depth -2
+refused_at_parse bench_cache "--shapes: at most" --shapes 999999999
 if [ "$count" -lt 5 ]; then echo "bench_cli_bad_option: FAIL only $count bench binaries in $dir"; exit 1; fi
 if [ "$fails" = 0 ]; then echo "bench_cli_bad_option: all pass"; exit 0; fi
 exit 1

@@ -783,13 +783,27 @@ template <class Op>
 inline constexpr bool is_comparison =
     std::is_same_v<Op, ops::Lt> || std::is_same_v<Op, ops::Le> || std::is_same_v<Op, ops::Gt> ||
     std::is_same_v<Op, ops::Ge> || std::is_same_v<Op, ops::Eq> || std::is_same_v<Op, ops::Ne>;
+/// A comparison of an integer operand of type X with an integer scalar of type S must compare
+/// by value (ExactInteger): X cannot hold every value of S. False for other kinds.
+template <class S, class X>
+constexpr bool exact_compare() {
+  if constexpr (kind_of<S>() != 1 || kind_of<X>() != 1)
+    return false;
+  else
+    return std::cmp_less(widen(std::numeric_limits<S>::min()), widen(std::numeric_limits<X>::min())) ||
+           std::cmp_greater(widen(std::numeric_limits<S>::max()), widen(std::numeric_limits<X>::max()));
+}
 /// The type `a op b` computes in: NumPy's promotion, except that a comparison of an integer
-/// operand with an integer scalar compares their values exactly (ExactInteger; NumPy 2:
-/// `int32_array < 3000000000` is true everywhere; converting the scalar to int32 would wrap).
+/// operand with an integer scalar whose type the operand's cannot hold compares their values
+/// exactly (ExactInteger; NumPy 2: `int32_array < 3000000000` is true everywhere; converting
+/// the scalar to int32 would wrap). `int32_array < 5` stays an int32 comparison.
 template <class Op, class A, class B>
 using compute_t = std::conditional_t<
-    is_comparison<Op> && (expr_t<A>::rank == scalar_rank || expr_t<B>::rank == scalar_rank) &&
-        kind_of<typename expr_t<A>::value_type>() == 1 && kind_of<typename expr_t<B>::value_type>() == 1,
+    is_comparison<Op> &&
+        (expr_t<A>::rank == scalar_rank
+             ? exact_compare<typename expr_t<A>::value_type, typename expr_t<B>::value_type>()
+             : expr_t<B>::rank == scalar_rank &&
+                   exact_compare<typename expr_t<B>::value_type, typename expr_t<A>::value_type>()),
     ExactInteger, operands_promote_t<A, B>>;
 /// The node operation of `a op b`: op on both operands converted to compute_t.
 template <class Op, class A, class B>
