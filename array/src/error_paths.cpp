@@ -4,8 +4,9 @@
 
 namespace garray::detail {
 
-void view_of_dead_array(std::string_view what) {
-  raise<InvalidArgument>(what, ": a view of an array that was destroyed, moved from or assigned to");
+void view_of_dead_array(std::string_view what, std::uint64_t id) {
+  raise<InvalidArgument>(what, ": a view of ", array_label(id),
+                         ", which was destroyed, moved from or assigned to");
 }
 void view_rank_mismatch(std::string_view what, std::size_t rank, std::size_t m) {
   raise<InvalidSlice>(what, ": a selection keeping ", rank, " dimensions cannot be a ", m,

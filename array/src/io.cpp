@@ -295,6 +295,11 @@ void Group::set_string_attribute(const std::string& key, std::string_view value,
   sig.add(value);
   begin(what, sig.h, where(object) + " attribute '" + key + "'", [&] {
     if (key.empty()) gd::raise<InvalidArgument>(what, ": empty attribute name");
+    // HDF5 pads a fixed-length string with NULs (NULLPAD), so a reader cannot tell a trailing
+    // NUL of the value from the padding: refused, rather than read back shorter
+    if (!value.empty() && value.back() == '\0')
+      gd::raise<InvalidArgument>(what, ": the value of attribute '", key, "' ends with a NUL byte (",
+                                 value.size(), " bytes), which an HDF5 string attribute cannot keep");
     writable(what);
   });
   gd::run_concluded(comm(), what, [&] {

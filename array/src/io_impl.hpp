@@ -945,10 +945,18 @@ V Group::value_attribute(const std::string& key, const std::string& object) cons
       else
         read_as(std::int64_t{0}, H5T_NATIVE_INT64);
     } else if constexpr (std::is_floating_point_v<V>) {
-      double x = 0;  // a float attribute (cls == H5T_FLOAT)
-      if (H5Aread(at.get(), H5T_NATIVE_DOUBLE, &x) < 0) cannot_read();
-      if (std::isfinite(x) && !std::isfinite(static_cast<V>(x))) cannot_hold(x);
-      v = static_cast<V>(x);
+      // A float attribute (cls == H5T_FLOAT), read at a width that holds it (double, or long
+      // double for a wider one: numpy's longdouble), then range-checked: HDF5's conversion to a
+      // narrower type saturates or gives inf without an error.
+      const auto read_as = [&](auto x, hid_t mem_type) {
+        if (H5Aread(at.get(), mem_type, &x) < 0) cannot_read();
+        if (std::isfinite(x) && !std::isfinite(static_cast<V>(x))) cannot_hold(x);
+        v = static_cast<V>(x);
+      };
+      if (H5Tget_size(ft.get()) > sizeof(double))
+        read_as(0.0L, H5T_NATIVE_LDOUBLE);
+      else
+        read_as(0.0, H5T_NATIVE_DOUBLE);
     }
     return v;
   });

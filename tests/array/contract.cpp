@@ -914,6 +914,60 @@ TEST_CASE("an invalid call on one rank meeting a plain collective elsewhere: eve
   check_context_works(ctx);
 }
 
+// Audit (stop 42): scatter_from's root, finding its data does not fit the shape, reported
+// that in the handshake as a failure kind of its own but skipped the broadcast of its message
+// that every other collective's handshake makes on a failure: ranks in a different collective
+// (barrier, a create, sync ...) waited in that broadcast forever. And the reverse: ranks in a
+// valid scatter_from met by one rank whose sync() failed to complete its writes skipped the
+// broadcast that rank made, leaving it unmatched.
+TEST_CASE("scatter_from whose root data does not fit, meeting another collective elsewhere: nobody waits") {
+  garray::Context ctx;
+  const int p = ctx.size(), me = ctx.rank();
+  if (p < 2) return;
+  A2 a(ctx, {4, 3});
+  boost::multi_array<double, 2> bad(boost::extents[3][3]), fits(boost::extents[5][6]), none;
+  const std::vector<std::pair<const char*, std::function<void()>>> others = {
+      {"barrier", [&] { ctx.barrier(); }},    {"agree", [&] { (void)ctx.agree(true); }},
+      {"create", [&] { A2 c(ctx, {5, 5}); }}, {"sync", [&] { a.sync(); }},
+      {"fill", [&] { a.fill(3.0); }},
+  };
+  const auto created = ctx.stats().arrays_created;
+  for (const auto& [name, call] : others) {
+    INFO("other collective := " << std::string(name));
+    std::string m;
+    const Got g = outcome(
+        [&] {
+          if (me == 0)
+            (void)garray::scatter_from(ctx, 0, bad, Shape<2>{5, 6});
+          else
+            call();
+        },
+        &m);
+    CAPTURE(m);
+    // the root cannot tell another collective from a scatter_from with another root: the
+    // disagreement is its error; the others get its message
+    CHECK(g == Got::mismatch);
+    CHECK(m.find("scatter_from") != std::string::npos);
+    CHECK(test::all_ranks(test::whole_array(a) == std::vector<double>(12, 0.0)));  // nothing written
+  }
+  CHECK(ctx.stats().arrays_created == created);
+  // the reverse: the last rank's sync() fails to complete its writes, the others are in a
+  // valid scatter_from (rank 0 the root with data that fits)
+  std::string m;
+  const Got g = outcome([&] {
+    if (me == p - 1) {
+      garray::testing::arm_fault("collective.complete");
+      a.sync();
+    } else {
+      (void)garray::scatter_from(ctx, 0, me == 0 ? fits : none, Shape<2>{5, 6});
+    }
+  });
+  garray::testing::disarm_fault();
+  CHECK(g == (me == p - 1 ? Got::injected : Got::failure));
+  CHECK(ctx.stats().arrays_created == created);
+  check_context_works(ctx);
+}
+
 TEST_CASE("arrays of two congruent contexts are different arguments of a collective") {
   garray::Context c1, c2;
   const int p = c1.size(), me = c1.rank();
@@ -968,6 +1022,20 @@ TEST_CASE("arrays of two congruent contexts are different arguments of a collect
     }
     c1.barrier();
   }
+  // A source on the same ranks numbered differently (MPI_SIMILAR: a split with the order
+  // reversed; audit, stop 42: only other groups were tested): positions would name other
+  // ranks' blocks, so InvalidArgument on every rank, nothing copied.
+  if (p >= 2) {
+    const garray::Context rev = c1.split(0, -me);
+    garray::GlobalArray<double, 1> r(rev, {6});
+    r.fill(5.0);
+    std::string m3;
+    CHECK(outcome([&] { garray::copy(dst, r); }, &m3) == Got::invalid);
+    CAPTURE(m3);
+    CHECK(m3.find("number the same ranks differently") != std::string::npos);
+    dst.get(idx[range()], std::span<double>(got));
+    CHECK(got == std::vector<double>(6, 2.0));
+  }
 }
 
 TEST_CASE("a context destroyed while some ranks unwind: nobody waits in its teardown") {
@@ -1012,6 +1080,7 @@ TEST_CASE("moved-from arrays, stale views and expressions throw instead of crash
   garray::GlobalArray<double, 2> a(ctx, {6, 4});
   auto v = a[idx[range(1, 3)]];
   auto e = a.view() * 2.0;
+  const std::string label = garray::detail::array_label(a.id());  // "array #n[ of context s]"
   garray::GlobalArray<double, 2> b(std::move(a));
   std::vector<double> buf(24);
   CHECK_THROWS_AS(a.get(idx[range()], std::span<double>(buf)), garray::InvalidArgument);
@@ -1021,6 +1090,12 @@ TEST_CASE("moved-from arrays, stale views and expressions throw instead of crash
   CHECK_THROWS_AS(a.fence(), garray::InvalidArgument);
   CHECK_THROWS_AS((void)a.access(), garray::InvalidArgument);
   CHECK_THROWS_WITH_AS((void)a.window_kind(), doctest::Contains("::window_kind: the array is empty (moved from)"),
+                       garray::InvalidArgument);
+  // the error names the array (the object that holds it now has the same id)
+  CHECK(b.id() == a.id());
+  CHECK_THROWS_WITH_AS((void)a.access(), doctest::Contains(("(moved from): " + label + " is held").c_str()),
+                       garray::InvalidArgument);
+  CHECK_THROWS_WITH_AS(a.sync(), doctest::Contains(("(moved from): " + label + " is held").c_str()),
                        garray::InvalidArgument);
   // the layout queries that take a rank or an index throw too (they read the block map:
   // with the map moved away they read empty vectors, a segfault; test written by an audit)
@@ -1043,6 +1118,36 @@ TEST_CASE("moved-from arrays, stale views and expressions throw instead of crash
   CHECK_THROWS_AS(av.get(std::span<double>(buf)), garray::InvalidArgument);
   CHECK_THROWS_AS((void)av.array(), garray::InvalidArgument);
   CHECK_FALSE(a.valid());
+  // a wrong slice or buffer too: the array being gone is the error reported (audit, stop 42:
+  // these checked the slice or the buffer's shape first and threw BoundsError/SizeMismatch)
+  boost::multi_array<double, 2> wrong(boost::extents[2][2]);
+  const std::vector<garray::Shape<2>> far(1, garray::Shape<2>{99, 0});
+  std::vector<double> one(1);
+  const std::vector<std::pair<const char*, std::function<void()>>> bad_too = {
+      {"get, index out of range", [&] { a.get(idx[99], std::span<double>(buf)); }},
+      {"put, index out of range", [&] { a.put(idx[99], std::span<const double>(buf)); }},
+      {"accumulate, index out of range", [&] { a.accumulate(idx[99], std::span<const double>(buf)); }},
+      {"get, buffer of another shape", [&] { a.get(idx[range()], wrong); }},
+      {"put, buffer of another shape", [&] { a.put(idx[range()], wrong); }},
+      {"accumulate, buffer of another shape", [&] { a.accumulate(idx[range()], wrong); }},
+      {"get_nb, index out of range", [&] { a.get_nb(idx[99], std::span<double>(buf)).wait(); }},
+      {"put_nb, index out of range", [&] { a.put_nb(idx[99], std::span<const double>(buf)).wait(); }},
+      {"acc_nb, index out of range", [&] { a.acc_nb(idx[99], std::span<const double>(buf)).wait(); }},
+      {"get(), index out of range", [&] { (void)a.get(idx[99][0]); }},
+      {"view get, buffer of another shape", [&] { av.get(wrong); }},
+      {"view put, buffer of another shape", [&] { av.put(wrong); }},
+      {"view accumulate, buffer of another shape", [&] { av.accumulate(wrong); }},
+      {"view gather, index out of range",
+       [&] { av.gather(std::span<const garray::Shape<2>>(far), std::span<double>(one)); }},
+      {"view scatter, list of another length",
+       [&] { av.scatter(std::span<const garray::Shape<2>>(far), std::span<const double>(buf)); }},
+      {"view scatter_acc, index out of range",
+       [&] { av.scatter_acc(std::span<const garray::Shape<2>>(far), std::span<const double>(one)); }},
+  };
+  for (const auto& [name, call] : bad_too) {
+    INFO("call := " << std::string(name));
+    CHECK_THROWS_AS(call(), garray::InvalidArgument);
+  }
   // a view and an expression made before the move
   std::vector<double> vb(8);
   CHECK_THROWS_AS(v.get(std::span<double>(vb)), garray::InvalidArgument);
@@ -1107,12 +1212,16 @@ TEST_CASE("every operation through a view of a destroyed, moved-from or move-ass
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
   const std::string rank_tag = "[rank " + std::to_string(world_rank) + "/";
   std::vector<std::string> failures;  // this rank's calls that did not throw as promised
+  std::string label;                  // the viewed array's label, which every error names
   const auto expect = [&](const std::string& what, auto&& f) {
     std::string msg;
     const test::Got got = test::outcome(f, &msg);
     if (got != test::Got::invalid || msg.find("destroyed, moved from or assigned to") == std::string::npos ||
-        msg.find(rank_tag) == std::string::npos)
+        msg.find(rank_tag) == std::string::npos || msg.find(label + ",") == std::string::npos)
       failures.push_back(what + " -> " + msg);
+  };
+  const auto label_of = [](const garray::GlobalArray<double, 2>& a) {
+    return "a view of " + garray::detail::array_label(a.id());
   };
   // Every rank runs the same calls in the same order (the collectives below are stale on
   // every rank: each rank throws its own InvalidArgument).
@@ -1159,6 +1268,7 @@ TEST_CASE("every operation through a view of a destroyed, moved-from or move-ass
       garray::GlobalArray<double, 2> t(ctx, {5, 4});
       dv.emplace(t[idx[range(1, 4)]]);
       de.emplace(t[idx[2][3]]);
+      label = label_of(t);
     }
     every_op("destroyed:", *dv, *de);
   }
@@ -1166,6 +1276,7 @@ TEST_CASE("every operation through a view of a destroyed, moved-from or move-ass
   {  // moved from: views made before the move, and views made of the moved-from shell
     const auto mv = m[idx[range(1, 4)]];
     const auto me = m[idx[2][3]];
+    label = label_of(m);
     garray::GlobalArray<double, 2> keep(std::move(m));
     every_op("moved from (view made before):", mv, me);
     every_op("moved from (view made after):", m[idx[range(1, 4)]], m[idx[2][3]]);
@@ -1177,8 +1288,11 @@ TEST_CASE("every operation through a view of a destroyed, moved-from or move-ass
     const auto te = m[idx[2][3]];
     const auto sv = src[idx[range(1, 4)]];
     const auto se = src[idx[2][3]];
+    const std::string target = label_of(m), source = label_of(src);
     m = std::move(src);
+    label = target;
     every_op("move-assigned target:", tv, te);
+    label = source;
     every_op("move-assigned source:", sv, se);
   }
   std::string all;
@@ -1541,6 +1655,49 @@ TEST_CASE(
   for (double x : v) neg = neg && x == 0.0 && std::signbit(x);
   CHECK(test::all_ranks(neg));
 }
+
+// Audit (stop 42): the handshake hashed every byte of a scalar, and x87's 80-bit long double
+// fills 10 of its 16 bytes: the padding is indeterminate, so equal long double scalars on two
+// ranks could hash differently (a spurious CollectiveMismatch).
+TEST_CASE("long double scalars: equal values whose padding bytes differ are the same argument") {
+  if constexpr (std::numeric_limits<long double>::digits != 64 || sizeof(long double) <= 10) {
+    return;  // no padding bytes on this platform
+  } else {
+    garray::Context ctx;
+    const int me = ctx.rank();
+    // 2.5L in the value bytes, the padding filled with a pattern of this rank's. Written in
+    // place: a long double returned or copied by value goes through an x87 register, which
+    // stores the 10 value bytes only.
+    const long double v = 2.5L;
+    const auto fill_in = [&](void* at, std::size_t size, unsigned char pattern) {
+      std::memset(at, pattern, size);
+      for (std::size_t off = 0; off < size; off += sizeof(long double))
+        std::memcpy(static_cast<unsigned char*>(at) + off, &v, 10);
+    };
+    long double s, t;
+    fill_in(&s, sizeof s, static_cast<unsigned char>(0x11 * (me + 1)));
+    fill_in(&t, sizeof t, 0xee);
+    REQUIRE(s == t);
+    REQUIRE(std::memcmp(&s, &t, sizeof s) != 0);
+    CHECK(garray::detail::value_hash(0, s) == garray::detail::value_hash(0, t));
+    std::complex<long double> cs, ct;
+    fill_in(&cs, sizeof cs, 0x5a);
+    fill_in(&ct, sizeof ct, 0xa5);
+    REQUIRE(cs == ct);
+    REQUIRE(std::memcmp(&cs, &ct, sizeof cs) != 0);
+    CHECK(garray::detail::value_hash(0, cs) == garray::detail::value_hash(0, ct));
+    // a long double scalar in an expression: no mismatch, the product NumPy's
+    garray::GlobalArray<double, 1> a(ctx, {9}), b(ctx, {9});
+    garray::iota(a, 1.0, 1.0);
+    std::string msg;
+    CHECK(test::outcome([&] { garray::assign(b, a * s); }, &msg) == test::Got::nothing);
+    CAPTURE(msg);
+    const auto got = test::whole_array(b);
+    bool right = true;
+    for (std::size_t i = 0; i < got.size(); ++i) right = right && got[i] == 2.5 * static_cast<double>(i + 1);
+    CHECK(test::all_ranks(right));
+  }
+}
 }  // namespace scalar_bits
 
 // A local block outliving its array (audit of "Operations and completion"): LocalBlock kept a
@@ -1560,10 +1717,14 @@ TEST_CASE(
   auto vblk = a[garray::idx[garray::range(0, n, 2)]].access();
   const garray::Index lo = blk.lo(0);
   CHECK(blk.valid());
+  const std::uint64_t old_id = a.id();
   a = garray::GlobalArray<double, 1>(ctx, {n});  // rebinds a: its old window goes to the cache
   garray::GlobalArray<double, 1> c(ctx, {n});    // zeroed; a cache hit takes a's old window
   CHECK_FALSE(blk.valid());
   CHECK_THROWS_AS(blk.view()[lo] = 42.0, garray::InvalidArgument);
+  CHECK_THROWS_WITH_AS((void)blk.view(),
+                       doctest::Contains((garray::detail::array_label(old_id) + " was destroyed").c_str()),
+                       garray::InvalidArgument);
   CHECK_THROWS_AS((void)blk.data(), garray::InvalidArgument);
   CHECK_THROWS_AS((void)vblk.view(), garray::InvalidArgument);
   c.sync();

@@ -66,6 +66,9 @@ def write(path):
         f.attrs["title"] = "written by h5py"
         f.attrs["answer"] = np.int64(42)
         f.attrs["pi"] = 3.25
+        # numpy's longdouble (x87: 80 bits in 16 bytes), beyond double's range, and one within
+        f.attrs["huge"] = np.longdouble("1e400")
+        f.attrs["wide"] = np.longdouble("0.5")
     print(f"h5py: wrote {path}")
 
 

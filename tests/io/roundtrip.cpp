@@ -273,6 +273,15 @@ TEST_CASE("set_attribute / attribute<std::string>: a string with an interior NUL
       CHECK(got == test::Got::invalid);
       CHECK_THROWS_AS((void)f.attribute<std::string>("nul"), io::FileError);  // nothing written
     }
+    // a trailing NUL (audit, stop 42): HDF5's padding would swallow it, "ab\0" read back as
+    // "ab"; refused on every rank, nothing written
+    for (const std::string& t : {std::string("ab\0", 3), std::string(1, '\0'), std::string("a\0\0", 3)}) {
+      CAPTURE(t.size());
+      std::string tm;
+      CHECK(test::outcome([&] { f.set_attribute("trailing", t); }, &tm) == test::Got::invalid);
+      CHECK(tm.find("ends with a NUL byte") != std::string::npos);
+      CHECK_THROWS_AS((void)f.attribute<std::string>("trailing"), io::FileError);
+    }
   }
   remove_file(ctx, name);
 }

@@ -61,7 +61,7 @@ class View;
 namespace detail {
 // Error paths of views and buffers, compiled once into libgarray_array
 // (array/src/error_paths.cpp) so that user translation units do not build the messages.
-[[noreturn]] void view_of_dead_array(std::string_view what);
+[[noreturn]] void view_of_dead_array(std::string_view what, std::uint64_t id);
 [[noreturn]] void view_rank_mismatch(std::string_view what, std::size_t rank, std::size_t m);
 [[noreturn]] void view_buffer_mismatch(std::string_view what, std::span<const Index> got,
                                        std::span<const Index> want);
@@ -279,6 +279,7 @@ class GlobalArray {
   /// SizeMismatch.
   template <std::size_t K, std::size_t M, std::size_t R>
   void get(const Slice<K, M>& s, boost::multi_array_ref<T, R>& out) const {
+    check_live(detail::Call::get);  // a moved-from array: that error first
     const auto sec = select(s, detail::Call::get);
     check_shape<R>(sec, out.shape(), out.storage_order(), detail::Call::get);
     get_section(sec, std::span<T>(out.data(), out.num_elements()));
@@ -293,6 +294,7 @@ class GlobalArray {
       get_ref(items_of(s), std::span<T>(&v, 1));
       return v;
     } else {
+      check_live(detail::Call::get);
       return get_array<R>(select(s, detail::Call::get));
     }
   }
@@ -307,6 +309,7 @@ class GlobalArray {
   /// Locally complete on return; remotely at fence()/sync().
   template <std::size_t K, std::size_t M, std::size_t R>
   void put(const Slice<K, M>& s, const boost::multi_array_ref<T, R>& in) {
+    check_live(detail::Call::put);
     const auto sec = select(s, detail::Call::put);
     check_shape<R>(sec, in.shape(), in.storage_order(), detail::Call::put);
     put_section(sec, std::span<const T>(in.data(), in.num_elements()));
@@ -322,6 +325,7 @@ class GlobalArray {
   /// One-sided. As above from a boost::multi_array_ref whose shape is the selection's.
   template <std::size_t K, std::size_t M, std::size_t R>
   void accumulate(const Slice<K, M>& s, const boost::multi_array_ref<T, R>& in, T alpha = T{1}) {
+    check_live(detail::Call::acc);
     const auto sec = select(s, detail::Call::acc);
     check_shape<R>(sec, in.shape(), in.storage_order(), detail::Call::acc);
     acc_section(sec, std::span<const T>(in.data(), in.num_elements()), alpha);
@@ -332,18 +336,21 @@ class GlobalArray {
   /// unordered with each other. Throws as get, before anything is issued.
   template <std::size_t K, std::size_t M>
   Request get_nb(const Slice<K, M>& s, std::span<T> out) const {
+    check_live(detail::Call::get);
     return get_section_nb(select(s, detail::Call::get), out);
   }
   /// One-sided, nonblocking put: `in` must stay untouched until the request's wait(), which
   /// gives the blocking put's guarantee.
   template <std::size_t K, std::size_t M>
   Request put_nb(const Slice<K, M>& s, std::span<const T> in) {
+    check_live(detail::Call::put);
     return put_section_nb(select(s, detail::Call::put), in);
   }
   /// One-sided, nonblocking accumulate: `in` must stay untouched until the request's
   /// wait(), which gives the blocking accumulate's guarantee.
   template <std::size_t K, std::size_t M>
   Request acc_nb(const Slice<K, M>& s, std::span<const T> in, T alpha = T{1}) {
+    check_live(detail::Call::acc);
     return acc_section_nb(select(s, detail::Call::acc), in, alpha);
   }
 
@@ -476,8 +483,9 @@ class GlobalArray {
     if (!win_) [[unlikely]]
       moved_from(name(c));
   }
-  [[noreturn]] static void moved_from(std::string_view what) {
-    detail::raise<InvalidArgument>(what, ": the array is empty (moved from)");
+  [[noreturn]] void moved_from(std::string_view what) const {
+    detail::raise<InvalidArgument>(what, ": the array is empty (moved from): ", detail::array_label(id_),
+                                   " is held by another object now, or was destroyed");
   }
   /// Runs f(transport) with the transport of this array's window kind.
   template <class F>

@@ -16,6 +16,7 @@
 
 #include <boost/multi_array.hpp>
 #include <cstddef>
+#include <cstdint>
 #include <garray/array/box.hpp>
 #include <garray/runtime/context.hpp>
 #include <garray/runtime/datatype.hpp>
@@ -32,6 +33,7 @@ namespace garray {
 struct ArrayLiveness {
   bool alive = false;  ///< false once the array object was destroyed, moved from or assigned to
   Context ctx;         ///< the array's context
+  std::uint64_t id = 0;  ///< the array's GlobalArray::id(): errors name it ("array #3")
 };
 
 /// RAII access to the block of a GlobalArray that this rank owns (from
@@ -93,9 +95,9 @@ class LocalBlock {
   /// Local. Throws InvalidArgument unless valid().
   void check() const {
     if (!valid()) [[unlikely]]
-      detail::raise<InvalidArgument>(
-          "garray::LocalBlock: the array was destroyed, moved from or assigned to "
-          "since access(): the block is no longer its memory");
+      detail::raise<InvalidArgument>("garray::LocalBlock: ", detail::array_label(id_),
+                                     " was destroyed, moved from or assigned to since access(): "
+                                     "the block is no longer its memory");
   }
 
  private:
@@ -110,6 +112,7 @@ class LocalBlock {
         win_(win),
         alive_(alive),
         token_(alive.get()),
+        id_(alive->id),
         view_(data, padded(box, ghost_)) {
     Shape<N> base{};
     for (std::size_t d = 0; d < N; ++d) base[d] = box.lo[d] - ghost_[d];
@@ -131,6 +134,7 @@ class LocalBlock {
   // local object must never do.
   std::weak_ptr<const ArrayLiveness> alive_;
   const ArrayLiveness* token_;  // what alive_ observes, read while it has not expired
+  std::uint64_t id_;            // the array's id, for the error once alive_ expired
   view_type view_;
 };
 

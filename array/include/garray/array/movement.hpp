@@ -76,20 +76,22 @@ void collective_check(const Context& ctx, std::uint64_t sig, std::string_view wh
   } catch (const Error& e) {
     err = std::current_exception();
     fault = LocalFault::invalid;
-    // an E (the data holder's own check) is marked `failed` here, to tell it apart from an
+    // an E (the data holder's own check) is marked `data` here, to tell it apart from an
     // ordinary invalid argument, which gives the others CollectiveMismatch as everywhere
     if constexpr (!std::is_same_v<E, CollectiveMismatch>)
-      if (dynamic_cast<const E*>(&e)) fault = LocalFault::failed;
+      if (dynamic_cast<const E*>(&e)) fault = LocalFault::data;
   } catch (...) {  // std::bad_alloc ...: carried like an invalid argument, nobody left waiting
     err = std::current_exception();
     fault = LocalFault::invalid;
   }
   const Agreement a = agree_with_errors(ctx.comm(), sig, fault);
-  // Ranks that passed different arguments (a different root) judged different data: the
-  // disagreement is the error, on every rank (the same branch everywhere: no broadcast).
-  if (!a.signatures_equal && a.fault == LocalFault::failed) throw_signature_mismatch(what, args);
-  if (a.failed_rank >= 0 && a.fault == LocalFault::failed) {
+  if (a.failed_rank >= 0 && a.fault == LocalFault::data) {
+    // The broadcast of the data holder's message first, on every rank: ranks in another
+    // collective (where `data` reads as an invalid call) take part in it too.
     const std::string text = peer_message(ctx.comm(), a.failed_rank, err);
+    // Ranks that passed different arguments (a different root) judged different data: the
+    // disagreement is the error, on every rank of this call.
+    if (!a.signatures_equal) throw_signature_mismatch(what, args);
     if (err) std::rethrow_exception(err);
     raise<E>(what, ": invalid argument on another rank (rank ", a.failed_rank, ": ", text, ")");
   }
@@ -459,7 +461,10 @@ void for_each_owned(GlobalArray<T, N>& a, F&& f) {
 /// moved-from array.
 template <Element T, std::size_t N>
 std::vector<std::pair<int, Box<N>>> owners(const GlobalArray<T, N>& a, const Box<N>& box) {
-  if (!a.valid()) detail::raise<InvalidArgument>("garray::owners: the array is empty (moved from)");
+  if (!a.valid())
+    detail::raise<InvalidArgument>(
+        "garray::owners: the array is empty (moved from): ", detail::array_label(a.id()),
+        " is held by another object now, or was destroyed");
   std::vector<std::pair<int, Box<N>>> out;
   const Box<N> clipped = intersect(box, Box<N>{Shape<N>{}, a.shape()});
   if (a.distribution().is_replicated()) {

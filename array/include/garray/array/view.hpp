@@ -162,18 +162,20 @@ class View {
   /// moved from or assigned to since the view was made (the view would dangle).
   array_type& array() const {
     if (!alive_ || !alive_->alive) [[unlikely]]
-      detail::view_of_dead_array(detail::ArrayAccess::name<array_type>(detail::Call::get));
+      detail::view_of_dead_array(detail::ArrayAccess::name<array_type>(detail::Call::get), array_id());
     return *a_;
   }
   /// Local. As array(), the error naming `what` (the call made through the view).
   array_type& array(std::string_view what) const {
     if (!alive_ || !alive_->alive) [[unlikely]]
-      detail::view_of_dead_array(what);
+      detail::view_of_dead_array(what, array_id());
     return *a_;
   }
   /// Local. False if the viewed array object was destroyed, moved from or assigned to since
   /// the view was made (array() would throw).
   bool live() const noexcept { return alive_ && alive_->alive; }
+  /// Local. The viewed array's GlobalArray::id(), also for a stale view (errors name it).
+  std::uint64_t array_id() const noexcept { return alive_ ? alive_->id : 0; }
   /// Local. The viewed array's context, also for a stale view (collectives reach their
   /// handshake through it, so a stale view on one rank makes every rank throw, not wait).
   const Context& context() const noexcept { return alive_->ctx; }
@@ -215,8 +217,9 @@ class View {
   void get(std::span<T> out) const { array_for(detail::Call::get).get_section(sec_, out); }
   /// One-sided. As get(span) into a row-major boost array of the view's shape.
   void get(boost::multi_array_ref<T, M>& out) const requires(M >= 1) {
+    array_type& a = array_for(detail::Call::get);  // a stale view: InvalidArgument before anything else
     check_shape(out.shape(), out.storage_order(), detail::Call::get);
-    array_for(detail::Call::get).get_section(sec_, std::span<T>(out.data(), out.num_elements()));
+    a.get_section(sec_, std::span<T>(out.data(), out.num_elements()));
   }
   /// One-sided. The view as a new boost::multi_array (a value for a 0-d view).
   auto get() const {
@@ -233,8 +236,9 @@ class View {
   void put(std::span<const T> in) const { array_for(detail::Call::put).put_section(sec_, in); }
   /// One-sided. As put(span) from a row-major boost array of the view's shape.
   void put(const boost::multi_array_ref<T, M>& in) const requires(M >= 1) {
+    array_type& a = array_for(detail::Call::put);
     check_shape(in.shape(), in.storage_order(), detail::Call::put);
-    array_for(detail::Call::put).put_section(sec_, std::span<const T>(in.data(), in.num_elements()));
+    a.put_section(sec_, std::span<const T>(in.data(), in.num_elements()));
   }
   /// One-sided. Writes one value into a 0-d view. Completion as put.
   void put(const T& v) const requires(M == 0) {
@@ -246,8 +250,9 @@ class View {
   }
   /// One-sided. As accumulate(span) from a row-major boost array of the view's shape.
   void accumulate(const boost::multi_array_ref<T, M>& in, T alpha = T{1}) const requires(M >= 1) {
+    array_type& a = array_for(detail::Call::acc);
     check_shape(in.shape(), in.storage_order(), detail::Call::acc);
-    array_for(detail::Call::acc).acc_section(sec_, std::span<const T>(in.data(), in.num_elements()), alpha);
+    a.acc_section(sec_, std::span<const T>(in.data(), in.num_elements()), alpha);
   }
   /// One-sided. Adds alpha * v to the element of a 0-d view, atomically.
   void accumulate(const T& v, T alpha = T{1}) const requires(M == 0) {
@@ -272,23 +277,26 @@ class View {
   /// from the end of the view's dimension). Complete on return. Throws BoundsError (naming
   /// the list position) or SizeMismatch before any transfer.
   void gather(std::span<const Shape<M>> indices, std::span<T> out) const {
+    array_type& a = array_for(detail::Call::gather);
     check_list(indices.size(), out.size(), detail::Call::gather);
     const auto g = to_base(indices, detail::Call::gather);
-    array_for(detail::Call::gather).gather(g, out);
+    a.gather(g, out);
   }
   /// One-sided. view[indices[j]] = values[j]; with repeated positions one value wins.
   /// Completion as put. Throws as gather.
   void scatter(std::span<const Shape<M>> indices, std::span<const T> values) const {
+    array_type& a = array_for(detail::Call::scatter);
     check_list(indices.size(), values.size(), detail::Call::scatter);
     const auto g = to_base(indices, detail::Call::scatter);
-    array_for(detail::Call::scatter).scatter(g, values);
+    a.scatter(g, values);
   }
   /// One-sided. view[indices[j]] += alpha * values[j], atomic per element; repeated
   /// positions all contribute. Completion as put. Throws as gather.
   void scatter_acc(std::span<const Shape<M>> indices, std::span<const T> values, T alpha = T{1}) const {
+    array_type& a = array_for(detail::Call::scatter_acc);
     check_list(indices.size(), values.size(), detail::Call::scatter_acc);
     const auto g = to_base(indices, detail::Call::scatter_acc);
-    array_for(detail::Call::scatter_acc).scatter_acc(g, values, alpha);
+    a.scatter_acc(g, values, alpha);
   }
 
   // ---- owner-computes -------------------------------------------------------------------
@@ -356,7 +364,7 @@ class View {
   /// array(), the error (only) naming the call `c` made through the view.
   array_type& array_for(detail::Call c) const {
     if (!alive_ || !alive_->alive) [[unlikely]]
-      detail::view_of_dead_array(call_name(c));
+      detail::view_of_dead_array(call_name(c), array_id());
     return *a_;
   }
 

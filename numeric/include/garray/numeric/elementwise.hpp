@@ -97,7 +97,7 @@ void setup_assign(Plan<M>& p, const View<T, N, M>& out, const E& e, std::excepti
   static_assert(E::rank <= static_cast<int>(M),
                 "garray: the expression has more dimensions than the output view (it cannot broadcast to it)");
   set_driver(p, out, true);
-  prepare(p, e, describe_expr(out.live() ? out.array().id() : 0, e), std::move(invalid));
+  prepare(p, e, describe_expr(out.array_id(), e), std::move(invalid));
 }
 
 /// Steps 3-7: plan, fetch, bind the output, `body()` (execute), then the closing agreement
@@ -418,10 +418,10 @@ double assign_norm2_exact_sweep(O&& out_, const E& e, const char* what) {
             const auto v = bb.template at<U>(i);
             const T nv = store_cast<T>(v.first);
             slot = nv;
-            return AbsSquare{}(difference(nv, v.second));
+            return ExactAbsSquare{}(difference(nv, v.second));
           } else {
             const T nv = store_cast<T>(bb.template at<U>(i));
-            const double d = AbsSquare{}(difference(nv, slot));
+            const double d = ExactAbsSquare{}(difference(nv, slot));
             slot = nv;
             return d;
           }

@@ -105,19 +105,46 @@ struct is_complex : std::false_type {};
 template <class X>
 struct is_complex<std::complex<X>> : std::true_type {};
 
+/// x, rounded to double where it stands: the compiler may not fuse the operation that made
+/// x with the one that uses it (GCC contracts `a * b + c` into one fused multiply-add,
+/// rounded once, whenever the target has FMA: -march=native, aarch64). An empty asm that
+/// claims to change x in its register; no instruction is emitted.
+[[gnu::always_inline]] inline double rounded(double x) noexcept {
+#if defined(__GNUC__) && (defined(__x86_64__) || (defined(__i386__) && defined(__SSE2_MATH__)))
+  __asm__("" : "+x"(x));
+#elif defined(__GNUC__) && defined(__aarch64__)
+  __asm__("" : "+w"(x));
+#elif defined(__GNUC__)
+  __asm__("" : "+m"(x));
+#else
+  volatile double v = x;
+  x = v;
+#endif
+  return x;
+}
+
 /// |v|^2 as double (norm2 and the norm of an update): the parts widened to double first, so
 /// a complex<float> square is neither rounded nor overflowed in float (as for real float).
-struct AbsSquare {
+/// `exact_terms`: complex re*re + im*im with each square rounded, never one fused
+/// multiply-add (the reproducible forms promise these terms, Python's, on every build); the
+/// plain forms let the compiler fuse and vectorise.
+template <bool exact_terms = false>
+struct AbsSquareOf {
   template <class V>
   double operator()(const V& v) const {
     if constexpr (is_complex<V>::value) {
       const double re = static_cast<double>(v.real()), im = static_cast<double>(v.imag());
-      return re * re + im * im;  // std::norm's formula, in double
+      if constexpr (exact_terms)
+        return rounded(re * re) + rounded(im * im);
+      else
+        return re * re + im * im;  // std::norm's formula, in double
     } else {
       return static_cast<double>(v) * static_cast<double>(v);
     }
   }
 };
+using AbsSquare = AbsSquareOf<false>;      ///< |v|^2, plain forms
+using ExactAbsSquare = AbsSquareOf<true>;  ///< |v|^2, the reproducible forms' terms
 
 /// Where the evaluation loop is on the current row: `nd` iteration dimensions, `k` the
 /// row's coordinates in them (outer dims only are used), `abs` the run's absolute

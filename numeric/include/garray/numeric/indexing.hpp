@@ -174,7 +174,7 @@ void agree_checked(const Context& ctx, std::exception_ptr err, std::string_view 
   }
   const Agreement a = agree_with_errors(ctx.comm(), hash_string(what), fault);
   if (a.failed_rank < 0) return;
-  if (a.fault != LocalFault::invalid) throw_peer_failure(ctx.comm(), a.failed_rank, err, what);
+  if (a.fault == LocalFault::failed) throw_peer_failure(ctx.comm(), a.failed_rank, err, what);
   const std::string text = peer_message(ctx.comm(), a.failed_rank, err);
   if (err) std::rethrow_exception(err);
   raise<E>(what, ": bad input on rank ", a.failed_rank, ": ", text);

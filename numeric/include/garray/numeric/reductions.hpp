@@ -740,7 +740,8 @@ auto dot(const A& a, const B& b, reproducible_t) {
 /// for every rank count and distribution.
 template <ArrayOperand X>
 double norm2(const X& x, reproducible_t) {
-  return std::sqrt(detail::reduce_exact<double>(x, detail::AbsSquare{}, "garray::norm2(reproducible)").value());
+  return std::sqrt(
+      detail::reduce_exact<double>(x, detail::ExactAbsSquare{}, "garray::norm2(reproducible)").value());
 }
 /// Reproducible mean: the exact sum rounded once to double (complex: per component), divided
 /// by the number of elements, converted to mean's type (NaN for an empty selection).

@@ -24,9 +24,10 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
-#include <iosfwd>
 #include <garray/runtime/progress.hpp>
 #include <garray/runtime/stats.hpp>
+#include <iosfwd>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -252,8 +253,12 @@ bool all_ok(MPI_Comm comm, bool ok);
 void agree_signature(MPI_Comm comm, std::uint64_t signature, std::string_view what,
                      std::string_view describe_local);
 /// What went wrong on a rank before a handshake: its arguments were invalid (the others
-/// throw CollectiveMismatch), or completing its earlier work failed (CollectiveFailure).
-enum class LocalFault { none = 0, invalid = 1, failed = 2 };
+/// throw CollectiveMismatch), completing its earlier work failed (CollectiveFailure), or
+/// the data only it holds does not fit (`data`: scatter_from's root; the others in the same
+/// call throw its error, ranks in another collective CollectiveMismatch, as for `invalid`).
+/// Whatever the kind, every rank takes part in the broadcast of the faulty rank's message:
+/// a rank cannot know which collective the others are in.
+enum class LocalFault { none = 0, invalid = 1, failed = 2, data = 3 };
 /// The outcome of a handshake that also carries local errors.
 struct Agreement {
   bool signatures_equal = true;
@@ -352,14 +357,30 @@ inline std::uint64_t hash_mix(std::uint64_t h, std::uint64_t v) noexcept {
   return h * 0x100000001b3ULL;
 }
 std::uint64_t hash_string(std::string_view s) noexcept;
-/// Signature contribution of a value's bytes (fill values, scalars of expressions).
+/// Bytes of T that hold its value: all of them, but for x87's 80-bit long double, which
+/// fills 10 of its 12 or 16 bytes (the rest is padding, whose contents are indeterminate:
+/// equal values on two ranks may differ there).
+template <class T>
+inline constexpr std::size_t value_bytes = (std::is_same_v<T, long double> &&
+                                            std::numeric_limits<long double>::digits == 64)
+                                               ? 10
+                                               : sizeof(T);
+/// Signature contribution of a value's bytes (fill values, scalars of expressions): its value
+/// representation, so equal bits hash equal (complex: each part).
 template <class T>
 requires std::is_trivially_copyable_v<T> std::uint64_t value_hash(std::uint64_t h, const T& v)
 noexcept {
-  unsigned char b[sizeof(T)];
-  std::memcpy(b, &v, sizeof(T));
-  for (unsigned char c : b) h = hash_mix(h, c);
-  return h;
+  if constexpr (requires {
+                  v.real();
+                  v.imag();
+                }) {
+    return value_hash(value_hash(h, v.real()), v.imag());  // std::complex<long double>
+  } else {
+    unsigned char b[sizeof(T)];
+    std::memcpy(b, &v, sizeof(T));
+    for (std::size_t i = 0; i < value_bytes<T>; ++i) h = hash_mix(h, b[i]);
+    return h;
+  }
 }
 
 }  // namespace detail

@@ -44,7 +44,7 @@ GlobalArray<T, N>::GlobalArray(GlobalArray&& o)
       slot_(o.slot_) {
   // Everything that can throw (the copies above, the token) before the window moves: a throw
   // after it would destroy the window in this half-built object, on this rank alone.
-  alive_ = std::make_shared<ArrayLiveness>(ArrayLiveness{static_cast<bool>(o.win_), ctx_});
+  alive_ = std::make_shared<ArrayLiveness>(ArrayLiveness{static_cast<bool>(o.win_), ctx_, o.id_});
   win_ = std::move(o.win_);
   o.retire();
 }
@@ -52,7 +52,7 @@ GlobalArray<T, N>::GlobalArray(GlobalArray&& o)
 template <Element T, std::size_t N>
 GlobalArray<T, N>& GlobalArray<T, N>::operator=(GlobalArray&& o) {
   if (this != &o) {
-    auto token = std::make_shared<ArrayLiveness>(ArrayLiveness{static_cast<bool>(o.win_), o.ctx_});
+    auto token = std::make_shared<ArrayLiveness>(ArrayLiveness{static_cast<bool>(o.win_), o.ctx_, o.id_});
     release();
     retire();
     ctx_ = o.ctx_;
@@ -168,6 +168,7 @@ GlobalArray<T, N>::GlobalArray(const Context& ctx, const shape_type& shape, cons
     throw;
   }
   id_ = ctx_.next_array_id();
+  token->id = id_;
   ++ctx_.stats().arrays_created;
   alive_ = std::move(token);
   // store, sync, barrier (the agreement), sync: the others' zeroing is visible to loads. After
@@ -196,19 +197,24 @@ Section<N> GlobalArray<T, N>::select_ref(const detail::SliceRef& s, detail::Call
   return detail::select_named(shape(), s, &GlobalArray::name, c);
 }
 
+// Each checks that the array is live first: on a moved-from array every transfer throws
+// InvalidArgument, also one whose slice or buffer is wrong too (semantics.md "Errors").
 template <Element T, std::size_t N>
 void GlobalArray<T, N>::get_ref(const detail::SliceRef& s, std::span<T> out) const {
-  get_section(detail::select_named(shape(), s, &GlobalArray::name, detail::Call::get), out);
+  check_live(detail::Call::get);
+  get_section(select_ref(s, detail::Call::get), out);
 }
 
 template <Element T, std::size_t N>
 void GlobalArray<T, N>::put_ref(const detail::SliceRef& s, std::span<const T> in) {
-  put_section(detail::select_named(shape(), s, &GlobalArray::name, detail::Call::put), in);
+  check_live(detail::Call::put);
+  put_section(select_ref(s, detail::Call::put), in);
 }
 
 template <Element T, std::size_t N>
 void GlobalArray<T, N>::acc_ref(const detail::SliceRef& s, std::span<const T> in, T alpha) {
-  acc_section(detail::select_named(shape(), s, &GlobalArray::name, detail::Call::acc), in, alpha);
+  check_live(detail::Call::acc);
+  acc_section(select_ref(s, detail::Call::acc), in, alpha);
 }
 
 template <Element T, std::size_t N>

@@ -109,8 +109,8 @@ void set_driver(Plan<M>& p, const View<T, N, M>& v, bool is_output) {
   p.shape = v.shape();
   if (!v.live()) {  // a stale view: validate() throws inside the handshake
     p.driver_error = std::make_exception_ptr(InvalidArgument(
-        message(p.what, ": the output (or first operand) is a view of an array that was destroyed, "
-                        "moved from or assigned to")));
+        message(p.what, ": the output (or first operand) is a view of ", array_label(v.array_id()),
+                ", which was destroyed, moved from or assigned to")));
     return;
   }
   const auto& a = v.array();
