@@ -402,6 +402,55 @@ TEST_CASE("indexing: a mask of another shape on one rank only, and a fault at th
     CHECK(test::all_ranks(threw && right_type));
     CHECK(same(garray::allgather(a), a0));
   }
+  // A fault while the results are written, or while place reads its values (audit, stop 42:
+  // those phases had no fault point): every rank throws, the victim its own error, the
+  // others CollectiveFailure naming it; the inputs are unchanged, and the same calls
+  // afterwards give NumPy's results.
+  const auto mask = a > 4.0;  // an expression: evaluated by each call
+  auto a1 = garray::arange<double>(ctx, 1.0, 3.0);
+  const auto fails_everywhere = [&](const char* point, auto&& call) {
+    if (ctx.rank() == victim) garray::testing::arm_fault(point);
+    bool threw = false, right_type = false;
+    try {
+      call();
+    } catch (const garray::testing::InjectedFault&) {
+      threw = true;
+      right_type = ctx.rank() == victim;
+    } catch (const garray::CollectiveFailure& e) {
+      threw = true;
+      right_type = ctx.rank() != victim && e.failed_rank() == victim;
+    }
+    garray::testing::disarm_fault();
+    return test::all_ranks(threw && right_type);
+  };
+  garray::GlobalArray<double, 1> w(ctx, garray::Shape<1>{10});
+  for (const char* point : {"indexing.read", "indexing.write"}) {
+    INFO("fault point := " << std::string(point));
+    garray::copy(w, a);
+    if (std::string(point) == "indexing.write") {
+      CHECK(fails_everywhere(point, [&] { (void)garray::take(a, idx); }));
+      CHECK(fails_everywhere(point, [&] { (void)garray::take(a25, idx5, garray::Axis{1}); }));
+      CHECK(fails_everywhere(point, [&] { (void)garray::masked_select(a, mask); }));
+      CHECK(fails_everywhere(point, [&] { garray::put(w, idx5, a1); }));
+    }
+    CHECK(fails_everywhere(point, [&] { garray::place(w, mask, a1); }));
+    CHECK(same(garray::allgather(a), a0));  // the inputs are unchanged
+    // the context works: place and put give NumPy's results now
+    garray::copy(w, a);
+    garray::place(w, mask, a1);  // a > 4: elements 5..9 become 1, 2, 1, 2, 1
+    garray::put(w, idx5, a1);    // elements 0 and 1 become 1 and 2
+    const auto got = garray::allgather(w);
+    bool right = true;
+    for (garray::Index k = 0; k < 10; ++k) {
+      const double want = k < 2 ? static_cast<double>(k + 1)
+                                : (k > 4 ? static_cast<double>(1 + (k - 5) % 2) : static_cast<double>(k));
+      right = right && got.data()[k] == want;
+    }
+    CHECK(test::all_ranks(right));
+    auto taken = garray::take(a, idx);
+    CHECK(same(garray::allgather(taken), a0));
+    CHECK(garray::masked_select(a, mask).size() == 5);
+  }
 #endif
 }
 

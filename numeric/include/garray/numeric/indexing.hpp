@@ -356,6 +356,7 @@ auto take(const A& a, const I& idx) {
   }
   detail::agree_checked<BoundsError>(ctx, err, what);
   detail::run_concluded(ctx.comm(), what, [&] {
+    detail::fault_point("indexing.write");
     auto blk = out.access();
     if (n > 0) av.gather(where_in_a, std::span<T>(blk.data(), static_cast<std::size_t>(n)));
   });
@@ -431,6 +432,7 @@ auto take(const A& a, const I& idx, Axis axis) {
   }
   detail::agree_checked<BoundsError>(ctx, err, what);
   detail::run_concluded(ctx.comm(), what, [&] {
+    detail::fault_point("indexing.write");
     auto blk = out.access();
     if (n > 0) av.gather(where_in_a, std::span<T>(blk.data(), static_cast<std::size_t>(n)));
   });
@@ -522,6 +524,7 @@ requires(detail::StoredOperand<Values> || ScalarOperand<Values>) void put(A&& a,
   const auto sh = av.shape();
   if (marks.active()) {
     detail::run_concluded(ctx.comm(), what, [&] {
+      detail::fault_point("indexing.write");
       const std::vector<char> keep = marks.keep();
       std::vector<Shape<M>> k;
       std::vector<T> kv;
@@ -539,6 +542,7 @@ requires(detail::StoredOperand<Values> || ScalarOperand<Values>) void put(A&& a,
   } else {
     for (int q = 0; q < p; ++q)  // one rank, or more than 62 ranks: in rank order
       detail::run_concluded(ctx.comm(), what, [&] {
+        detail::fault_point("indexing.write");
         if (q == me) {  // (the positions are built here: their count is this rank's)
           std::vector<Shape<M>> k(cnt);
           for (std::size_t j = 0; j < cnt; ++j) k[j] = detail::unflatten<M>(target[j], sh);
@@ -586,6 +590,7 @@ auto masked_select(const A& a, const Mask& mask) {
   const detail::MaskCounts c = detail::count_mask(ctx, static_cast<Index>(sel.size()));
   GlobalArray<T, 1> out(ctx, Shape<1>{c.total}, Distribution<1>::blocked(), Shape<1>{}, uninitialized);
   detail::run_concluded(ctx.comm(), what, [&] {
+    detail::fault_point("indexing.write");
     if (c.mine > 0) {
       std::vector<T> v(static_cast<std::size_t>(c.mine));
       av.gather(sel, std::span<T>(v));
@@ -650,6 +655,7 @@ void place(A&& a, const Mask& mask, const Values& values) {
                                    " selected elements");
   std::vector<T> v;
   detail::run_concluded(ctx.comm(), what, [&] {  // read everything before anyone writes
+    detail::fault_point("indexing.read");
     v.resize(static_cast<std::size_t>(c.mine));  // (this rank's count: inside the failure rule)
     std::vector<Shape<MV>> vk(v.size());
     const auto vs = vv.shape();
@@ -658,6 +664,7 @@ void place(A&& a, const Mask& mask, const Values& values) {
     if (!vk.empty()) vv.gather(vk, std::span<T>(v));
   });
   detail::run_concluded(ctx.comm(), what, [&] {
+    detail::fault_point("indexing.write");
     if (!sel.empty()) av.scatter(sel, std::span<const T>(v));
     av.array().fence();
   });
