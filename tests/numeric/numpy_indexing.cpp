@@ -382,32 +382,8 @@ TEST_CASE("indexing: a mask of another shape on one rank only, and a fault at th
   auto idx5 = garray::arange<std::int64_t>(ctx, std::int64_t{0}, std::int64_t{2});
   garray::GlobalArray<double, 2> a25(ctx, garray::Shape<2>{2, 5});
   const int victim = ctx.size() - 1;
-  // collective.complete: in the handshake; indexing.read: after the handshake, while a
-  // rank reads and checks its share of idx (the others get CollectiveFailure, not BoundsError)
-  for (int which = 0; which < 6; ++which) {
-    if (ctx.rank() == victim) garray::testing::arm_fault(which < 2 ? "collective.complete" : "indexing.read");
-    bool threw = false, right_type = false;
-    try {
-      if (which % 2 == 0 && which < 4) garray::put(a, idx, v);
-      else if (which < 4) (void)garray::take(a, idx);
-      else (void)garray::take(a25, idx5, garray::Axis{which == 4 ? 1 : 0});
-    } catch (const garray::testing::InjectedFault&) {
-      threw = true;
-      right_type = ctx.rank() == victim;
-    } catch (const garray::CollectiveFailure& e) {
-      threw = true;
-      right_type = ctx.rank() != victim && e.failed_rank() == victim;
-    }
-    garray::testing::disarm_fault();
-    CHECK(test::all_ranks(threw && right_type));
-    CHECK(same(garray::allgather(a), a0));
-  }
-  // A fault while the results are written, or while place reads its values (audit, stop 42:
-  // those phases had no fault point): every rank throws, the victim its own error, the
-  // others CollectiveFailure naming it; the inputs are unchanged, and the same calls
-  // afterwards give NumPy's results.
-  const auto mask = a > 4.0;  // an expression: evaluated by each call
-  auto a1 = garray::arange<double>(ctx, 1.0, 3.0);
+  // `point` armed on the victim, call() on every rank: true everywhere iff every rank threw,
+  // the victim its own error, the others CollectiveFailure naming it (failure rule)
   const auto fails_everywhere = [&](const char* point, auto&& call) {
     if (ctx.rank() == victim) garray::testing::arm_fault(point);
     bool threw = false, right_type = false;
@@ -423,6 +399,25 @@ TEST_CASE("indexing: a mask of another shape on one rank only, and a fault at th
     garray::testing::disarm_fault();
     return test::all_ranks(threw && right_type);
   };
+  // collective.complete: in the handshake; indexing.read: after the handshake, while a
+  // rank reads and checks its share of idx (the others get CollectiveFailure, not BoundsError)
+  for (int which = 0; which < 6; ++which) {
+    CHECK(fails_everywhere(which < 2 ? "collective.complete" : "indexing.read", [&] {
+      if (which % 2 == 0 && which < 4)
+        garray::put(a, idx, v);
+      else if (which < 4)
+        (void)garray::take(a, idx);
+      else
+        (void)garray::take(a25, idx5, garray::Axis{which == 4 ? 1 : 0});
+    }));
+    CHECK(same(garray::allgather(a), a0));
+  }
+  // A fault while the results are written, or while place reads its values (audit, stop 42:
+  // those phases had no fault point): every rank throws, the victim its own error, the
+  // others CollectiveFailure naming it; the inputs are unchanged, and the same calls
+  // afterwards give NumPy's results.
+  const auto mask = a > 4.0;  // an expression: evaluated by each call
+  auto a1 = garray::arange<double>(ctx, 1.0, 3.0);
   garray::GlobalArray<double, 1> w(ctx, garray::Shape<1>{10});
   for (const char* point : {"indexing.read", "indexing.write"}) {
     INFO("fault point := " << std::string(point));
