@@ -8,6 +8,10 @@ void view_of_dead_array(std::string_view what, std::uint64_t id) {
   raise<InvalidArgument>(what, ": a view of ", array_label(id),
                          ", which was destroyed, moved from or assigned to");
 }
+void moved_from_array(std::string_view what, std::string_view which, std::uint64_t id) {
+  raise<InvalidArgument>(what, ": ", which, " is empty (moved from): ", array_label(id),
+                         " is held by another object now, or was destroyed");
+}
 void view_rank_mismatch(std::string_view what, std::size_t rank, std::size_t m) {
   raise<InvalidSlice>(what, ": a selection keeping ", rank, " dimensions cannot be a ", m,
                       "-d view (slice items disagree with the slice type)");

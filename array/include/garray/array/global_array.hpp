@@ -62,6 +62,9 @@ namespace detail {
 // Error paths of views and buffers, compiled once into libgarray_array
 // (array/src/error_paths.cpp) so that user translation units do not build the messages.
 [[noreturn]] void view_of_dead_array(std::string_view what, std::uint64_t id);
+/// "<what>: <which> is empty (moved from): array #<id> ...": `which` names the operand
+/// ("the array", "A", "B").
+[[noreturn]] void moved_from_array(std::string_view what, std::string_view which, std::uint64_t id);
 [[noreturn]] void view_rank_mismatch(std::string_view what, std::size_t rank, std::size_t m);
 [[noreturn]] void view_buffer_mismatch(std::string_view what, std::span<const Index> got,
                                        std::span<const Index> want);
@@ -484,8 +487,7 @@ class GlobalArray {
       moved_from(name(c));
   }
   [[noreturn]] void moved_from(std::string_view what) const {
-    detail::raise<InvalidArgument>(what, ": the array is empty (moved from): ", detail::array_label(id_),
-                                   " is held by another object now, or was destroyed");
+    detail::moved_from_array(what, "the array", id_);
   }
   /// Runs f(transport) with the transport of this array's window kind.
   template <class F>

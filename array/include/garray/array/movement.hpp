@@ -461,10 +461,7 @@ void for_each_owned(GlobalArray<T, N>& a, F&& f) {
 /// moved-from array.
 template <Element T, std::size_t N>
 std::vector<std::pair<int, Box<N>>> owners(const GlobalArray<T, N>& a, const Box<N>& box) {
-  if (!a.valid())
-    detail::raise<InvalidArgument>(
-        "garray::owners: the array is empty (moved from): ", detail::array_label(a.id()),
-        " is held by another object now, or was destroyed");
+  if (!a.valid()) detail::moved_from_array("garray::owners", "the array", a.id());
   std::vector<std::pair<int, Box<N>>> out;
   const Box<N> clipped = intersect(box, Box<N>{Shape<N>{}, a.shape()});
   if (a.distribution().is_replicated()) {

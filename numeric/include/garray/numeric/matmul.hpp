@@ -488,9 +488,7 @@ GlobalArray<T, 3> matmul(GlobalArray<T, 3>& a, GlobalArray<T, 3>& b,
     // A moved-from operand keeps its id and shape: checked here, before the handshake
     // (with no batches nothing after it would notice)
     if (!a.valid() || !b.valid())
-      detail::raise<InvalidArgument>(what, ": ", a.valid() ? "B" : "A", " is empty (moved from): ",
-                                     detail::array_label(a.valid() ? b.id() : a.id()),
-                                     " is held by another object now, or was destroyed");
+      detail::moved_from_array(what, a.valid() ? "B" : "A", a.valid() ? b.id() : a.id());
     if (sa[0] != sb[0] || sa[2] != sb[1])
       detail::raise<SizeMismatch>(what, ": batches of A ", detail::seq(sa), " and B ", detail::seq(sb),
                                   " differ in count or inner dimension");
