@@ -331,6 +331,21 @@ TEST_CASE("assign_norm2_diff: the one-sweep two-buffer Jacobi step (output, refe
   }
 }
 
+TEST_CASE("fill_random of float and complex<float> stays below hi (a double draw rounded to hi)") {
+  // audit of stop 43: seed 681273, [0, 1): position 3 drew u = 0.99999999746..., which
+  // rounds to 1.0f; at any distribution (the numbers depend on the position only)
+  garray::Context ctx;
+  auto rng = test::Rng(test::shared_seed());
+  const garray::Shape<1> sh{4};
+  garray::GlobalArray<float, 1> f(ctx, sh, test::random_distribution<1>(rng, sh, ctx.size()));
+  garray::fill_random(f, 681273);
+  CHECK(garray::max(f) < 1.0f);
+  CHECK(f.get(garray::idx[3]) == std::nextafter(1.0f, 0.0f));  // the largest float below 1
+  garray::GlobalArray<std::complex<float>, 1> c(ctx, sh, test::random_distribution<1>(rng, sh, ctx.size()));
+  garray::fill_random(c, 681273);
+  CHECK(c.get(garray::idx[3]) == std::complex<float>(std::nextafter(1.0f, 0.0f), 0.0f));
+}
+
 TEST_CASE("fill, iota, generate, fill_random and for_each_local") {
   garray::Context ctx;
   auto rng = test::Rng(test::shared_seed());

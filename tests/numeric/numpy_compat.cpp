@@ -213,6 +213,45 @@ void casts_out_of_range(Cases& cs, const garray::Context& ctx, test::Rng& rng) {
 }
 }  // namespace
 
+namespace {
+/// cast<bool> and cast<unsigned> of floating point and complex values (audit of stop 43:
+/// every value became 0 / false), through astype<int64>: NumPy's x.astype(via). Values in
+/// the unsigned types' range only (NumPy leaves the others platform-dependent).
+template <class T>
+void casts_to_bool_and_unsigned(Cases& cs, const garray::Context& ctx, test::Rng& rng) {
+  constexpr bool cplx = garray::detail::is_complex<T>::value;
+  using R = decltype(std::real(T{}));
+  const std::vector<R> special{R(0.5),  R(2.0),   R(7.9),      R(0.0),          R(-0.0),
+                               R(-0.5), R(0.999), R(65535.75), R(4294967040.0), R(1e9)};
+  const Index n = static_cast<Index>(special.size()) + test::uniform(rng, 0, 9);
+  const garray::Shape<1> sh{n};
+  garray::GlobalArray<T, 1> x(ctx, sh, test::random_distribution<1>(rng, sh, ctx.size()));
+  const auto shift = static_cast<std::size_t>(test::uniform(rng, 0, 100));
+  if (ctx.rank() == 0) {
+    std::vector<T> v(static_cast<std::size_t>(n));
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      const R re = special[(i + shift) % special.size()];
+      if constexpr (cplx)  // complex to bool: true if either part is nonzero
+        v[i] = i % 3 == 0 ? T(R(0), re) : T(re, R(0));
+      else
+        v[i] = re;
+    }
+    x.put(garray::idx[garray::range()], std::span<const T>(v));
+  }
+  x.sync();
+  const std::string xs = "\"x\": " + dump(x);
+  const auto to = [&]<class U>(U*, const char* via) {
+    cs.add(std::string("\"op\": \"cast_to_int64\", \"args\": {\"via\": \"") + via + "\"}, " + xs +
+           ", \"got\": " + dump(garray::astype<std::int64_t>(garray::cast<U>(x))));
+  };
+  to(static_cast<bool*>(nullptr), "bool");
+  if constexpr (!cplx) {
+    to(static_cast<std::uint32_t*>(nullptr), "uint32");
+    to(static_cast<std::uint64_t*>(nullptr), "uint64");
+  }
+}
+}  // namespace
+
 TEST_CASE("creation, whole-array assignment, astype and reductions agree with NumPy") {
   garray::Context ctx;
   auto rng = test::Rng(test::shared_seed());
@@ -224,6 +263,9 @@ TEST_CASE("creation, whole-array assignment, astype and reductions agree with Nu
   ranges_of<std::int64_t>(cs, ctx, rng);
   casts_out_of_range<float>(cs, ctx, rng);
   casts_out_of_range<double>(cs, ctx, rng);
+  casts_to_bool_and_unsigned<float>(cs, ctx, rng);
+  casts_to_bool_and_unsigned<double>(cs, ctx, rng);
+  casts_to_bool_and_unsigned<std::complex<double>>(cs, ctx, rng);
   CHECK(cs.check(ctx));
 }
 

@@ -797,9 +797,15 @@ void fill_random(O&& out_, std::uint64_t seed, S lo = S{0}, S hi = S{1}) {
         } else {
           (void)ilo;
           (void)ihi;
-          const double u = static_cast<double>(h >> 11) * 0x1.0p-53;
-          return static_cast<T>(static_cast<double>(lo) +
-                                (static_cast<double>(hi) - static_cast<double>(lo)) * u);
+          using R = decltype(std::real(T{}));  // float for float and complex<float>
+          const double u = static_cast<double>(h >> 11) * 0x1.0p-53, dlo = static_cast<double>(lo),
+                       dhi = static_cast<double>(hi);
+          R r = static_cast<R>(dlo + (dhi - dlo) * u);
+          // lo + (hi - lo) * u can round to hi (in R, or in double when lo != 0; NumPy's
+          // uniform allows that): the largest R below hi instead, so the values stay in [lo, hi)
+          while (dlo < dhi && !(static_cast<double>(r) < dhi) && static_cast<double>(r) > dlo)
+            r = std::nextafter(r, static_cast<R>(dlo));
+          return static_cast<T>(r);
         }
       },
       salt, std::move(invalid));

@@ -289,14 +289,24 @@ concept Expression = std::derived_from<std::remove_cvref_t<E>, detail::ExprTag>;
 // operators and functions below instead, so the API reference leaves this namespace out.
 namespace detail {
 /// The value stored into an element of type T (assignment, compound assignment, astype,
-/// cast<T>): static_cast, except from floating point to an integer type, where NaN and values
-/// outside T's range (undefined behaviour in C++) give T's minimum, as NumPy's cast does on
-/// x86 (np.array([inf, nan, 3e9]).astype(np.int32) is INT32_MIN three times).
+/// cast<T>): static_cast, except
+/// - to bool: `x != 0` (NumPy's truth: 0.5 is true; a complex value is true if either part
+///   is nonzero);
+/// - from floating point to a signed integer type: NaN and values outside T's range
+///   (undefined behaviour in C++) give T's minimum, as NumPy's cast does on x86
+///   (np.array([inf, nan, 3e9]).astype(np.int32) is INT32_MIN three times);
+/// - from floating point to an unsigned type: truncated toward zero when in (-1, 2^bits); NaN
+///   and values outside give 0 (NumPy leaves those platform-dependent).
 template <class T, class X>
 constexpr T store_cast(const X& x) noexcept {
-  if constexpr (std::is_integral_v<T> && std::is_floating_point_v<X>) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return x != X{};
+  } else if constexpr (std::is_integral_v<T> && std::is_signed_v<T> && std::is_floating_point_v<X>) {
     constexpr X lo = static_cast<X>(std::numeric_limits<T>::min());  // -2^31 or -2^63: exact
     return x >= lo && x < -lo ? static_cast<T>(x) : std::numeric_limits<T>::min();
+  } else if constexpr (std::is_integral_v<T> && std::is_floating_point_v<X>) {
+    constexpr X hi = X{2} * static_cast<X>(T{1} << (std::numeric_limits<T>::digits - 1));  // 2^bits: exact
+    return x > X{-1} && x < hi ? static_cast<T>(x) : T{0};
   } else {
     return static_cast<T>(x);
   }
@@ -373,13 +383,16 @@ GARRAY_DETAIL_UNOP(Log, std::log(a))
 GARRAY_DETAIL_UNOP(Sin, std::sin(a))
 GARRAY_DETAIL_UNOP(Cos, std::cos(a))
 #undef GARRAY_DETAIL_UNOP
-/// Conversion to U as static_cast; complex to real keeps the real part (as NumPy).
+/// Conversion to U as detail::store_cast; complex to real keeps the real part, complex to
+/// bool is true if either part is nonzero (as NumPy).
 template <class U>
 struct Cast {
   /// Local. `a` converted to U (detail::store_cast).
   template <class A>
   constexpr U operator()(const A& a) const {
-    if constexpr (detail::is_complex<A>::value && !detail::is_complex<U>::value)
+    if constexpr (detail::is_complex<A>::value && std::is_same_v<U, bool>)
+      return a != A{};  // NumPy: true if either part is nonzero
+    else if constexpr (detail::is_complex<A>::value && !detail::is_complex<U>::value)
       return detail::store_cast<U>(a.real());
     else
       return detail::store_cast<U>(a);
