@@ -1,4 +1,3 @@
-#pragma once
 // View<T, N, M>: an M-dimensional, non-owning selection of a GlobalArray<T, N>.
 //
 //   using garray::idx, garray::range, garray::all, garray::_;
@@ -22,12 +21,19 @@
 // every operation through a view whose array object was since destroyed, moved from or
 // assigned to throws InvalidArgument (collectives: on every rank; docs/semantics.md "Errors").
 
+// global_array.hpp first, outside the guard: its tail includes copy.hpp, which needs this
+// file's body, and then this file. Included first, this file would otherwise be marked seen
+// (#pragma once) before copy.hpp asked for it, and copy.hpp would miss View.
+#include <garray/array/global_array.hpp>
+
+#ifndef GARRAY_ARRAY_VIEW_HPP
+#define GARRAY_ARRAY_VIEW_HPP
+
 #include <array>
 #include <boost/multi_array.hpp>
 #include <cstddef>
 #include <cstring>
 #include <garray/array/detail/transfer_plan.hpp>
-#include <garray/array/global_array.hpp>
 #include <garray/array/local_block.hpp>
 #include <optional>
 #include <span>
@@ -547,3 +553,5 @@ View<T, N, N> GlobalArray<T, N>::view() {
 }
 
 }  // namespace garray
+
+#endif  // GARRAY_ARRAY_VIEW_HPP
