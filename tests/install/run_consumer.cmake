@@ -26,4 +26,16 @@ if(OTHER_MPI_CXX AND EXISTS "${OTHER_MPI_CXX}")
                         "(exit ${rc}):\n${out}${err}")
   endif()
   message(STATUS "another MPI (${OTHER_MPI_CXX}) is refused at find_package, as it must be")
+  # the other MPI's wrapper as the consumer's compiler, no MPI hint: FindMPI then finds
+  # garray's MPI, but the compiler would include its own mpi.h first (audit of stop 43: this
+  # configured, and failed at link time with undefined garray symbols)
+  file(REMOVE_RECURSE ${CONSUMER_BUILD}-other-mpi)
+  execute_process(COMMAND ${CMAKE_COMMAND} -S ${CONSUMER_SRC} -B ${CONSUMER_BUILD}-other-mpi -G ${GENERATOR}
+                          -DCMAKE_PREFIX_PATH=${PREFIX} -DCMAKE_CXX_COMPILER=${OTHER_MPI_CXX}
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(rc EQUAL 0 OR NOT "${out}${err}" MATCHES "garray was built with the MPI of")
+    message(FATAL_ERROR "a consumer compiled by another MPI's wrapper (${OTHER_MPI_CXX}) was not stopped at "
+                        "find_package (exit ${rc}):\n${out}${err}")
+  endif()
+  message(STATUS "another MPI's wrapper as the compiler is refused at find_package, as it must be")
 endif()

@@ -1,5 +1,6 @@
-// A user program built against the installed package: create, put, get, check (and, when
-// the package has garray::io, write the array to a file and read it back).
+// A user program built against the installed package: create, put, get, check; the numeric
+// layer (a reduction, an expression, matmul through the package's BLAS, printing); and, when
+// the package has garray::io, write the array to a file and read it back.
 #include <garray/garray.hpp>
 
 // garray leaves the consumer's Boost assertion settings alone (it defined BOOST_DISABLE_ASSERTS
@@ -9,6 +10,7 @@
 #endif
 
 #include <cstdio>
+#include <string>
 #include <vector>
 
 int main() {
@@ -23,6 +25,16 @@ int main() {
     std::vector<double> back(10);
     a.get(garray::idx[ctx.rank()], std::span<double>(back));
     bad = back != row;
+    // the numeric layer: libgarray_numeric, and BLAS (cblas_dgemm) through the package's
+    // find_dependency(BLAS)
+    double want = 0;
+    for (int r = 0; r < ctx.size(); ++r)
+      for (int j = 0; j < 10; ++j) want += r + 0.5 * j;
+    bad = bad || garray::sum(a) != want;
+    auto c = garray::matmul(a, garray::eye<double>(ctx, 10));  // a times the identity: exact
+    bad = bad || !garray::all_of(c == a);
+    const std::string text = garray::array_str(a);  // NumPy's str(a) on rank 0
+    bad = bad || (ctx.rank() == 0) != !text.empty();
 #ifdef GARRAY_HAVE_IO
     // garray::io from the installed garray_io (no HDF5 headers needed here): a round trip.
     {
