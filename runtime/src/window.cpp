@@ -207,7 +207,7 @@ Window::Window(const Context& ctx, std::size_t bytes)
           if (sz > 0) peers_[r] = static_cast<std::byte*>(p);  // an empty block: nothing to load
         }
       }
-      dirty_.assign(static_cast<std::size_t>(ctx.size()), 0);
+      written_.assign(static_cast<std::size_t>(ctx.size()), Written{});
       if (kind_ == WindowKind::mixed) {
         check_mpi(MPI_Win_lock_all(MPI_MODE_NOCHECK, shm_win_), "MPI_Win_lock_all");
         shm_locked = true;

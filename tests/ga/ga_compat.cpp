@@ -201,7 +201,9 @@ TEST_CASE("GA row: NGA_Put / NGA_Get / NGA_Acc on a patch, NGA_Strided_*, NGA_Nb
   std::vector<double> patch(4 * 5), got(4 * 5), sgot(5 * 3);
   std::iota(patch.begin(), patch.end(), 1000.0 + ctx.rank());
   const bool writer = ctx.rank() == ctx.size() - 1;
-  // patch lo = {2, 3}, hi = {5, 7} (GA's inclusive bounds) is idx[range(2, 6)][range(3, 8)]
+  // patch lo = {2, 3}, hi = {5, 7} (GA's inclusive bounds) is idx[range(2, 6)][range(3, 8)].
+  // A put and then an accumulate of the same elements without a fence, as GA allows: one
+  // process's writes land in program order (location consistency, semantics.md rule 3)
   if (writer) {
     a.put(idx[range(2, 6)][range(3, 8)], std::span<const double>(patch));
     a.accumulate(idx[range(2, 6)][range(3, 8)], std::span<const double>(patch), 2.0);

@@ -47,6 +47,8 @@ struct Stats {
   std::int64_t syncs = 0;              ///< collective sync() calls
   std::int64_t fences = 0;             ///< fence() calls
   std::int64_t mpi_rma_calls = 0;      ///< MPI_Get/Put/Accumulate/Fetch_and_op calls issued
+  std::int64_t ordering_flushes = 0;   ///< MPI_Win_flush calls made so that a write lands after this rank's
+                                       ///< earlier, overlapping one (location consistency)
   std::int64_t temp_bytes_peak = 0;    ///< largest temporary buffer a transfer allocated
   std::array<OpCounters, op_count> ops{};  ///< traffic per operation kind, indexed by Op
 

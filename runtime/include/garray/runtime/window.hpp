@@ -34,17 +34,17 @@
 //   rma/mixed segment of rank r: [ block: bytes, padded to 64 ][ next ticket | now serving (int64) | unused ]
 //   (the replica words of rank 0 are the lock; the others are unused)
 
+#include <mpi.h>
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
 #include <garray/runtime/context.hpp>
 #include <garray/runtime/error.hpp>
 #include <garray/runtime/fault.hpp>
 #include <garray/runtime/outstanding.hpp>
-
-#include <mpi.h>
-
-#include <algorithm>
-#include <cstddef>
-#include <cstdint>
-#include <exception>
 #include <utility>
 #include <vector>
 
@@ -154,24 +154,61 @@ class Window {
     if (shm_win_ != MPI_WIN_NULL) MPI_Win_sync(shm_win_);
   }
 
-  /// Marks that this rank has put/accumulated to `r` since the last remote flush of r.
-  void mark_dirty(int r) noexcept {
-    if (!dirty_[r]) {
-      dirty_[r] = 1;
+  /// Location consistency (docs/semantics.md, "Visibility rules" 3): a rank's writes to the
+  /// same elements land in the order it issued them, as in Global Arrays. Called before this
+  /// rank issues an MPI write (`acc`: accumulate-class, else a put) to bytes [lo, hi) of r's
+  /// block. MPI orders neither a put after an earlier write nor an accumulate after an
+  /// earlier put (only accumulates among themselves, accumulate_ordering's default): when the
+  /// range overlaps such a write of this rank to r that is not yet complete at r, completes
+  /// this rank's writes to r first (MPI_Win_flush; Stats::ordering_flushes). Direct stores
+  /// this rank made since into r's block (its own, or a node-local peer's on a mixed window:
+  /// order_store) are ordered before the MPI call by MPI_Win_sync. Then records the range:
+  /// r counts as written to until this rank's next flush of it.
+  void order_write(int r, bool acc, std::ptrdiff_t lo, std::ptrdiff_t hi) const {
+    Written& w = written_[static_cast<std::size_t>(r)];
+    if (w.dirty && (overlap(w.put, lo, hi) || (!acc && overlap(w.acc, lo, hi)))) {
+      complete_writes_to(r);
+      ++stats_->ordering_flushes;
+    }
+    if (stored_ && (r == me_ || peer(r))) {
+      memory_sync();
+      stored_ = false;
+    }
+    if (!w.dirty) {
+      w.dirty = true;
       ++ndirty_;
     }
+    auto& span = acc ? w.acc : w.put;
+    span = span[0] < span[1] ? Span{std::min(span[0], lo), std::max(span[1], hi)} : Span{lo, hi};
+  }
+  /// Before this rank stores directly (a memory copy, no MPI call) into bytes [lo, hi) of r's
+  /// block (its own, or a node-local peer's on a mixed window): completes its MPI writes to r
+  /// that overlap the range and may still be in flight (as order_write), so that the store
+  /// lands after them.
+  void order_store(int r, std::ptrdiff_t lo, std::ptrdiff_t hi) const {
+    const Written& w = written_[static_cast<std::size_t>(r)];
+    if (w.dirty && (overlap(w.put, lo, hi) || overlap(w.acc, lo, hi))) {
+      complete_writes_to(r);
+      ++stats_->ordering_flushes;
+    }
+    stored_ = true;
   }
   /// Before reading from r: completes our own outstanding writes to r so a get sees them
   /// ("read your own writes"). No-op when nothing is outstanding. When r's block is read
   /// by loads (this rank's own, a node-local one of a mixed window), MPI_Win_sync orders the
   /// completed RMA update before them.
   void complete_writes_to(int r) const {
-    if (dirty_[r]) {
+    if (written_[static_cast<std::size_t>(r)].dirty) {
       flush(r);
-      dirty_[r] = 0;
-      --ndirty_;
+      completed(r);
       if (r == me_ || peer(r)) memory_sync();
     }
+  }
+  /// After an MPI_Win_flush(r) made elsewhere: nothing of this rank's is in flight to r.
+  void completed(int r) const noexcept {
+    Written& w = written_[static_cast<std::size_t>(r)];
+    if (w.dirty) --ndirty_;
+    w = Written{};
   }
   /// Nonblocking requests issued on this window and not yet complete: a Request links
   /// itself in while it has something outstanding (and relinks under its new address when
@@ -194,7 +231,7 @@ class Window {
   void complete_outstanding() const {
     while (head_) head_->complete();
   }
-  /// True if this rank has puts/accumulates not yet remotely completed (see mark_dirty).
+  /// True if this rank has puts/accumulates not yet remotely completed (see order_write).
   bool has_pending_writes() const noexcept { return ndirty_ > 0; }
   /// Completes this rank's nonblocking requests (complete_outstanding: an unwaited get has
   /// read before the collective that called this lets anyone write), then remote completion
@@ -213,9 +250,10 @@ class Window {
       failed = std::current_exception();
     }
     if (ndirty_ > 0) flush_all();
-    std::fill(dirty_.begin(), dirty_.end(), 0);
+    std::fill(written_.begin(), written_.end(), Written{});
     ndirty_ = 0;
     memory_sync();
+    stored_ = false;
     if (failed) std::rethrow_exception(failed);
   }
 
@@ -238,8 +276,19 @@ class Window {
   std::vector<std::byte*> peers_;
   std::vector<std::uint32_t*> locks_;  // shared windows: each rank's accumulate lock (and replica word)
   MPI_Aint replica_disp_ = 0;          // rma and mixed windows: the replica word's displacement
-  mutable std::vector<unsigned char> dirty_;
+  // Per target: this rank's writes not yet complete there (since its last flush of r), as
+  // the byte ranges [lo, hi) spanning its puts and its accumulates (order_write)
+  using Span = std::array<std::ptrdiff_t, 2>;
+  struct Written {
+    bool dirty = false;
+    Span put{0, 0}, acc{0, 0};
+  };
+  static bool overlap(const Span& s, std::ptrdiff_t lo, std::ptrdiff_t hi) noexcept {
+    return s[0] < s[1] && lo < s[1] && s[0] < hi;
+  }
+  mutable std::vector<Written> written_;
   mutable int ndirty_ = 0;
+  mutable bool stored_ = false;  // direct stores into a block also reached by MPI since the last MPI_Win_sync
   mutable Outstanding* head_ = nullptr;  // this rank's incomplete nonblocking requests
   int me_ = 0;
   bool unified_ = true;

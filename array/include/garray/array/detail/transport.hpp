@@ -188,6 +188,33 @@ inline constexpr bool flush_each_target = true;
 inline constexpr bool flush_each_target = false;
 #endif
 
+/// The bytes [lo, hi) of its owner's block that a piece spans (strides of either sign), for
+/// Window::order_write / order_store (location consistency).
+template <class T, std::size_t N>
+std::pair<std::ptrdiff_t, std::ptrdiff_t> piece_bytes(const Piece<N>& p) noexcept {
+  Index lo = p.block_off, hi = p.block_off;
+  for (std::size_t d = 0; d < N; ++d) {
+    const Index reach = (p.count[d] - 1) * p.block_str[d];
+    (reach < 0 ? lo : hi) += reach;
+  }
+  return {static_cast<std::ptrdiff_t>(lo * static_cast<Index>(sizeof(T))),
+          static_cast<std::ptrdiff_t>((hi + 1) * static_cast<Index>(sizeof(T)))};
+}
+
+/// Before an index-list scatter stores directly into r's block: Window::order_store over the
+/// span of the offsets it writes.
+template <class T>
+void order_list_store(const Window& w, int r, std::span<const std::size_t> order, const Index* off) {
+  if (order.empty()) return;
+  Index lo = off[order[0]], hi = lo;
+  for (std::size_t j : order) {
+    lo = std::min(lo, off[j]);
+    hi = std::max(hi, off[j]);
+  }
+  w.order_store(r, static_cast<std::ptrdiff_t>(lo * static_cast<Index>(sizeof(T))),
+                static_cast<std::ptrdiff_t>((hi + 1) * static_cast<Index>(sizeof(T))));
+}
+
 /// MPI RMA window transport (see the file comment).
 template <class T>
 class RmaTransport {
@@ -203,6 +230,8 @@ class RmaTransport {
         w_.complete_writes_to(r);  // flush + MPI_Win_sync if our own RMA writes are pending
         strided_copy(collapse(p.count, p.buf_str, p.block_str), buf + p.buf_off, blk);
       } else {
+        const auto [lo, hi] = piece_bytes<T>(p);
+        w_.order_store(r, lo, hi);  // after this rank's MPI accumulates to its own block
         strided_copy(collapse(p.count, p.block_str, p.buf_str), blk, buf + p.buf_off);
       }
       return;
@@ -269,7 +298,9 @@ class RmaTransport {
         check_mpi(MPI_Get(origin, oreg.count(), oreg.type(), r, disp, target.count(), target.type(), win),
                   "MPI_Get");
     } else if constexpr (D == Dir::put) {
-      w_.mark_dirty(r);  // before the call: a failed call may still have issued something
+      // before the call: orders it after this rank's earlier writes to the same elements
+      // (location consistency), and marks r dirty (a failed call may still have issued something)
+      w_.order_write(r, false, disp, disp + target_bytes(it));
       if (with_req)
         check_mpi(MPI_Rput(origin, oreg.count(), oreg.type(), r, disp, target.count(), target.type(), win,
                            RequestAccess::add_mpi(*req_)),
@@ -278,7 +309,7 @@ class RmaTransport {
         check_mpi(MPI_Put(origin, oreg.count(), oreg.type(), r, disp, target.count(), target.type(), win),
                   "MPI_Put");
     } else {
-      w_.mark_dirty(r);
+      w_.order_write(r, true, disp, disp + target_bytes(it));
       if (with_req)
         check_mpi(MPI_Raccumulate(origin, oreg.count(), oreg.type(), r, disp, target.count(), target.type(),
                                   MPI_SUM, win, RequestAccess::add_mpi(*req_)),
@@ -293,6 +324,15 @@ class RmaTransport {
     detail::fault_point("transfer.issued");
   }
 
+  /// The bytes from a collapsed piece's first target element to one past its last (target
+  /// strides positive).
+  template <std::size_t N>
+  static std::ptrdiff_t target_bytes(const Strided2<N>& it) noexcept {
+    Index last = 0;
+    for (int d = 0; d < it.nd; ++d)
+      last += (it.count[static_cast<std::size_t>(d)] - 1) * it.sa[static_cast<std::size_t>(d)];
+    return static_cast<std::ptrdiff_t>((last + 1) * static_cast<Index>(sizeof(T)));
+  }
   /// True if one MPI call can describe the collapsed regions `it` (target side a, buffer
   /// side b; a reversed buffer side travels as one dense temporary): every run fits an int
   /// count (mpi_count_limit, INT_MAX), except a contiguous innermost run, which MpiRegion
@@ -368,8 +408,10 @@ class RmaTransport {
   T fetch_add(int r, Index off, T inc) {
     T old{};
     const auto disp = static_cast<MPI_Aint>(off * static_cast<Index>(sizeof(T)));
+    w_.order_write(r, true, disp, disp + static_cast<MPI_Aint>(sizeof(T)));  // after an earlier put there
     check_mpi(MPI_Fetch_and_op(&inc, &old, mpi_type<T>(), r, disp, MPI_SUM, w_.win()), "MPI_Fetch_and_op");
     w_.flush(r);
+    w_.completed(r);
     // our later loads of the block (our own, or a node-local peer's on a mixed window) see
     // the update, as complete_writes_to does after a flush
     if (r == me_ || w_.peer(r)) w_.memory_sync();
@@ -378,7 +420,7 @@ class RmaTransport {
   }
   void add_one(int r, Index off, T inc) {
     const auto disp = static_cast<MPI_Aint>(off * static_cast<Index>(sizeof(T)));
-    w_.mark_dirty(r);
+    w_.order_write(r, true, disp, disp + static_cast<MPI_Aint>(sizeof(T)));
     check_mpi(MPI_Accumulate(&inc, 1, mpi_type<T>(), r, disp, 1, mpi_type<T>(), MPI_SUM, w_.win()),
               "MPI_Accumulate");
     w_.flush_local(r);
@@ -396,6 +438,7 @@ class RmaTransport {
         w_.complete_writes_to(r);
         for (std::size_t j : order) vals[j] = blk[off[j]];
       } else {
+        order_list_store<T>(w_, r, order, off);
         for (std::size_t j : order) blk[off[j]] = vals[j];
       }
       return;
@@ -438,8 +481,11 @@ class RmaTransport {
     }
     T* data = l.buf.data();
     const MPI_Datatype elem = C == ListOp::scatter_acc ? acc_type<T>() : mpi_type<T>();
-    if constexpr (C == ListOp::gather) w_.complete_writes_to(r);
-    else w_.mark_dirty(r);  // before the first call: a failed call may still have issued something
+    if constexpr (C == ListOp::gather)
+      w_.complete_writes_to(r);
+    else if (!disps.empty())  // before the first call (a failed call may still have issued something)
+      w_.order_write(r, C == ListOp::scatter_acc, disps.front(),
+                     disps.back() + static_cast<MPI_Aint>(sizeof(T)));
     note_target(r);         // from here on, abandon() completes what was issued
     // One MPI call per at most mpi_count_limit (INT_MAX) entries: an int counts them.
     for (std::size_t b = 0; b < disps.size(); b += static_cast<std::size_t>(mpi_count_limit)) {
@@ -540,7 +586,13 @@ class MixedTransport {
     if (D != Dir::acc && w_.peer(p.rank)) {
       // Read your own writes: a node-local get after this rank's RMA accumulates to that
       // block completes them first (flush + MPI_Win_sync), as RmaTransport does.
-      if constexpr (D == Dir::get) w_.complete_writes_to(p.rank);
+      if constexpr (D == Dir::get) {
+        w_.complete_writes_to(p.rank);
+      } else {
+        // location consistency: after this rank's MPI accumulates to that block
+        const auto [lo, hi] = piece_bytes<T>(p);
+        w_.order_store(p.rank, lo, hi);
+      }
       shm_.template move<D>(p, buf);
     } else {
       rma_.template move<D>(p, buf);
@@ -557,6 +609,8 @@ class MixedTransport {
   void list(int r, std::span<const std::size_t> order, const Index* off, T* vals, T alpha) {
     if (C != ListOp::scatter_acc && w_.peer(r)) {
       if constexpr (C == ListOp::gather) w_.complete_writes_to(r);
+      else
+        order_list_store<T>(w_, r, order, off);
       shm_.template list<C>(r, order, off, vals, alpha);
     } else {
       rma_.template list<C>(r, order, off, vals, alpha);
