@@ -207,7 +207,8 @@ Window::Window(const Context& ctx, std::size_t bytes)
           if (sz > 0) peers_[r] = static_cast<std::byte*>(p);  // an empty block: nothing to load
         }
       }
-      written_.assign(static_cast<std::size_t>(ctx.size()), Written{});
+      dirty_.assign(static_cast<std::size_t>(ctx.size()), 0);
+      rec_.assign(static_cast<std::size_t>(ctx.size()), -1);
       if (kind_ == WindowKind::mixed) {
         check_mpi(MPI_Win_lock_all(MPI_MODE_NOCHECK, shm_win_), "MPI_Win_lock_all");
         shm_locked = true;
@@ -271,6 +272,116 @@ std::vector<Deferred>& deferred() {
   return *v;
 }
 }  // namespace
+
+bool Window::overlap(const Footprint& a, const Footprint& b) noexcept {
+  if (!(a.lo < b.hi && b.lo < a.hi)) return false;  // disjoint hulls
+  if (a.pitch == 0 || a.pitch != b.pitch) return true;
+  // two combs of one pitch: their runs meet iff the runs' offsets within a pitch do
+  const std::ptrdiff_t p = a.pitch, ca = a.lo % p, cb = b.lo % p;
+  return ((cb - ca) % p + p) % p < a.run || ((ca - cb) % p + p) % p < b.run;
+}
+
+namespace {
+std::ptrdiff_t mod(std::ptrdiff_t x, std::ptrdiff_t p) noexcept { return (x % p + p) % p; }
+
+/// Makes g cover f too when their union is again one footprint: hulls that touch or
+/// overlap, or runs of one pitch that touch or overlap within the pitch (rows, columns or
+/// tiles written one after another). False, g unchanged, otherwise.
+bool merge_into(Window::Footprint& g, const Window::Footprint& f) noexcept {
+  if (g.pitch == 0 && f.pitch == 0) {
+    if (f.lo > g.hi || g.lo > f.hi) return false;  // a gap between the hulls
+    g.lo = std::min(g.lo, f.lo);
+    g.hi = std::max(g.hi, f.hi);
+    return true;
+  }
+  if (g.pitch != f.pitch) return false;
+  const std::ptrdiff_t p = g.pitch, cg = mod(g.lo, p), cf = mod(f.lo, p);
+  std::ptrdiff_t lo = 0, run = 0;
+  if (const std::ptrdiff_t d = mod(cf - cg, p); d <= g.run) {  // f's runs start in or right after g's
+    lo = std::min(g.lo, f.lo - d);
+    run = std::max(g.run, d + f.run);
+  } else if (const std::ptrdiff_t e = mod(cg - cf, p); e <= f.run) {  // g's in or right after f's
+    lo = std::min(f.lo, g.lo - e);
+    run = std::max(f.run, e + g.run);
+  } else {
+    return false;
+  }
+  g.lo = lo;
+  g.hi = std::max(g.hi, f.hi);
+  if (run >= p) {  // the runs fill the pitch: every byte of the hull
+    g.pitch = 0;
+    g.run = 0;
+  } else {
+    g.run = run;
+  }
+  return true;
+}
+}  // namespace
+
+bool Window::may_clash(int r, bool acc, const Footprint& f) const noexcept {
+  const auto i = rec_[static_cast<std::size_t>(r)];
+  if (!dirty_[static_cast<std::size_t>(r)] || i < 0) return false;
+  const Written& w = records_[static_cast<std::size_t>(i)];
+  for (int k = 0; k < w.nput; ++k)
+    if (overlap(w.put[static_cast<std::size_t>(k)], f)) return true;
+  if (!acc)  // MPI orders one origin's accumulates among themselves; puts after them not
+    for (int k = 0; k < w.nacc; ++k)
+      if (overlap(w.acc[static_cast<std::size_t>(k)], f)) return true;
+  return false;
+}
+
+void Window::order_write(int r, bool acc, const Footprint& f) const {
+  const auto t = static_cast<std::size_t>(r);
+  if (rec_[t] < 0) {  // the first write to r: its record (may throw; nothing issued yet)
+    records_.emplace_back();
+    rec_[t] = static_cast<std::int32_t>(records_.size() - 1);
+  }
+  if (may_clash(r, acc, f)) {
+    complete_writes_to(r);
+    ++stats_->ordering_flushes;
+  }
+  if (stored_ && (r == me_ || peer(r))) {  // direct stores before this MPI call
+    memory_sync();
+    stored_ = false;
+  }
+  if (!dirty_[t]) {
+    dirty_[t] = 1;
+    ++ndirty_;
+  }
+  Written& w = records_[static_cast<std::size_t>(rec_[t])];
+  auto& fs = acc ? w.acc : w.put;
+  auto& n = acc ? w.nacc : w.nput;
+  for (int k = 0; k < n; ++k)
+    if (merge_into(fs[static_cast<std::size_t>(k)], f)) return;
+  if (n < fs.size()) {
+    fs[n++] = f;
+  } else {  // full: one hull of everything
+    Footprint h{f.lo, f.hi, 0, 0};
+    for (const Footprint& g : fs) {
+      h.lo = std::min(h.lo, g.lo);
+      h.hi = std::max(h.hi, g.hi);
+    }
+    fs[0] = h;
+    n = 1;
+  }
+}
+
+void Window::order_store(int r, const Footprint& f) const {
+  if (may_clash(r, false, f)) {
+    complete_writes_to(r);
+    ++stats_->ordering_flushes;
+  }
+  stored_ = true;
+}
+
+void Window::completed(int r) const noexcept {
+  const auto t = static_cast<std::size_t>(r);
+  if (dirty_[t]) {
+    dirty_[t] = 0;
+    --ndirty_;
+  }
+  if (rec_[t] >= 0) records_[static_cast<std::size_t>(rec_[t])] = Written{};
+}
 
 void Window::defer_free(std::pair<std::uint64_t, std::uint64_t> order) noexcept {
   abandoned_ = true;  // whatever happens below, the destructor makes no MPI call

@@ -980,69 +980,66 @@ TEST_CASE(
 namespace {
 
 /// One rank's writes to the same elements without fence() or sync() in between, on the
-/// window kind of `ctx`: put then accumulate, put then put, accumulate then put, put then
-/// read_inc, scatter then scatter_acc, put_nb then acc_nb. Every rank writes its own random
-/// slice of the array (disjoint from the others', mostly in other ranks' blocks), all
-/// ranks' results are compared with a serial reference after one sync().
+/// window kind of `ctx`, each pair in its own part of the rank's slice so that every pair's
+/// order shows in the result: put, accumulate, put over part, accumulate, put over the rest
+/// (part 0); put then read_inc (integers) or accumulate (part 1); scatter then scatter_acc
+/// (part 2); put_nb then acc_nb (part 3). Every rank writes its own random slice (disjoint
+/// from the others', mostly in other ranks' blocks); all ranks' results are compared with a
+/// serial reference after one sync().
 template <class T>
 bool program_order_holds(const garray::Context& ctx, std::uint64_t seed) {
   test::Rng g(seed);
   const int p = ctx.size(), me = ctx.rank();
-  const Index per = 2 + test::uniform(g, 0, 5);  // elements each rank writes
-  const Index n = per * p + test::uniform(g, 0, 3);
+  const Index per = 2 + test::uniform(g, 0, 5);  // elements of each part
+  const Index n = 4 * per * p + test::uniform(g, 0, 3);
   garray::GlobalArray<T, 1> a(ctx, {n}, test::random_distribution<1>(g, garray::Shape<1>{n}, p));
   std::vector<T> ref(static_cast<std::size_t>(n), T{0});
-  // rank r writes [lo(r), lo(r) + per): shifted by one rank, so mostly into another's block
-  const auto lo = [&](int r) { return static_cast<Index>((r + 1) % p) * per; };
   bool ok = true;
   for (int r = 0; r < p; ++r) {
-    const Index b = lo(r);
-    auto at = [&](Index k) -> T& { return ref[static_cast<std::size_t>(b + k)]; };
-    std::vector<T> init(static_cast<std::size_t>(per)), delta(init.size()), over(init.size());
-    for (Index k = 0; k < per; ++k) {
-      init[static_cast<std::size_t>(k)] = static_cast<T>(test::uniform(g, 1, 1000));
-      delta[static_cast<std::size_t>(k)] = static_cast<T>(test::uniform(g, 1, 1000));
-      over[static_cast<std::size_t>(k)] = static_cast<T>(test::uniform(g, 1, 1000));
-    }
-    const Index cut = test::uniform(g, 0, per - 1);  // the part put again: [cut, per)
-    const Index e = test::uniform(g, 0, per - 1);    // the element put and read_inc'd
+    // rank r writes [b, b + 4 per), shifted by one rank: mostly into another rank's block
+    const Index b = static_cast<Index>((r + 1) % p) * 4 * per;
+    const auto part = [&](int k) { return b + k * per; };
+    auto at = [&](int k, Index i) -> T& { return ref[static_cast<std::size_t>(part(k) + i)]; };
+    const auto draw = [&] {
+      std::vector<T> v(static_cast<std::size_t>(per));
+      for (auto& x : v) x = static_cast<T>(test::uniform(g, 1, 1000));
+      return v;
+    };
+    const std::vector<T> init = draw(), delta = draw(), over = draw();
+    const Index cut = test::uniform(g, 0, per - 1);  // part 0: [cut, per) put again
+    const Index e = test::uniform(g, 0, per - 1);    // part 1: the element put and read_inc'd
     const T ev = static_cast<T>(test::uniform(g, 1, 1000));
+    const auto whole = [&](int k) { return idx[range(part(k), part(k) + per)]; };
+    const auto span = [](const std::vector<T>& v) { return std::span<const T>(v); };
     if (r == me) {
-      const auto all_of_mine = idx[range(b, b + per)];
-      a.put(all_of_mine, std::span<const T>(init));
-      a.accumulate(all_of_mine, std::span<const T>(delta));  // init + delta
-      a.put(idx[range(b + cut, b + per)], std::span<const T>(over).subspan(static_cast<std::size_t>(cut)));
-      a.accumulate(all_of_mine, std::span<const T>(delta), T{2});  // + 2 delta
-      a.put(idx[range(b, b + cut)], std::span<const T>(init).first(static_cast<std::size_t>(cut)));
-      a.put(idx[b + e], std::span<const T>(&ev, 1));
+      a.put(whole(0), span(init));
+      a.accumulate(whole(0), span(delta));  // init + delta
+      a.put(idx[range(part(0) + cut, part(0) + per)], span(over).subspan(static_cast<std::size_t>(cut)));
+      a.accumulate(whole(0), span(delta), T{2});  // + 2 delta
+      a.put(idx[range(part(0), part(0) + cut)], span(init).first(static_cast<std::size_t>(cut)));
+      a.put(idx[part(1) + e], std::span<const T>(&ev, 1));
       if constexpr (std::is_integral_v<T>) {
-        const T old = a.read_inc({b + e}, T{3});
-        ok = ok && old == ev;  // the put before it landed first
+        ok = a.read_inc({part(1) + e}, T{3}) == ev && ok;  // the put before it landed first
       } else {
-        a.accumulate(idx[b + e], std::span<const T>(&ev, 1));
+        a.accumulate(idx[part(1) + e], std::span<const T>(&ev, 1));
       }
-      std::vector<garray::Shape<1>> where{{b + per - 1}, {b}, {b + per - 1}};
+      const std::vector<garray::Shape<1>> where{{part(2) + per - 1}, {part(2)}, {part(2) + per - 1}};
       const std::vector<T> sv{T{7}, T{8}, T{9}}, av{T{1}, T{2}, T{4}};
-      a.scatter(where, std::span<const T>(sv));      // b+per-1 gets 9 (the last), b gets 8
+      a.scatter(where, std::span<const T>(sv));      // the last element gets 9 (the last), the first 8
       a.scatter_acc(where, std::span<const T>(av));  // + 5 and + 2
-      auto r1 = a.put_nb(idx[range(b, b + per)], std::span<const T>(over));
-      auto r2 = a.acc_nb(idx[range(b, b + per)], std::span<const T>(delta));
+      auto r1 = a.put_nb(whole(3), span(over));
+      auto r2 = a.acc_nb(whole(3), span(delta));
       r1.wait();
       r2.wait();
     }
-    for (Index k = 0; k < per; ++k)
-      at(k) = init[static_cast<std::size_t>(k)] + delta[static_cast<std::size_t>(k)];
-    for (Index k = cut; k < per; ++k) at(k) = over[static_cast<std::size_t>(k)];
-    for (Index k = 0; k < per; ++k) at(k) += T{2} * delta[static_cast<std::size_t>(k)];
-    for (Index k = 0; k < cut; ++k) at(k) = init[static_cast<std::size_t>(k)];
-    at(e) = ev;
-    at(e) += std::is_integral_v<T> ? T{3} : ev;
-    at(per - 1) = T{9};
-    at(0) = T{8};
-    at(per - 1) += T{5};
-    at(0) += T{2};
-    for (Index k = 0; k < per; ++k)
-      at(k) = over[static_cast<std::size_t>(k)] + delta[static_cast<std::size_t>(k)];
+    for (Index i = 0; i < per; ++i) {
+      const auto k = static_cast<std::size_t>(i);
+      at(0, i) = i < cut ? init[k] : over[k] + T{2} * delta[k];
+      at(3, i) = over[k] + delta[k];
+    }
+    at(1, e) = ev + (std::is_integral_v<T> ? T{3} : ev);
+    at(2, per - 1) = T{9 + 5};
+    at(2, 0) = T{8 + 2};
   }
   a.sync();
   return ok && test::whole_array(a) == ref;
@@ -1101,7 +1098,11 @@ TEST_CASE(
     const test::ScopedEnv window("GARRAY_WINDOW", k.window);
     const test::ScopedEnv nodes("GARRAY_NODE_RANKS", k.nodes.c_str());
     const garray::Context ctx(MPI_COMM_WORLD, garray::RankOrder::given);
-    INFO("GARRAY_WINDOW " << k.window << " -> " << garray::to_string(ctx.window_kind()));
+    INFO("GARRAY_WINDOW " << std::string(k.window) << " -> " << garray::to_string(ctx.window_kind()));
+    // the counts below are those of the kind asked for (a context that fell back to
+    // another kind would count differently)
+    CHECK(garray::to_string(ctx.window_kind()) == std::string_view(k.window));
+    if (garray::to_string(ctx.window_kind()) != std::string_view(k.window)) continue;
     const Index n = 4 * ctx.size();
     garray::GlobalArray<std::int64_t, 1> a(ctx, {n});  // blocked: rank r owns [4r, 4r + 4)
     std::vector<int> got;
@@ -1141,5 +1142,42 @@ TEST_CASE(
     CHECK(v[4] == 1);
     CHECK(v[5] == 1 + 6);
     CHECK(v[0] == 1);
+    // 2-d: the columns of rank 1's block put one by one, then two tiles side by side, hulls
+    // that interleave: no flush (their combs are told apart), until a write overlaps
+    // (on the rma window: on the mixed one these puts are stores, ordered by flushes only
+    // after accumulates)
+    if (std::string_view(k.window) != "rma") continue;
+    garray::GlobalArray<std::int64_t, 2> m(ctx, {8, 8});
+    const garray::Box<2> bx = m.box_of(1);
+    const Index rows = bx.hi[0] - bx.lo[0], cols = bx.hi[1] - bx.lo[1];
+    if (ctx.rank() == 0 && rows >= 2 && cols >= 2) {
+      const auto& st = ctx.stats();
+      const std::int64_t base = st.ordering_flushes;
+      const std::vector<std::int64_t> col(static_cast<std::size_t>(rows), 3);
+      for (Index j = bx.lo[1]; j < bx.hi[1]; ++j)
+        m.put(idx[range(bx.lo[0], bx.hi[0])][j], std::span<const std::int64_t>(col));
+      CHECK(st.ordering_flushes - base == 0);
+      m.put(idx[range(bx.lo[0], bx.hi[0])][bx.lo[1]], std::span<const std::int64_t>(col));  // again
+      CHECK(st.ordering_flushes - base == 1);
+      const Index half = cols / 2;
+      const std::vector<std::int64_t> left(static_cast<std::size_t>(rows * half), 4),
+          right(static_cast<std::size_t>(rows * (cols - half)), 5);
+      const auto tile_l = idx[range(bx.lo[0], bx.hi[0])][range(bx.lo[1], bx.lo[1] + half)];
+      const auto tile_r = idx[range(bx.lo[0], bx.hi[0])][range(bx.lo[1] + half, bx.hi[1])];
+      m.fence();
+      m.put(tile_l, std::span<const std::int64_t>(left));
+      m.put(tile_r, std::span<const std::int64_t>(right));
+      CHECK(st.ordering_flushes - base == 1);
+      m.accumulate(tile_r, std::span<const std::int64_t>(right));  // over the right tile
+      CHECK(st.ordering_flushes - base == 2);
+    }
+    m.sync();
+    if (rows >= 2 && cols >= 2) {
+      const auto w = test::whole_array(m);
+      const Index half = cols / 2;
+      CHECK(w[static_cast<std::size_t>(bx.lo[0] * 8 + bx.lo[1])] == 4);
+      CHECK(w[static_cast<std::size_t>((bx.hi[0] - 1) * 8 + bx.hi[1] - 1)] == 10);
+      CHECK(w[static_cast<std::size_t>(bx.lo[0] * 8 + bx.lo[1] + half)] == 10);
+    }
   }
 }

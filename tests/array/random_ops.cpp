@@ -73,6 +73,9 @@ TEST_CASE_TEMPLATE("random mixed one-sided operations match a serial reference",
       for (int j = 0; j < 10; ++j, ++done) {
         const bool act = me == actor;
         const int kind = static_cast<int>(test::uniform(g, 0, 8));
+        // a fence after a write half the time: one rank's writes are ordered without it
+        // (location consistency), so the reference is the same either way
+        const bool fence = test::uniform(g, 0, 1) == 0;
         if (kind <= 4) {  // slice operations
           const auto rs = test::random_slice<2>(g, shape);
           const Index n = test::selected_count<2>(rs.ref);
@@ -93,14 +96,14 @@ TEST_CASE_TEMPLATE("random mixed one-sided operations match a serial reference",
             if (act) {
               if (nb) a.put_nb(rs.slice, std::span<const T>(buf)).wait();
               else a.put(rs.slice, std::span<const T>(buf));
-              a.fence();  // overlapping puts (and acc after put) are ordered only by a fence
+              if (fence) a.fence();
             }
             test::for_each_selected<2>(rs.ref, [&](const Shape<2>& i, Index k) { ra.at(i) = buf[static_cast<std::size_t>(k)]; });
           } else {  // accumulate
             if (act) {
               if (nb) a.acc_nb(rs.slice, std::span<const T>(buf), alpha).wait();
               else a.accumulate(rs.slice, std::span<const T>(buf), alpha);
-              a.fence();
+              if (fence) a.fence();
             }
             test::for_each_selected<2>(rs.ref, [&](const Shape<2>& i, Index k) {
               ra.at(i) += alpha * buf[static_cast<std::size_t>(k)];
@@ -119,20 +122,20 @@ TEST_CASE_TEMPLATE("random mixed one-sided operations match a serial reference",
           } else if (kind == 6) {
             if (act) {
               a.scatter(idx, vals);
-              a.fence();
+              if (fence) a.fence();
             }
             for (std::size_t q = 0; q < idx.size(); ++q) ra.at(base[q]) = vals[q];  // the last one wins
           } else if (kind == 7) {
             if (act) {
               a.scatter_acc(idx, vals, T{2});
-              a.fence();
+              if (fence) a.fence();
             }
             for (std::size_t q = 0; q < idx.size(); ++q) ra.at(base[q]) += T{2} * vals[q];
           } else if constexpr (std::is_integral_v<T>) {
             if (!idx.empty()) {
               if (act) {
                 ok = ok && a.read_inc(idx[0], vals[0]) == ra.at(base[0]);
-                a.fence();
+                if (fence) a.fence();
               }
               ra.at(base[0]) += vals[0];
             }

@@ -14,7 +14,9 @@
 //   get                      complete on return (the buffer holds the data)
 //   put / accumulate         locally complete on return (buffer reusable); remote
 //                            completion at fence() (this rank's ops) or sync() (everyone's)
-//   *_nb + Request::wait()   as the blocking call, at wait(); unordered among themselves
+//   *_nb + Request::wait()   as the blocking call, at wait()
+//   one rank's writes to the same elements land in the order it issued them (location
+//   consistency, as in GA: a flush of that target where a write overlaps one in flight)
 //   read_inc                 atomic fetch-and-add, complete on return
 //   a get sees this rank's own earlier puts/accumulates to the same place (read your writes)
 // Validation happens before any data moves: a call that throws changed nothing.
@@ -335,8 +337,9 @@ class GlobalArray {
   }
 
   /// One-sided, nonblocking get: nothing is guaranteed on return; the request's wait() (or
-  /// test() returning true) gives the blocking get's guarantee. Nonblocking operations are
-  /// unordered with each other. Throws as get, before anything is issued.
+  /// test() returning true) gives the blocking get's guarantee. Unordered with this rank's
+  /// later writes to the same elements until it is done. Throws as get, before anything is
+  /// issued.
   template <std::size_t K, std::size_t M>
   Request get_nb(const Slice<K, M>& s, std::span<T> out) const {
     check_live(detail::Call::get);

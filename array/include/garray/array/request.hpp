@@ -3,7 +3,9 @@
 //
 // wait() gives the same guarantee as the blocking call on return (get: the data is in the
 // buffer; put/acc: the buffer may be reused; remote completion still needs fence()/sync()).
-// Nonblocking operations are unordered with respect to each other. A Request that is
+// Nonblocking writes are ordered with this rank's other writes as blocking ones are (location
+// consistency, docs/semantics.md Visibility rules 3); a get_nb and this rank's later writes
+// to the same elements are unordered until it is done. A Request that is
 // destroyed without wait() waits in its destructor. With MPICH, test() may block until the
 // operation is locally complete (see detail::request_ops_ok).
 
@@ -51,7 +53,9 @@ struct RequestAccess {
 /// The handle of a nonblocking one-sided operation (get_nb / put_nb / acc_nb). wait(), or
 /// test() returning true, gives the blocking call's guarantee: get: the data is in the
 /// buffer; put/accumulate: the buffer may be reused (remote completion still needs fence()
-/// or sync()). Nonblocking operations are unordered with respect to each other. Every member
+/// or sync()). Writes land in the order they were issued, as blocking ones (location
+/// consistency); a get_nb and later writes to the same elements are unordered until it is
+/// done. Every member
 /// is Local. Move-only; destroying an unfinished Request waits for it. A collective on its
 /// array (sync(), fill(), ...) completes it as wait() would, before the collective's
 /// synchronisation (a get then holds the data as it was before the collective), and so does

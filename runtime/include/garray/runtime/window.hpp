@@ -154,62 +154,44 @@ class Window {
     if (shm_win_ != MPI_WIN_NULL) MPI_Win_sync(shm_win_);
   }
 
+  /// Where a write lands in a target's block, in bytes (location consistency, order_write):
+  /// every byte it writes lies in [lo, hi), and, when pitch > 0, in one of the runs
+  /// [lo + k pitch, lo + k pitch + run), k = 0, 1, ... (run <= pitch): a section's rows,
+  /// columns or tile, so that writes to different columns or to tiles side by side of one
+  /// block are told apart although their hulls interleave.
+  struct Footprint {
+    std::ptrdiff_t lo = 0, hi = 0, pitch = 0, run = 0;
+  };
   /// Location consistency (docs/semantics.md, "Visibility rules" 3): a rank's writes to the
   /// same elements land in the order it issued them, as in Global Arrays. Called before this
-  /// rank issues an MPI write (`acc`: accumulate-class, else a put) to bytes [lo, hi) of r's
+  /// rank issues an MPI write (`acc`: accumulate-class, else a put) with footprint `f` in r's
   /// block. MPI orders neither a put after an earlier write nor an accumulate after an
-  /// earlier put (only accumulates among themselves, accumulate_ordering's default): when the
-  /// range overlaps such a write of this rank to r that is not yet complete at r, completes
-  /// this rank's writes to r first (MPI_Win_flush; Stats::ordering_flushes). Direct stores
-  /// this rank made since into r's block (its own, or a node-local peer's on a mixed window:
-  /// order_store) are ordered before the MPI call by MPI_Win_sync. Then records the range:
-  /// r counts as written to until this rank's next flush of it.
-  void order_write(int r, bool acc, std::ptrdiff_t lo, std::ptrdiff_t hi) const {
-    Written& w = written_[static_cast<std::size_t>(r)];
-    if (w.dirty && (overlap(w.put, lo, hi) || (!acc && overlap(w.acc, lo, hi)))) {
-      complete_writes_to(r);
-      ++stats_->ordering_flushes;
-    }
-    if (stored_ && (r == me_ || peer(r))) {
-      memory_sync();
-      stored_ = false;
-    }
-    if (!w.dirty) {
-      w.dirty = true;
-      ++ndirty_;
-    }
-    auto& span = acc ? w.acc : w.put;
-    span = span[0] < span[1] ? Span{std::min(span[0], lo), std::max(span[1], hi)} : Span{lo, hi};
-  }
-  /// Before this rank stores directly (a memory copy, no MPI call) into bytes [lo, hi) of r's
+  /// earlier put (only accumulates among themselves, accumulate_ordering's default): when `f`
+  /// may overlap such a write of this rank to r that is not yet complete at r, completes this
+  /// rank's writes to r first (MPI_Win_flush; Stats::ordering_flushes). Direct stores this
+  /// rank made since into r's block (its own, or a node-local peer's on a mixed window:
+  /// order_store) are ordered before the MPI call by MPI_Win_sync. Then records `f`: r counts
+  /// as written to until this rank's next flush of it. Throws MpiError (the flush) or
+  /// bad_alloc (the first record for r) before anything is issued.
+  void order_write(int r, bool acc, const Footprint& f) const;
+  /// Before this rank stores directly (a memory copy, no MPI call) into footprint `f` of r's
   /// block (its own, or a node-local peer's on a mixed window): completes its MPI writes to r
-  /// that overlap the range and may still be in flight (as order_write), so that the store
-  /// lands after them.
-  void order_store(int r, std::ptrdiff_t lo, std::ptrdiff_t hi) const {
-    const Written& w = written_[static_cast<std::size_t>(r)];
-    if (w.dirty && (overlap(w.put, lo, hi) || overlap(w.acc, lo, hi))) {
-      complete_writes_to(r);
-      ++stats_->ordering_flushes;
-    }
-    stored_ = true;
-  }
+  /// that may overlap it and still be in flight (as order_write), so that the store lands
+  /// after them.
+  void order_store(int r, const Footprint& f) const;
   /// Before reading from r: completes our own outstanding writes to r so a get sees them
   /// ("read your own writes"). No-op when nothing is outstanding. When r's block is read
   /// by loads (this rank's own, a node-local one of a mixed window), MPI_Win_sync orders the
   /// completed RMA update before them.
   void complete_writes_to(int r) const {
-    if (written_[static_cast<std::size_t>(r)].dirty) {
+    if (dirty_[static_cast<std::size_t>(r)]) {
       flush(r);
       completed(r);
       if (r == me_ || peer(r)) memory_sync();
     }
   }
   /// After an MPI_Win_flush(r) made elsewhere: nothing of this rank's is in flight to r.
-  void completed(int r) const noexcept {
-    Written& w = written_[static_cast<std::size_t>(r)];
-    if (w.dirty) --ndirty_;
-    w = Written{};
-  }
+  void completed(int r) const noexcept;
   /// Nonblocking requests issued on this window and not yet complete: a Request links
   /// itself in while it has something outstanding (and relinks under its new address when
   /// moved). complete_all() completes them, so every collective on the array completes an
@@ -250,7 +232,8 @@ class Window {
       failed = std::current_exception();
     }
     if (ndirty_ > 0) flush_all();
-    std::fill(written_.begin(), written_.end(), Written{});
+    std::fill(dirty_.begin(), dirty_.end(), 0);
+    for (Written& w : records_) w = Written{};
     ndirty_ = 0;
     memory_sync();
     stored_ = false;
@@ -276,17 +259,20 @@ class Window {
   std::vector<std::byte*> peers_;
   std::vector<std::uint32_t*> locks_;  // shared windows: each rank's accumulate lock (and replica word)
   MPI_Aint replica_disp_ = 0;          // rma and mixed windows: the replica word's displacement
-  // Per target: this rank's writes not yet complete there (since its last flush of r), as
-  // the byte ranges [lo, hi) spanning its puts and its accumulates (order_write)
-  using Span = std::array<std::ptrdiff_t, 2>;
+  // This rank's writes not yet complete at each target (since its last flush of it): a flag
+  // per target, and for the targets written to so far a record (rec_: its index in
+  // records_, -1 none; kept for the window's life and reused) of the footprints of its puts
+  // and of its accumulates: footprints that touch are merged into one (order_write), two
+  // are kept of each kind, a third that touches neither makes all three their hull
   struct Written {
-    bool dirty = false;
-    Span put{0, 0}, acc{0, 0};
+    std::uint8_t nput = 0, nacc = 0;
+    std::array<Footprint, 2> put{}, acc{};
   };
-  static bool overlap(const Span& s, std::ptrdiff_t lo, std::ptrdiff_t hi) noexcept {
-    return s[0] < s[1] && lo < s[1] && s[0] < hi;
-  }
-  mutable std::vector<Written> written_;
+  static bool overlap(const Footprint& a, const Footprint& b) noexcept;
+  bool may_clash(int r, bool acc, const Footprint& f) const noexcept;
+  mutable std::vector<unsigned char> dirty_;
+  mutable std::vector<std::int32_t> rec_;
+  mutable std::vector<Written> records_;
   mutable int ndirty_ = 0;
   mutable bool stored_ = false;  // direct stores into a block also reached by MPI since the last MPI_Win_sync
   mutable Outstanding* head_ = nullptr;  // this rank's incomplete nonblocking requests

@@ -79,6 +79,9 @@ GlobalArray<T, N>::~GlobalArray() {
 template <Element T, std::size_t N>
 LocalBlock<T, N> GlobalArray<T, N>::access() {
   check_live(detail::Call::access);
+  // this rank's MPI writes to its own block (accumulates on rma and mixed windows) land
+  // before its loads and stores through the block (read your writes, location consistency)
+  win_->complete_writes_to(win_->rank());
   return LocalBlock<T, N>(local_data(), my_box_, ghost_, win_.get(), alive_);
 }
 

@@ -188,21 +188,54 @@ inline constexpr bool flush_each_target = true;
 inline constexpr bool flush_each_target = false;
 #endif
 
-/// The bytes [lo, hi) of its owner's block that a piece spans (strides of either sign), for
-/// Window::order_write / order_store (location consistency).
+/// The footprint (Window::Footprint, bytes of the target's block) of a collapsed region
+/// with positive target strides `it.sa` starting at element offset `off`: its hull, and a
+/// comb (the innermost dimension's span repeated every second-innermost stride) when every
+/// outer stride is a multiple of that pitch, as in any section of a row-major block.
 template <class T, std::size_t N>
-std::pair<std::ptrdiff_t, std::ptrdiff_t> piece_bytes(const Piece<N>& p) noexcept {
-  Index lo = p.block_off, hi = p.block_off;
-  for (std::size_t d = 0; d < N; ++d) {
-    const Index reach = (p.count[d] - 1) * p.block_str[d];
-    (reach < 0 ? lo : hi) += reach;
+Window::Footprint footprint(Index off, const Strided2<N>& it) noexcept {
+  constexpr auto es = static_cast<Index>(sizeof(T));
+  const auto at = [](const std::array<Index, N>& v, int d) { return v[static_cast<std::size_t>(d)]; };
+  Index last = 0;
+  for (int d = 0; d < it.nd; ++d) last += (at(it.count, d) - 1) * at(it.sa, d);
+  Window::Footprint f{static_cast<std::ptrdiff_t>(off * es),
+                      static_cast<std::ptrdiff_t>((off + last + 1) * es), 0, 0};
+  if (it.nd == 0 || (it.nd == 1 && it.sa[0] == 1)) return f;  // one element, or one run
+  const int in = it.nd - 1;
+  const Index pitch = it.nd >= 2 ? at(it.sa, in - 1) : it.sa[0];
+  const Index run = it.nd >= 2 ? (at(it.count, in) - 1) * at(it.sa, in) + 1 : 1;
+  bool comb = run <= pitch;
+  for (int d = 0; d + 1 < in; ++d) comb = comb && at(it.sa, d) % pitch == 0;
+  if (comb) {
+    f.pitch = static_cast<std::ptrdiff_t>(pitch * es);
+    f.run = static_cast<std::ptrdiff_t>(run * es);
   }
-  return {static_cast<std::ptrdiff_t>(lo * static_cast<Index>(sizeof(T))),
-          static_cast<std::ptrdiff_t>((hi + 1) * static_cast<Index>(sizeof(T)))};
+  return f;
+}
+
+/// The footprint of a piece in its owner's block (strides of either sign).
+template <class T, std::size_t N>
+Window::Footprint piece_footprint(const Piece<N>& p) noexcept {
+  Shape<N> s = p.block_str;
+  Index off = p.block_off;
+  for (std::size_t d = 0; d < N; ++d) {
+    if (s[d] < 0) {
+      off += (p.count[d] - 1) * s[d];
+      s[d] = -s[d];
+    }
+  }
+  return footprint<T>(off, collapse(p.count, s, s));
+}
+
+/// One element at element offset `off`.
+template <class T>
+Window::Footprint element_footprint(Index off) noexcept {
+  constexpr auto es = static_cast<Index>(sizeof(T));
+  return {static_cast<std::ptrdiff_t>(off * es), static_cast<std::ptrdiff_t>((off + 1) * es), 0, 0};
 }
 
 /// Before an index-list scatter stores directly into r's block: Window::order_store over the
-/// span of the offsets it writes.
+/// hull of the offsets it writes.
 template <class T>
 void order_list_store(const Window& w, int r, std::span<const std::size_t> order, const Index* off) {
   if (order.empty()) return;
@@ -211,8 +244,8 @@ void order_list_store(const Window& w, int r, std::span<const std::size_t> order
     lo = std::min(lo, off[j]);
     hi = std::max(hi, off[j]);
   }
-  w.order_store(r, static_cast<std::ptrdiff_t>(lo * static_cast<Index>(sizeof(T))),
-                static_cast<std::ptrdiff_t>((hi + 1) * static_cast<Index>(sizeof(T))));
+  constexpr auto es = static_cast<Index>(sizeof(T));
+  w.order_store(r, {static_cast<std::ptrdiff_t>(lo * es), static_cast<std::ptrdiff_t>((hi + 1) * es), 0, 0});
 }
 
 /// MPI RMA window transport (see the file comment).
@@ -230,8 +263,7 @@ class RmaTransport {
         w_.complete_writes_to(r);  // flush + MPI_Win_sync if our own RMA writes are pending
         strided_copy(collapse(p.count, p.buf_str, p.block_str), buf + p.buf_off, blk);
       } else {
-        const auto [lo, hi] = piece_bytes<T>(p);
-        w_.order_store(r, lo, hi);  // after this rank's MPI accumulates to its own block
+        w_.order_store(r, piece_footprint<T>(p));  // after this rank's MPI accumulates to its own block
         strided_copy(collapse(p.count, p.block_str, p.buf_str), blk, buf + p.buf_off);
       }
       return;
@@ -300,7 +332,7 @@ class RmaTransport {
     } else if constexpr (D == Dir::put) {
       // before the call: orders it after this rank's earlier writes to the same elements
       // (location consistency), and marks r dirty (a failed call may still have issued something)
-      w_.order_write(r, false, disp, disp + target_bytes(it));
+      w_.order_write(r, false, footprint<T>(toff, it));
       if (with_req)
         check_mpi(MPI_Rput(origin, oreg.count(), oreg.type(), r, disp, target.count(), target.type(), win,
                            RequestAccess::add_mpi(*req_)),
@@ -309,7 +341,7 @@ class RmaTransport {
         check_mpi(MPI_Put(origin, oreg.count(), oreg.type(), r, disp, target.count(), target.type(), win),
                   "MPI_Put");
     } else {
-      w_.order_write(r, true, disp, disp + target_bytes(it));
+      w_.order_write(r, true, footprint<T>(toff, it));
       if (with_req)
         check_mpi(MPI_Raccumulate(origin, oreg.count(), oreg.type(), r, disp, target.count(), target.type(),
                                   MPI_SUM, win, RequestAccess::add_mpi(*req_)),
@@ -324,15 +356,6 @@ class RmaTransport {
     detail::fault_point("transfer.issued");
   }
 
-  /// The bytes from a collapsed piece's first target element to one past its last (target
-  /// strides positive).
-  template <std::size_t N>
-  static std::ptrdiff_t target_bytes(const Strided2<N>& it) noexcept {
-    Index last = 0;
-    for (int d = 0; d < it.nd; ++d)
-      last += (it.count[static_cast<std::size_t>(d)] - 1) * it.sa[static_cast<std::size_t>(d)];
-    return static_cast<std::ptrdiff_t>((last + 1) * static_cast<Index>(sizeof(T)));
-  }
   /// True if one MPI call can describe the collapsed regions `it` (target side a, buffer
   /// side b; a reversed buffer side travels as one dense temporary): every run fits an int
   /// count (mpi_count_limit, INT_MAX), except a contiguous innermost run, which MpiRegion
@@ -408,7 +431,7 @@ class RmaTransport {
   T fetch_add(int r, Index off, T inc) {
     T old{};
     const auto disp = static_cast<MPI_Aint>(off * static_cast<Index>(sizeof(T)));
-    w_.order_write(r, true, disp, disp + static_cast<MPI_Aint>(sizeof(T)));  // after an earlier put there
+    w_.order_write(r, true, element_footprint<T>(off));  // after an earlier put there
     check_mpi(MPI_Fetch_and_op(&inc, &old, mpi_type<T>(), r, disp, MPI_SUM, w_.win()), "MPI_Fetch_and_op");
     w_.flush(r);
     w_.completed(r);
@@ -420,7 +443,7 @@ class RmaTransport {
   }
   void add_one(int r, Index off, T inc) {
     const auto disp = static_cast<MPI_Aint>(off * static_cast<Index>(sizeof(T)));
-    w_.order_write(r, true, disp, disp + static_cast<MPI_Aint>(sizeof(T)));
+    w_.order_write(r, true, element_footprint<T>(off));
     check_mpi(MPI_Accumulate(&inc, 1, mpi_type<T>(), r, disp, 1, mpi_type<T>(), MPI_SUM, w_.win()),
               "MPI_Accumulate");
     w_.flush_local(r);
@@ -484,8 +507,8 @@ class RmaTransport {
     if constexpr (C == ListOp::gather)
       w_.complete_writes_to(r);
     else if (!disps.empty())  // before the first call (a failed call may still have issued something)
-      w_.order_write(r, C == ListOp::scatter_acc, disps.front(),
-                     disps.back() + static_cast<MPI_Aint>(sizeof(T)));
+      w_.order_write(r, C == ListOp::scatter_acc,
+                     {disps.front(), disps.back() + static_cast<MPI_Aint>(sizeof(T)), 0, 0});
     note_target(r);         // from here on, abandon() completes what was issued
     // One MPI call per at most mpi_count_limit (INT_MAX) entries: an int counts them.
     for (std::size_t b = 0; b < disps.size(); b += static_cast<std::size_t>(mpi_count_limit)) {
@@ -590,8 +613,7 @@ class MixedTransport {
         w_.complete_writes_to(p.rank);
       } else {
         // location consistency: after this rank's MPI accumulates to that block
-        const auto [lo, hi] = piece_bytes<T>(p);
-        w_.order_store(p.rank, lo, hi);
+        w_.order_store(p.rank, piece_footprint<T>(p));
       }
       shm_.template move<D>(p, buf);
     } else {
