@@ -882,6 +882,21 @@ std::vector<WindowRequest> window_requests(int p) {
           {"auto, GARRAY_NODE_RANKS=1", std::string("auto"), std::string("1")}};
 }
 
+/// Calls f(ctx, label) with a context made under each of window_requests(p) (rank order
+/// given: this process is the same context rank in every context, so it issues the same
+/// operations and reads the same things in each).
+template <class F>
+void for_each_window_request(F&& f) {
+  int p = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
+  for (const WindowRequest& req : window_requests(p)) {
+    const test::ScopedEnv window("GARRAY_WINDOW", req.window);
+    const test::ScopedEnv nodes("GARRAY_NODE_RANKS", req.nodes);
+    const garray::Context ctx(MPI_COMM_WORLD, garray::RankOrder::given);
+    f(ctx, "GARRAY_WINDOW " + req.label + " -> " + std::string(garray::to_string(ctx.window_kind())));
+  }
+}
+
 }  // namespace
 
 TEST_CASE_TEMPLATE(
@@ -895,26 +910,17 @@ TEST_CASE_TEMPLATE(
   // and a kind that cannot be made falls back to rma. Fails if some kind's path computes,
   // orders or loses anything differently (values compared bitwise, -0.0 included), or if a
   // request cannot be made into a working context.
-  int p = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &p);
   const auto seed = test::shared_seed();
   INFO("seed " << seed << " (rerun with GARRAY_TEST_SEED=" << seed << ")");
   std::vector<std::vector<T>> traces;
   std::vector<std::string> labels;
-  for (const WindowRequest& req : window_requests(p)) {
-    const test::ScopedEnv window("GARRAY_WINDOW", req.window);
-    const test::ScopedEnv nodes("GARRAY_NODE_RANKS", req.nodes);
-    // Rank order given: this process is the same context rank in every context, so it
-    // issues the same operations and reads the same things in each.
-    const garray::Context ctx(MPI_COMM_WORLD, garray::RankOrder::given);
-    const std::string label =
-        "GARRAY_WINDOW " + req.label + " -> " + std::string(garray::to_string(ctx.window_kind()));
+  for_each_window_request([&](const garray::Context& ctx, const std::string& label) {
     INFO(label);
     bool ok = true;
     traces.push_back(run_sequence<T>(ctx, seed, ok));
     labels.push_back(label);
     CHECK(test::all_ranks(ok));
-  }
+  });
   std::string covered;
   for (std::size_t k = 0; k < traces.size(); ++k) {
     covered += labels[k] + (k + 1 < labels.size() ? "; " : "");
@@ -1057,17 +1063,12 @@ TEST_CASE_TEMPLATE(
   // reorders them on one node or across the simulated hosts (the case after this one checks
   // the mechanism); a network that does (adaptive routing, several rails) would fail here
   // without it.
-  int p = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &p);
   const auto seed = test::shared_seed();
   INFO("seed " << seed << " (rerun with GARRAY_TEST_SEED=" << seed << ")");
-  for (const WindowRequest& req : window_requests(p)) {
-    const test::ScopedEnv window("GARRAY_WINDOW", req.window);
-    const test::ScopedEnv nodes("GARRAY_NODE_RANKS", req.nodes);
-    const garray::Context ctx(MPI_COMM_WORLD, garray::RankOrder::given);
-    INFO("GARRAY_WINDOW " << req.label << " -> " << garray::to_string(ctx.window_kind()));
+  for_each_window_request([&](const garray::Context& ctx, const std::string& label) {
+    INFO(label);
     for (int round = 0; round < 3; ++round) CHECK(test::all_ranks(program_order_holds<T>(ctx, seed + round)));
-  }
+  });
 }
 
 TEST_CASE(

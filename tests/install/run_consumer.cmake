@@ -17,25 +17,23 @@ run(${CMAKE_COMMAND} -S ${CONSUMER_SRC} -B ${CONSUMER_BUILD} -G ${GENERATOR} -DC
     -DGARRAY_CONSUMER_WANT_IO=${HAVE_IO})
 run(${CMAKE_COMMAND} --build ${CONSUMER_BUILD})
 run(${MPIEXEC} -n 2 ${CONSUMER_BUILD}/consumer)
-if(OTHER_MPI_CXX AND EXISTS "${OTHER_MPI_CXX}")
+# A consumer configured with `option` (naming another MPI) must stop at find_package with
+# the message naming garray's MPI.
+function(expect_refused what option)
+  file(REMOVE_RECURSE ${CONSUMER_BUILD}-other-mpi)
   execute_process(COMMAND ${CMAKE_COMMAND} -S ${CONSUMER_SRC} -B ${CONSUMER_BUILD}-other-mpi -G ${GENERATOR}
-                          -DCMAKE_PREFIX_PATH=${PREFIX} -DMPI_CXX_COMPILER=${OTHER_MPI_CXX}
+                          -DCMAKE_PREFIX_PATH=${PREFIX} ${option}
                   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(rc EQUAL 0 OR NOT "${out}${err}" MATCHES "garray was built with the MPI of")
-    message(FATAL_ERROR "a consumer on another MPI (${OTHER_MPI_CXX}) was not stopped at find_package "
-                        "(exit ${rc}):\n${out}${err}")
+    message(FATAL_ERROR "${what} was not stopped at find_package (exit ${rc}):\n${out}${err}")
   endif()
-  message(STATUS "another MPI (${OTHER_MPI_CXX}) is refused at find_package, as it must be")
+  message(STATUS "${what} is refused at find_package, as it must be")
+endfunction()
+if(OTHER_MPI_CXX AND EXISTS "${OTHER_MPI_CXX}")
+  expect_refused("a consumer on another MPI (${OTHER_MPI_CXX})" -DMPI_CXX_COMPILER=${OTHER_MPI_CXX})
   # the other MPI's wrapper as the consumer's compiler, no MPI hint: FindMPI then finds
   # garray's MPI, but the compiler would include its own mpi.h first (audit of stop 43: this
   # configured, and failed at link time with undefined garray symbols)
-  file(REMOVE_RECURSE ${CONSUMER_BUILD}-other-mpi)
-  execute_process(COMMAND ${CMAKE_COMMAND} -S ${CONSUMER_SRC} -B ${CONSUMER_BUILD}-other-mpi -G ${GENERATOR}
-                          -DCMAKE_PREFIX_PATH=${PREFIX} -DCMAKE_CXX_COMPILER=${OTHER_MPI_CXX}
-                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  if(rc EQUAL 0 OR NOT "${out}${err}" MATCHES "garray was built with the MPI of")
-    message(FATAL_ERROR "a consumer compiled by another MPI's wrapper (${OTHER_MPI_CXX}) was not stopped at "
-                        "find_package (exit ${rc}):\n${out}${err}")
-  endif()
-  message(STATUS "another MPI's wrapper as the compiler is refused at find_package, as it must be")
+  expect_refused("a consumer compiled by another MPI's wrapper (${OTHER_MPI_CXX})"
+                 -DCMAKE_CXX_COMPILER=${OTHER_MPI_CXX})
 endif()
