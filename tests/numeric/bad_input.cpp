@@ -93,6 +93,26 @@ TEST_CASE("ranks passing different arguments throw CollectiveMismatch on every r
     garray::GlobalArray<std::int64_t, 1> iv(ctx, {5});
     if (ctx.rank() == 0) CHECK_THROWS_AS((void)garray::sum(iv, garray::reproducible), garray::CollectiveMismatch);
     else CHECK_THROWS_AS((void)garray::sum(iv), garray::CollectiveMismatch);
+    // detected, untested until the audit of stop 43: eval's result type, the reproducible
+    // tag of assign_norm2_change (out a: unchanged, checked below), mean vs sum and argmax vs
+    // argmin along an axis
+    if (ctx.rank() == 0)
+      CHECK_THROWS_AS((void)garray::eval<float>(b * 1.0), garray::CollectiveMismatch);
+    else
+      CHECK_THROWS_AS((void)garray::eval<double>(b * 1.0), garray::CollectiveMismatch);
+    if (ctx.rank() == 0)
+      CHECK_THROWS_AS((void)garray::assign_norm2_change(a, b * 2.0, garray::reproducible),
+                      garray::CollectiveMismatch);
+    else
+      CHECK_THROWS_AS((void)garray::assign_norm2_change(a, b * 2.0), garray::CollectiveMismatch);
+    if (ctx.rank() == 0)
+      CHECK_THROWS_AS((void)garray::mean(b, garray::Axis{0}), garray::CollectiveMismatch);
+    else
+      CHECK_THROWS_AS((void)garray::sum(b, garray::Axis{0}), garray::CollectiveMismatch);
+    if (ctx.rank() == 0)
+      CHECK_THROWS_AS((void)garray::argmax(b, garray::Axis{1}), garray::CollectiveMismatch);
+    else
+      CHECK_THROWS_AS((void)garray::argmin(b, garray::Axis{1}), garray::CollectiveMismatch);
   }
   CHECK(garray::sum(a) == 64.0);
   CHECK(garray::sum(b) == 192.0);

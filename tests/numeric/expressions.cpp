@@ -1,17 +1,17 @@
 // Differential tests of owner-computes expressions: random expression trees over random
 // views of arrays with different distributions (outputs aliasing inputs included) against a
 // serial evaluation with the same operation order, bitwise.
-#include "numeric/support.hpp"
-
-#include <garray/garray.hpp>
-
+#include <bit>
 #include <cmath>
 #include <cstdint>
+#include <garray/garray.hpp>
 #include <limits>
 #include <memory>
 #include <span>
 #include <type_traits>
 #include <vector>
+
+#include "numeric/support.hpp"
 
 using gidx = garray::Index;
 using ntest::A2;
@@ -127,6 +127,7 @@ TEST_CASE("random expression trees over random views equal a serial evaluation b
       const int oa = static_cast<int>(test::uniform(rng, 0, narrays - 1));
       const auto osec = ntest::random_section(rng, ap[static_cast<std::size_t>(oa)]->shape(), shape);
       INFO("round " << round << " trial " << trial << " output array " << oa << " section " << osec);
+      test::Reference<double, 2> before = *rp[static_cast<std::size_t>(oa)];  // for assign_reduce
       // Serial: evaluate the whole right side first (numpy semantics), then write.
       std::vector<double> vals;
       for (gidx i = 0; i < shape[0]; ++i)
@@ -141,10 +142,18 @@ TEST_CASE("random expression trees over random views equal a serial evaluation b
       } else if (mode == 1) {
         garray::assign(out, e);
       } else {
-        // assign fused with a reduction: the reduction of the change must match too
-        test::Reference<double, 2> before = *rp[static_cast<std::size_t>(oa)];
-        (void)before;
-        garray::assign_reduce(out, e, garray::sum_reducer{}, [](double, double) { return gidx{1}; });
+        // assign fused with a reduction of f(new, old): the number of elements whose bits
+        // changed must match the serial's too (the audit of stop 43 found it discarded)
+        const auto bits = [](double x) { return std::bit_cast<std::uint64_t>(x); };
+        const gidx changed = garray::assign_reduce(
+            out, e, garray::sum_reducer{}, [&](double nv, double ov) { return gidx{bits(nv) != bits(ov)}; });
+        gidx want = 0;
+        for (gidx i = 0; i < shape[0]; ++i)
+          for (gidx j = 0; j < shape[1]; ++j) {
+            const auto at = ntest::at(osec, i, j);
+            want += bits(rp[static_cast<std::size_t>(oa)]->at(at)) != bits(before.at(at)) ? 1 : 0;
+          }
+        CHECK(changed == want);
       }
       for (int k = 0; k < narrays; ++k)
         CHECK(ntest::equal_bits(*ap[static_cast<std::size_t>(k)], *rp[static_cast<std::size_t>(k)]));
