@@ -1171,14 +1171,32 @@ TEST_CASE(
       CHECK(st.ordering_flushes - base == 1);
       m.accumulate(tile_r, std::span<const std::int64_t>(right));  // over the right tile
       CHECK(st.ordering_flushes - base == 2);
+      // two columns apart stay two combs; one between them touches neither (no flush, it
+      // merges with the first); the second again meets its own comb: a flush. The comb
+      // against comb test both ways (the cases above end in merged hulls).
+      if (cols >= 4) {
+        const std::vector<std::int64_t> six(static_cast<std::size_t>(rows), 6);
+        const auto column = [&](Index j) { return idx[range(bx.lo[0], bx.hi[0])][bx.lo[1] + j]; };
+        m.fence();
+        m.put(column(0), std::span<const std::int64_t>(six));
+        m.put(column(2), std::span<const std::int64_t>(six));
+        m.put(column(1), std::span<const std::int64_t>(six));
+        CHECK(st.ordering_flushes - base == 2);
+        m.put(column(2), std::span<const std::int64_t>(six));
+        CHECK(st.ordering_flushes - base == 3);
+      }
     }
     m.sync();
-    if (rows >= 2 && cols >= 2) {
+    if (rows >= 2 && cols >= 4) {
       const auto w = test::whole_array(m);
-      const Index half = cols / 2;
-      CHECK(w[static_cast<std::size_t>(bx.lo[0] * 8 + bx.lo[1])] == 4);
-      CHECK(w[static_cast<std::size_t>((bx.hi[0] - 1) * 8 + bx.hi[1] - 1)] == 10);
-      CHECK(w[static_cast<std::size_t>(bx.lo[0] * 8 + bx.lo[1] + half)] == 10);
+      const auto at = [&](Index i, Index j) {
+        return w[static_cast<std::size_t>((bx.lo[0] + i) * 8 + bx.lo[1] + j)];
+      };
+      CHECK(at(0, 0) == 6);
+      CHECK(at(rows - 1, 1) == 6);
+      CHECK(at(0, 2) == 6);
+      CHECK(at(rows - 1, cols - 1) == 10);  // the right tile plus the accumulate
+      CHECK(at(0, 3) == (cols / 2 <= 3 ? 10 : 4));
     }
   }
 }
