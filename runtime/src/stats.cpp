@@ -25,10 +25,10 @@ std::string_view op_name(Op op) noexcept {
 namespace {
 // Flattens the counters in a fixed order so they can be reduced in one call.
 std::vector<std::int64_t> flatten(const Stats& s) {
-  std::vector<std::int64_t> v{s.windows_allocated, s.windows_freed,    s.window_bytes,   s.arrays_created,
-                              s.arrays_destroyed,  s.leaked_windows,   s.cache_hits,     s.cache_misses,
-                              s.cache_evictions,   s.cache_bytes,      s.syncs,          s.fences,
-                              s.mpi_rma_calls,     s.ordering_flushes, s.temp_bytes_peak};
+  std::vector<std::int64_t> v{s.windows_allocated, s.windows_freed,    s.window_bytes, s.arrays_created,
+                              s.arrays_destroyed,  s.leaked_windows,   s.cache_hits,   s.cache_misses,
+                              s.cache_evictions,   s.cache_bytes,      s.syncs,        s.fences,
+                              s.mpi_rma_calls,     s.ordering_flushes, s.replace_puts, s.temp_bytes_peak};
   for (const auto& o : s.ops) {
     v.insert(v.end(), {o.calls, o.local_pieces, o.remote_pieces, o.local_bytes, o.remote_bytes});
   }
@@ -57,10 +57,10 @@ void print_stats(const Context& ctx, std::ostream& os) {
   os << "garray statistics over " << ctx.size() << " ranks\n";
   std::snprintf(line, sizeof line, "  %-22s %16s %16s\n", "counter", "sum", "max/rank");
   os << line;
-  const char* names[] = {"windows_allocated", "windows_freed",    "window_bytes",   "arrays_created",
-                         "arrays_destroyed",  "leaked_windows",   "cache_hits",     "cache_misses",
-                         "cache_evictions",   "cache_bytes",      "syncs",          "fences",
-                         "mpi_rma_calls",     "ordering_flushes", "temp_bytes_peak"};
+  const char* names[] = {"windows_allocated", "windows_freed",    "window_bytes", "arrays_created",
+                         "arrays_destroyed",  "leaked_windows",   "cache_hits",   "cache_misses",
+                         "cache_evictions",   "cache_bytes",      "syncs",        "fences",
+                         "mpi_rma_calls",     "ordering_flushes", "replace_puts", "temp_bytes_peak"};
   int i = 0;
   for (const char* nm : names) row(nm, i++);
   const char* fields[] = {"calls", "local_pieces", "remote_pieces", "local_bytes", "remote_bytes"};

@@ -52,14 +52,35 @@ namespace {
 MPI_Info make_info(WindowKind kind) {
   MPI_Info info = MPI_INFO_NULL;
   check_mpi(MPI_Info_create(&info), "MPI_Info_create");
-  // Accumulates only ever use MPI_SUM (and Fetch_and_op MPI_SUM / MPI_NO_OP): lets the
-  // implementation pick hardware atomics.
+  // Accumulates use MPI_SUM (Fetch_and_op: MPI_SUM), and puts that must be ordered after
+  // this rank's earlier ones MPI_REPLACE (Window::order_put); a rank never has a replace and
+  // a sum in flight to the same elements (order_acc / order_put flush between them), and
+  // other ranks' puts meeting accumulates there are undefined by the contract anyway
+  // (semantics.md, Visibility rules 4). Says so to the implementation (MPI's default too):
+  // hardware atomics where it has them.
   MPI_Info_set(info, "accumulate_ops", "same_op_no_op");
   if (kind != WindowKind::rma) {
     // Each rank's segment separately page-aligned, first-touched by its owner.
     MPI_Info_set(info, "alloc_shared_noncontig", "true");
   }
   return info;
+}
+
+/// Each rank of ctx by its number in ctx.node_comm(), MPI_UNDEFINED for ranks on other nodes.
+std::vector<int> node_ranks(const Context& ctx) {
+  MPI_Group all = MPI_GROUP_NULL, node = MPI_GROUP_NULL;
+  check_mpi(MPI_Comm_group(ctx.comm(), &all), "MPI_Comm_group");
+  if (const int rc = MPI_Comm_group(ctx.node_comm(), &node); rc != MPI_SUCCESS) {
+    MPI_Group_free(&all);
+    throw_mpi_error(rc, "MPI_Comm_group");
+  }
+  std::vector<int> ranks(static_cast<std::size_t>(ctx.size())), there(ranks.size());
+  for (int r = 0; r < ctx.size(); ++r) ranks[static_cast<std::size_t>(r)] = r;
+  const int rc = MPI_Group_translate_ranks(all, ctx.size(), ranks.data(), node, there.data());
+  MPI_Group_free(&all);
+  MPI_Group_free(&node);
+  check_mpi(rc, "MPI_Group_translate_ranks");
+  return there;
 }
 
 /// Under AddressSanitizer: the memory of a window comes from MPI (a shared mapping or MPI's
@@ -186,25 +207,20 @@ Window::Window(const Context& ctx, std::size_t bytes)
           locks_[static_cast<std::size_t>(r)] = reinterpret_cast<std::uint32_t*>(static_cast<std::byte*>(p) + sz - line);
         }
       }
-      if (kind_ == WindowKind::mixed) {
-        // The blocks of this node's ranks, by their rank in the context.
-        MPI_Group all = MPI_GROUP_NULL, node = MPI_GROUP_NULL;
-        check_mpi(MPI_Comm_group(ctx.comm(), &all), "MPI_Comm_group");
-        check_mpi(MPI_Comm_group(ctx.node_comm(), &node), "MPI_Comm_group");
-        std::vector<int> ranks(static_cast<std::size_t>(ctx.size())), there(ranks.size());
-        for (int r = 0; r < ctx.size(); ++r) ranks[static_cast<std::size_t>(r)] = r;
-        const int trc = MPI_Group_translate_ranks(all, ctx.size(), ranks.data(), node, there.data());
-        MPI_Group_free(&all);
-        MPI_Group_free(&node);
-        check_mpi(trc, "MPI_Group_translate_ranks");
-        peers_.assign(ranks.size(), nullptr);
-        for (std::size_t r = 0; r < ranks.size(); ++r) {
-          if (there[r] == MPI_UNDEFINED) continue;
-          MPI_Aint sz = 0;
-          int unit = 0;
-          void* p = nullptr;
-          check_mpi(MPI_Win_shared_query(shm_win_, there[r], &sz, &unit, &p), "MPI_Win_shared_query");
-          if (sz > 0) peers_[r] = static_cast<std::byte*>(p);  // an empty block: nothing to load
+      if (kind_ != WindowKind::shared) {
+        const std::vector<int> there = node_ranks(ctx);
+        remote_.resize(there.size());
+        for (std::size_t r = 0; r < there.size(); ++r) remote_[r] = there[r] == MPI_UNDEFINED;
+        if (kind_ == WindowKind::mixed) {  // the blocks of this node's ranks
+          peers_.assign(there.size(), nullptr);
+          for (std::size_t r = 0; r < there.size(); ++r) {
+            if (there[r] == MPI_UNDEFINED) continue;
+            MPI_Aint sz = 0;
+            int unit = 0;
+            void* p = nullptr;
+            check_mpi(MPI_Win_shared_query(shm_win_, there[r], &sz, &unit, &p), "MPI_Win_shared_query");
+            if (sz > 0) peers_[r] = static_cast<std::byte*>(p);  // an empty block: nothing to load
+          }
         }
       }
       dirty_.assign(static_cast<std::size_t>(ctx.size()), 0);
@@ -273,17 +289,19 @@ std::vector<Deferred>& deferred() {
 }
 }  // namespace
 
+namespace {
+std::ptrdiff_t mod(std::ptrdiff_t x, std::ptrdiff_t p) noexcept { return (x % p + p) % p; }
+}  // namespace
+
 bool Window::overlap(const Footprint& a, const Footprint& b) noexcept {
   if (!(a.lo < b.hi && b.lo < a.hi)) return false;  // disjoint hulls
   if (a.pitch == 0 || a.pitch != b.pitch) return true;
   // two combs of one pitch: their runs meet iff the runs' offsets within a pitch do
-  const std::ptrdiff_t p = a.pitch, ca = a.lo % p, cb = b.lo % p;
-  return ((cb - ca) % p + p) % p < a.run || ((ca - cb) % p + p) % p < b.run;
+  const std::ptrdiff_t p = a.pitch, ca = mod(a.lo, p), cb = mod(b.lo, p);
+  return mod(cb - ca, p) < a.run || mod(ca - cb, p) < b.run;
 }
 
 namespace {
-std::ptrdiff_t mod(std::ptrdiff_t x, std::ptrdiff_t p) noexcept { return (x % p + p) % p; }
-
 /// Makes g cover f too when their union is again one footprint: hulls that touch or
 /// overlap, or runs of one pitch that touch or overlap within the pitch (rows, columns or
 /// tiles written one after another). False, g unchanged, otherwise.
@@ -318,28 +336,36 @@ bool merge_into(Window::Footprint& g, const Window::Footprint& f) noexcept {
 }
 }  // namespace
 
-bool Window::may_clash(int r, bool acc, const Footprint& f) const noexcept {
+unsigned Window::clashes(int r, const Footprint& f, unsigned which) const noexcept {
   const auto i = rec_[static_cast<std::size_t>(r)];
-  if (!dirty_[static_cast<std::size_t>(r)] || i < 0) return false;
+  if (!dirty_[static_cast<std::size_t>(r)] || i < 0) return 0;
   const Written& w = records_[static_cast<std::size_t>(i)];
-  for (int k = 0; k < w.nput; ++k)
-    if (overlap(w.put[static_cast<std::size_t>(k)], f)) return true;
-  if (!acc)  // MPI orders one origin's accumulates among themselves; puts after them not
-    for (int k = 0; k < w.nacc; ++k)
-      if (overlap(w.acc[static_cast<std::size_t>(k)], f)) return true;
-  return false;
+  unsigned bits = 0;
+  for (std::size_t k = 0; k < kinds; ++k) {
+    if (!(which >> k & 1u)) continue;
+    for (std::size_t j = 0; j < w.n[k]; ++j) {
+      if (overlap(w.fs[k][j], f)) {
+        bits |= 1u << k;
+        break;
+      }
+    }
+  }
+  return bits;
 }
 
-void Window::order_write(int r, bool acc, const Footprint& f) const {
+void Window::flush_to_order(int r) const {
+  fault_point("order.flush");  // tests: as if the flush had failed (nothing of the write issued)
+  complete_writes_to(r);
+  ++stats_->ordering_flushes;
+}
+
+void Window::record(int r, Kind k, const Footprint& f, bool flush) const {
   const auto t = static_cast<std::size_t>(r);
   if (rec_[t] < 0) {  // the first write to r: its record (may throw; nothing issued yet)
     records_.emplace_back();
     rec_[t] = static_cast<std::int32_t>(records_.size() - 1);
   }
-  if (may_clash(r, acc, f)) {
-    complete_writes_to(r);
-    ++stats_->ordering_flushes;
-  }
+  if (flush) flush_to_order(r);
   if (stored_ && (r == me_ || peer(r))) {  // direct stores before this MPI call
     memory_sync();
     stored_ = false;
@@ -349,10 +375,10 @@ void Window::order_write(int r, bool acc, const Footprint& f) const {
     ++ndirty_;
   }
   Written& w = records_[static_cast<std::size_t>(rec_[t])];
-  auto& fs = acc ? w.acc : w.put;
-  auto& n = acc ? w.nacc : w.nput;
-  for (int k = 0; k < n; ++k)
-    if (merge_into(fs[static_cast<std::size_t>(k)], f)) return;
+  auto& fs = w.fs[k];
+  auto& n = w.n[k];
+  for (int j = 0; j < n; ++j)
+    if (merge_into(fs[static_cast<std::size_t>(j)], f)) return;
   if (n < fs.size()) {
     fs[n++] = f;
   } else {  // full: one hull of everything
@@ -366,11 +392,24 @@ void Window::order_write(int r, bool acc, const Footprint& f) const {
   }
 }
 
+void Window::order_acc(int r, const Footprint& f) const {
+  // MPI orders it after accumulates (same op); after puts not, and after replaces the
+  // window's accumulate_ops=same_op_no_op says no other op may meet it in flight
+  record(r, acc_kind, f, clashes(r, f, 1u << put_kind | 1u << replace_kind) != 0);
+}
+
+bool Window::order_put(int r, const Footprint& f) const {
+  const bool remote = !remote_.empty() && remote_[static_cast<std::size_t>(r)];
+  const unsigned c = clashes(r, f, all_kinds);
+  const bool replace = remote && (c & (1u << put_kind | 1u << replace_kind)) != 0;
+  // a replace is ordered after replaces; anything else after nothing in flight
+  record(r, replace ? replace_kind : put_kind, f, (replace ? c & ~(1u << replace_kind) : c) != 0);
+  if (replace) ++stats_->replace_puts;
+  return replace;
+}
+
 void Window::order_store(int r, const Footprint& f) const {
-  if (may_clash(r, false, f)) {
-    complete_writes_to(r);
-    ++stats_->ordering_flushes;
-  }
+  if (clashes(r, f, all_kinds) != 0) flush_to_order(r);
   stored_ = true;
 }
 
@@ -380,7 +419,7 @@ void Window::completed(int r) const noexcept {
     dirty_[t] = 0;
     --ndirty_;
   }
-  if (rec_[t] >= 0) records_[static_cast<std::size_t>(rec_[t])] = Written{};
+  if (rec_[t] >= 0) records_[static_cast<std::size_t>(rec_[t])].n = {};  // (footprints past n unused)
 }
 
 void Window::defer_free(std::pair<std::uint64_t, std::uint64_t> order) noexcept {

@@ -383,7 +383,7 @@ TEST_CASE(
 namespace {
 
 // Every counter of Stats is compared below: a counter added to Stats must be added there.
-static_assert(sizeof(garray::Stats) == (15 + 5 * garray::op_count) * sizeof(std::int64_t),
+static_assert(sizeof(garray::Stats) == (16 + 5 * garray::op_count) * sizeof(std::int64_t),
               "garray::Stats changed: compare the new counter in stats_diff()");
 
 /// The counters that differ between x and y ("" if none).
@@ -406,6 +406,7 @@ std::string stats_diff(const garray::Stats& x, const garray::Stats& y) {
   field("fences", x.fences, y.fences);
   field("mpi_rma_calls", x.mpi_rma_calls, y.mpi_rma_calls);
   field("ordering_flushes", x.ordering_flushes, y.ordering_flushes);
+  field("replace_puts", x.replace_puts, y.replace_puts);
   field("temp_bytes_peak", x.temp_bytes_peak, y.temp_bytes_peak);
   for (int k = 0; k < garray::op_count; ++k) {
     const auto op = static_cast<garray::Op>(k);
@@ -873,10 +874,17 @@ struct WindowRequest {
 };
 
 std::vector<WindowRequest> window_requests(int p) {
+  // Across hosts the override would claim that ranks of two hosts share memory (MPICH then
+  // makes a "shared" window whose ranks do not see each other's stores): the real nodes only.
+  if (!test::world_on_one_host())
+    return {{"unset", std::nullopt, std::nullopt},
+            {"rma", std::string("rma"), std::nullopt},
+            {"mixed", std::string("mixed"), std::nullopt}};
   return {{"unset", std::nullopt, std::nullopt},
           {"auto", std::string("auto"), std::nullopt},
           {"shared", std::string("shared"), std::nullopt},
           {"rma", std::string("rma"), std::nullopt},
+          {"rma, GARRAY_NODE_RANKS=1", std::string("rma"), std::string("1")},
           {"mixed", std::string("mixed"), std::string(p >= 3 ? "2" : "1")},
           {"auto, GARRAY_NODE_RANKS=2", std::string("auto"), std::string("2")},
           {"auto, GARRAY_NODE_RANKS=1", std::string("auto"), std::string("1")}};
@@ -1087,14 +1095,22 @@ TEST_CASE(
   struct Kind {
     const char* window;
     std::string nodes;
-    std::vector<int> want;  // ordering_flushes after each step
+    std::vector<int> want;          // ordering_flushes after each step
+    std::vector<int> want_replace;  // replace_puts after each step
   };
-  // steps: put x; acc x; acc x; put x; put y; acc x..y; put x; read_inc x; put x; acc own; put own
+  // steps: put x; acc x; acc x; put x; put y; acc x..y; put x; read_inc x; put x; acc own;
+  // put own; put x; put x; acc x
+  const std::vector<int> none(14, 0), remote_replaces{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 2};
   const std::vector<Kind> kinds{
-      {"rma", "1", {0, 1, 1, 2, 2, 3, 4, 5, 5, 5, 6}},
+      // rank 1 on another node: a put after a put in flight flushes once and travels as an
+      // MPI_REPLACE accumulate, the next one after that replace needs no flush
+      {"rma", "1", {0, 1, 1, 2, 2, 3, 4, 5, 5, 5, 6, 7, 7, 8}, remote_replaces},
+      {"mixed", "1", {0, 1, 1, 2, 2, 3, 4, 5, 5, 5, 6, 7, 7, 8}, remote_replaces},
+      // on this node every overlap flushes (cheaper there than a replace)
+      {"rma", std::to_string(p), {0, 1, 1, 2, 2, 3, 4, 5, 5, 5, 6, 7, 8, 9}, none},
       // node-local target: puts are stores (ordered after a pending accumulate by a flush),
       // accumulates and read_inc MPI calls (ordered after earlier stores by MPI_Win_sync)
-      {"mixed", std::to_string(p), {0, 0, 0, 1, 1, 1, 2, 2, 2, 2, 3}}};
+      {"mixed", std::to_string(p), {0, 0, 0, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3}, none}};
   for (const Kind& k : kinds) {
     const test::ScopedEnv window("GARRAY_WINDOW", k.window);
     const test::ScopedEnv nodes("GARRAY_NODE_RANKS", k.nodes.c_str());
@@ -1106,13 +1122,16 @@ TEST_CASE(
     if (garray::to_string(ctx.window_kind()) != std::string_view(k.window)) continue;
     const Index n = 4 * ctx.size();
     garray::GlobalArray<std::int64_t, 1> a(ctx, {n});  // blocked: rank r owns [4r, 4r + 4)
-    std::vector<int> got;
+    std::vector<int> got, got_replace;
     std::int64_t old = -1;
     if (ctx.rank() == 0) {
       const auto& st = ctx.stats();
-      const std::int64_t base = st.ordering_flushes;
-      const std::int64_t one = 1, two[2] = {5, 6};
-      const auto step = [&] { got.push_back(static_cast<int>(st.ordering_flushes - base)); };
+      const std::int64_t base = st.ordering_flushes, base_replace = st.replace_puts;
+      const std::int64_t one = 1, two[2] = {5, 6}, seven = 7, eight = 8;
+      const auto step = [&] {
+        got.push_back(static_cast<int>(st.ordering_flushes - base));
+        got_replace.push_back(static_cast<int>(st.replace_puts - base_replace));
+      };
       a.put(idx[4], std::span<const std::int64_t>(&one, 1));  // put x
       step();
       a.accumulate(idx[4], std::span<const std::int64_t>(&one, 1));  // after the put: flush
@@ -1135,12 +1154,19 @@ TEST_CASE(
       step();
       a.put(idx[0], std::span<const std::int64_t>(&one, 1));  // a store after it: flush
       step();
+      a.put(idx[4], std::span<const std::int64_t>(&seven, 1));  // after the put x: flush (+ replace)
+      step();
+      a.put(idx[4], std::span<const std::int64_t>(&eight, 1));  // after it: a replace needs none
+      step();
+      a.accumulate(idx[4], std::span<const std::int64_t>(&one, 1));  // after a replace or put: flush
+      step();
       CHECK(got == k.want);
+      CHECK(got_replace == k.want_replace);
       CHECK(old == 1);
     }
     a.sync();
     const auto v = test::whole_array(a);
-    CHECK(v[4] == 1);
+    CHECK(v[4] == 8 + 1);
     CHECK(v[5] == 1 + 6);
     CHECK(v[0] == 1);
     // 2-d: the columns of rank 1's block put one by one, then two tiles side by side, hulls
@@ -1197,6 +1223,59 @@ TEST_CASE(
       CHECK(at(0, 2) == 6);
       CHECK(at(rows - 1, cols - 1) == 10);  // the right tile plus the accumulate
       CHECK(at(0, 3) == (cols / 2 <= 3 ? 10 : 4));
+    }
+  }
+}
+
+TEST_CASE(
+    "a write whose ordering flush fails (fault point order.flush) throws before anything of it is issued: "
+    "the "
+    "earlier write stays, and the array works afterwards") {
+  // semantics.md, Failure rule: a call that threw changed no data. The flush location
+  // consistency makes before a write (Visibility rules 3) comes before the write is issued:
+  // rank 0 puts, then its overlapping put (or accumulate) fails at that flush, on an rma
+  // window with rank 1 on another node (the replace path) and on this node (the flush path).
+  int p = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
+  if (p < 2) {
+    MESSAGE("one rank: no remote target, skipped");
+    return;
+  }
+  for (const std::string& nodes : {std::string("1"), std::to_string(p)}) {
+    for (const bool second_is_acc : {false, true}) {
+      const test::ScopedEnv window("GARRAY_WINDOW", "rma");
+      const test::ScopedEnv node_ranks("GARRAY_NODE_RANKS", nodes.c_str());
+      const garray::Context ctx(MPI_COMM_WORLD, garray::RankOrder::given);
+      const std::string what =
+          "GARRAY_NODE_RANKS " + nodes + (second_is_acc ? ", accumulate" : ", put") + " after the put";
+      INFO(what);
+      garray::GlobalArray<std::int64_t, 1> a(ctx, {4 * ctx.size()});  // rank 1 owns [4, 8)
+      const std::int64_t first = 5, second = 7;
+      bool threw = false;
+      if (ctx.rank() == 0) {
+        a.put(idx[4], std::span<const std::int64_t>(&first, 1));
+        garray::testing::arm_fault("order.flush");
+        try {
+          if (second_is_acc)
+            a.accumulate(idx[4], std::span<const std::int64_t>(&second, 1));
+          else
+            a.put(idx[4], std::span<const std::int64_t>(&second, 1));
+        } catch (const garray::testing::InjectedFault&) {
+          threw = true;
+        }
+        CHECK_FALSE(garray::testing::fault_armed());  // the point was reached
+        garray::testing::disarm_fault();
+        CHECK(threw);
+      }
+      a.sync();
+      CHECK(a.get(idx[4]) == first);  // the failed write changed nothing
+      a.sync();                       // (every rank has read before rank 0 writes again)
+      if (ctx.rank() == 0) {          // and the next writes land in order
+        a.put(idx[4], std::span<const std::int64_t>(&second, 1));
+        a.accumulate(idx[4], std::span<const std::int64_t>(&first, 1));
+      }
+      a.sync();
+      CHECK(a.get(idx[4]) == second + first);
     }
   }
 }

@@ -15,14 +15,16 @@
 #             np=4 block (ranks 0,1 on host 1), np=4 round robin (--map-by node) renumbered
 #             node by node (GARRAY_RANK_ORDER=node) and, for test_array and test_cache, in
 #             the order mpiexec gave (rr.given); at np=4 block also test_mutex, test_contract's
-#             one-rank fault case and test_numeric's engine/aliasing cases; and test_runtime's
+#             one-rank fault case and test_numeric's engine/aliasing cases; test_contract's
+#             location-consistency case at np=2 and np=4 block; and test_runtime's
 #             progress cases over UCX with GARRAY_PROGRESS=thread (the busy target must be
 #             served within GARRAY_TEST_PROGRESS_MAX_S=1 s, on rma windows); without the
 #             thread, over osc/pt2pt and over UCX, its case of a target that calls
 #             ctx.progress() (served within 200 calls)
 #   mpich     the same binaries from the MPICH build tree (MPICH_BUILD_DIR), np=2, np=4
 #             block, round robin and rr.given (np=4 with the tree's yield module preloaded),
-#             test_contract's fault case at np=4 block, and test_runtime's progress cases
+#             test_contract's fault case at np=4 block (location consistency at np=2), and
+#             test_runtime's progress cases
 #             with GARRAY_PROGRESS=thread (as above) and without it (ctx.progress() calls)
 #   laplace   apps/laplace --variant kernel|fused|numpy --check across hosts (Open MPI np=2,
 #             np=4 block and round robin, the latter renumbered node by node, laplace's
@@ -251,6 +253,9 @@ POLL_FILTER='-tc=*ctx.progress() calls*'
 THREAD_FILTER='-tc=*GARRAY_PROGRESS*,*progress thread*,*while the target computes*'
 FAULT_FILTER='-tc=*fault injected on one rank at any collective*'
 ENGINE_FILTER='-sf=*engine.cpp,*aliasing.cpp'
+# location consistency (promises.cpp, 2 test cases): one rank's writes to the same elements
+# in issue order on every window request, puts to the other host as MPI_REPLACE accumulates
+ORDER_FILTER='-tc=*land in the order it issued them*'
 # rank 0's line of the busy-target case (tests/runtime/progress.cpp) at np 2: served by the
 # thread on rma windows (ranks on one host get shared windows), the bound set on both ranks
 THREAD_MESSAGE="MESSAGE: progress=thread window=rma: .*saw the flag: yes .*GARRAY_TEST_PROGRESS_MAX_S=1 on 2/2 ranks"
@@ -285,6 +290,8 @@ case $suite in
     # lock words by MPI atomics across TCP (test_mutex.np4 recorded 8 test cases on one host)
     doctest_run ompi.np4.block.test_mutex ompi 4 block 8 "$build/tests/test_mutex"
     contract_fault ompi "$build"
+    doctest_run ompi.np2.block.test_contract.order ompi 2 block 2 "$build/tests/test_contract" "$ORDER_FILTER"
+    doctest_run ompi.np4.block.test_contract.order ompi 4 block 2 "$build/tests/test_contract" "$ORDER_FILTER"
     # reads and writes agreeing across remote owners (engine.cpp 1 + aliasing.cpp 4 test cases)
     doctest_run ompi.np4.block.test_numeric.engine_aliasing ompi 4 block 5 "$build/tests/test_numeric" "$ENGINE_FILTER"
     # GARRAY_PROGRESS=thread needs MPI_THREAD_MULTIPLE, which osc/pt2pt refuses: over UCX
@@ -308,6 +315,7 @@ case $suite in
       RUN_REQUIRE=$THREAD_MESSAGE doctest_run mpich.np2.progress_thread.test_runtime mpich 2 block 12 \
       "$mpich_build/tests/test_runtime" "$THREAD_FILTER"
     doctest_run mpich.np2.progress_calls.test_runtime mpich 2 block 1 "$mpich_build/tests/test_runtime" "$POLL_FILTER"
+    doctest_run mpich.np2.block.test_contract.order mpich 2 block 2 "$mpich_build/tests/test_contract" "$ORDER_FILTER"
     # np=4 (2 ranks per 1-core host): MPICH busy-polls without yielding (each subset ran past
     # 120 s); with the test-only yield module (tests/support/mpich_yield_when_idle.cpp,
     # built in the MPICH tree) preloaded, each subset takes 1-13 s (recorded)

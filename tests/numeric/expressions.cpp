@@ -355,6 +355,28 @@ TEST_CASE("fill_random of float and complex<float> stays below hi (a double draw
   CHECK(c.get(garray::idx[3]) == std::complex<float>(std::nextafter(1.0f, 0.0f), 0.0f));
 }
 
+TEST_CASE("fill_random of float and complex<float> stays at or above a lo that float cannot represent") {
+  // 0.7 lies between the floats 0.69999998808 and 0.70000004768; [0.7, 0.7 + 1e-7) holds only
+  // the second: a draw just above 0.7 rounded to the first (below lo) before the fix
+  garray::Context ctx;
+  auto rng = test::Rng(test::shared_seed());
+  const garray::Shape<1> sh{64};
+  const double lo = 0.7, hi = 0.7 + 1e-7;
+  const float only = std::nextafter(0.7f, 1.0f);
+  REQUIRE(static_cast<double>(0.7f) < lo);
+  REQUIRE(static_cast<double>(only) >= lo);
+  REQUIRE(static_cast<double>(only) < hi);
+  garray::GlobalArray<float, 1> f(ctx, sh, test::random_distribution<1>(rng, sh, ctx.size()));
+  garray::fill_random(f, 5, lo, hi);
+  CHECK(garray::min(f) == only);
+  CHECK(garray::max(f) == only);
+  garray::GlobalArray<std::complex<float>, 1> c(ctx, sh, test::random_distribution<1>(rng, sh, ctx.size()));
+  garray::fill_random(c, 5, lo, hi);
+  const auto all = test::whole_array(c);
+  CHECK(std::all_of(all.begin(), all.end(),
+                    [&](std::complex<float> x) { return x == std::complex<float>(only, 0); }));
+}
+
 TEST_CASE("fill, iota, generate, fill_random and for_each_local") {
   garray::Context ctx;
   auto rng = test::Rng(test::shared_seed());

@@ -805,6 +805,12 @@ void fill_random(O&& out_, std::uint64_t seed, S lo = S{0}, S hi = S{1}) {
           // uniform allows that): the largest R below hi instead, so the values stay in [lo, hi)
           while (dlo < dhi && !(static_cast<double>(r) < dhi) && static_cast<double>(r) > dlo)
             r = std::nextafter(r, static_cast<R>(dlo));
+          // ... and a draw just above a lo that R cannot represent can round below it: the
+          // smallest R above lo instead (if it is below hi: else no R lies in [lo, hi))
+          if (static_cast<double>(r) < dlo) {
+            const R up = std::nextafter(r, std::numeric_limits<R>::infinity());
+            if (static_cast<double>(up) < dhi) r = up;
+          }
           return static_cast<T>(r);
         }
       },

@@ -49,6 +49,8 @@ struct Stats {
   std::int64_t mpi_rma_calls = 0;      ///< MPI_Get/Put/Accumulate/Fetch_and_op calls issued
   std::int64_t ordering_flushes = 0;   ///< MPI_Win_flush calls made so that a write lands after this rank's
                                        ///< earlier, overlapping one (location consistency)
+  std::int64_t replace_puts = 0;       ///< puts issued as MPI_Accumulate(MPI_REPLACE) instead, ordered by MPI
+                                  ///< after this rank's earlier put to another node (location consistency)
   std::int64_t temp_bytes_peak = 0;    ///< largest temporary buffer a transfer allocated
   std::array<OpCounters, op_count> ops{};  ///< traffic per operation kind, indexed by Op
 

@@ -154,7 +154,7 @@ class Window {
     if (shm_win_ != MPI_WIN_NULL) MPI_Win_sync(shm_win_);
   }
 
-  /// Where a write lands in a target's block, in bytes (location consistency, order_write):
+  /// Where a write lands in a target's block, in bytes (location consistency, order_put):
   /// every byte it writes lies in [lo, hi), and, when pitch > 0, in one of the runs
   /// [lo + k pitch, lo + k pitch + run), k = 0, 1, ... (run <= pitch): a section's rows,
   /// columns or tile, so that writes to different columns or to tiles side by side of one
@@ -163,21 +163,34 @@ class Window {
     std::ptrdiff_t lo = 0, hi = 0, pitch = 0, run = 0;
   };
   /// Location consistency (docs/semantics.md, "Visibility rules" 3): a rank's writes to the
-  /// same elements land in the order it issued them, as in Global Arrays. Called before this
-  /// rank issues an MPI write (`acc`: accumulate-class, else a put) with footprint `f` in r's
-  /// block. MPI orders neither a put after an earlier write nor an accumulate after an
-  /// earlier put (only accumulates among themselves, accumulate_ordering's default): when `f`
-  /// may overlap such a write of this rank to r that is not yet complete at r, completes this
-  /// rank's writes to r first (MPI_Win_flush; Stats::ordering_flushes). Direct stores this
-  /// rank made since into r's block (its own, or a node-local peer's on a mixed window:
-  /// order_store) are ordered before the MPI call by MPI_Win_sync. Then records `f`: r counts
-  /// as written to until this rank's next flush of it. Throws MpiError (the flush) or
-  /// bad_alloc (the first record for r) before anything is issued.
-  void order_write(int r, bool acc, const Footprint& f) const;
+  /// same elements land in the order it issued them, as in Global Arrays. MPI orders one
+  /// origin's accumulate-class calls to the same elements among themselves (accumulate_ordering's
+  /// default), nothing else: neither a put after an earlier write nor an accumulate after an
+  /// earlier put. order_acc / order_put are called before this rank issues an MPI write with
+  /// footprint `f` in r's block; when `f` may overlap a write of this rank to r that is not
+  /// yet complete at r and that MPI would not order it after, they complete this rank's writes
+  /// to r first (MPI_Win_flush; Stats::ordering_flushes). Direct stores this rank made since
+  /// into r's block (its own, or a node-local peer's on a mixed window: order_store) are
+  /// ordered before the MPI call by MPI_Win_sync. Then `f` is recorded: r counts as written to
+  /// until this rank's next flush of it. Throw MpiError (the flush) or bad_alloc (the first
+  /// record for r) before anything is issued.
+  ///
+  /// Before an accumulate-class call (MPI_Accumulate / MPI_Fetch_and_op with MPI_SUM):
+  /// ordered after an overlapping put (either form) by a flush.
+  void order_acc(int r, const Footprint& f) const;
+  /// Before a put. True: issue it as MPI_Accumulate with MPI_REPLACE (Stats::replace_puts),
+  /// which MPI orders after this rank's earlier accumulate-class calls, instead of flushing.
+  /// That is the choice when r is on another node (a flush there is a network round trip,
+  /// a replace costs about a put) and `f` overlaps an earlier put of this rank still in
+  /// flight to r: the first such put flushes (MPI_Put is ordered with nothing) and travels
+  /// as a replace, so that rewriting the same elements again and again flushes once.
+  /// On r's node a put is always an MPI_Put, after a flush when it overlaps any write of
+  /// this rank in flight (a local flush is cheaper than a replace there).
+  [[nodiscard]] bool order_put(int r, const Footprint& f) const;
   /// Before this rank stores directly (a memory copy, no MPI call) into footprint `f` of r's
   /// block (its own, or a node-local peer's on a mixed window): completes its MPI writes to r
-  /// that may overlap it and still be in flight (as order_write), so that the store lands
-  /// after them.
+  /// that may overlap it and still be in flight (as order_put on r's node), so that the
+  /// store lands after them.
   void order_store(int r, const Footprint& f) const;
   /// Before reading from r: completes our own outstanding writes to r so a get sees them
   /// ("read your own writes"). No-op when nothing is outstanding. When r's block is read
@@ -192,6 +205,8 @@ class Window {
   }
   /// After an MPI_Win_flush(r) made elsewhere: nothing of this rank's is in flight to r.
   void completed(int r) const noexcept;
+  /// True if this rank may have writes to r not yet complete at r (since its last flush of r).
+  bool writing_to(int r) const noexcept { return dirty_[static_cast<std::size_t>(r)] != 0; }
   /// Nonblocking requests issued on this window and not yet complete: a Request links
   /// itself in while it has something outstanding (and relinks under its new address when
   /// moved). complete_all() completes them, so every collective on the array completes an
@@ -213,7 +228,7 @@ class Window {
   void complete_outstanding() const {
     while (head_) head_->complete();
   }
-  /// True if this rank has puts/accumulates not yet remotely completed (see order_write).
+  /// True if this rank has puts/accumulates not yet remotely completed (see order_put).
   bool has_pending_writes() const noexcept { return ndirty_ > 0; }
   /// Completes this rank's nonblocking requests (complete_outstanding: an unwaited get has
   /// read before the collective that called this lets anyone write), then remote completion
@@ -231,10 +246,12 @@ class Window {
     } catch (...) {
       failed = std::current_exception();
     }
-    if (ndirty_ > 0) flush_all();
-    std::fill(dirty_.begin(), dirty_.end(), 0);
-    for (Written& w : records_) w = Written{};
-    ndirty_ = 0;
+    if (ndirty_ > 0) {  // (records of targets not dirty are empty: completed() cleared them)
+      flush_all();
+      std::fill(dirty_.begin(), dirty_.end(), 0);
+      for (Written& w : records_) w = Written{};
+      ndirty_ = 0;
+    }
     memory_sync();
     stored_ = false;
     if (failed) std::rethrow_exception(failed);
@@ -261,20 +278,33 @@ class Window {
   MPI_Aint replica_disp_ = 0;          // rma and mixed windows: the replica word's displacement
   // This rank's writes not yet complete at each target (since its last flush of it): a flag
   // per target, and for the targets written to so far a record (rec_: its index in
-  // records_, -1 none; kept for the window's life and reused) of the footprints of its puts
-  // and of its accumulates: footprints that touch are merged into one (order_write), two
-  // are kept of each kind, a third that touches neither makes all three their hull
+  // records_, -1 none; kept for the window's life and reused) of the footprints of its
+  // writes by how MPI orders them: puts (MPI_Put), accumulates (MPI_SUM) and replaces (puts
+  // as MPI_Accumulate with MPI_REPLACE). Footprints of one kind that touch are merged into
+  // one (record), two are kept per kind, a third that touches neither makes all three their
+  // hull.
+  enum Kind : std::uint8_t { put_kind, acc_kind, replace_kind, kinds };
   struct Written {
-    std::uint8_t nput = 0, nacc = 0;
-    std::array<Footprint, 2> put{}, acc{};
+    std::array<std::uint8_t, kinds> n{};
+    std::array<std::array<Footprint, 2>, kinds> fs{};
   };
   static bool overlap(const Footprint& a, const Footprint& b) noexcept;
-  bool may_clash(int r, bool acc, const Footprint& f) const noexcept;
+  static constexpr unsigned all_kinds = (1u << kinds) - 1;
+  /// Bit k set (for the kinds k in `which`): f may overlap a write of kind k this rank has
+  /// in flight to r.
+  unsigned clashes(int r, const Footprint& f, unsigned which) const noexcept;
+  /// The flush location consistency makes before a write to r (counted).
+  void flush_to_order(int r) const;
+  /// Before an MPI write of kind k to r: r's record exists (may throw bad_alloc), and,
+  /// after flush_to_order if `flush`, MPI_Win_sync of earlier direct stores; then marks r
+  /// dirty and records f.
+  void record(int r, Kind k, const Footprint& f, bool flush) const;
   mutable std::vector<unsigned char> dirty_;
   mutable std::vector<std::int32_t> rec_;
   mutable std::vector<Written> records_;
   mutable int ndirty_ = 0;
   mutable bool stored_ = false;  // direct stores into a block also reached by MPI since the last MPI_Win_sync
+  std::vector<unsigned char> remote_;    // rma and mixed windows: 1 for each rank on another node
   mutable Outstanding* head_ = nullptr;  // this rank's incomplete nonblocking requests
   int me_ = 0;
   bool unified_ = true;

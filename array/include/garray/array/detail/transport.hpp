@@ -213,39 +213,60 @@ Window::Footprint footprint(Index off, const Strided2<N>& it) noexcept {
   return f;
 }
 
+/// A piece's target side with positive strides: reversed dimensions flipped, the reversal
+/// moved to the buffer side (the buffer strides and offset, when given, follow).
+template <std::size_t N>
+void flip_reversed(const Piece<N>& p, Shape<N>& ts, Index& toff, Shape<N>* bs = nullptr,
+                   Index* boff = nullptr) noexcept {
+  ts = p.block_str;
+  toff = p.block_off;
+  if (bs) {
+    *bs = p.buf_str;
+    *boff = p.buf_off;
+  }
+  for (std::size_t d = 0; d < N; ++d) {
+    if (ts[d] < 0) {
+      toff += (p.count[d] - 1) * ts[d];
+      ts[d] = -ts[d];
+      if (bs) {
+        *boff += (p.count[d] - 1) * (*bs)[d];
+        (*bs)[d] = -(*bs)[d];
+      }
+    }
+  }
+}
+
 /// The footprint of a piece in its owner's block (strides of either sign).
 template <class T, std::size_t N>
 Window::Footprint piece_footprint(const Piece<N>& p) noexcept {
-  Shape<N> s = p.block_str;
-  Index off = p.block_off;
-  for (std::size_t d = 0; d < N; ++d) {
-    if (s[d] < 0) {
-      off += (p.count[d] - 1) * s[d];
-      s[d] = -s[d];
-    }
-  }
+  Shape<N> s{};
+  Index off = 0;
+  flip_reversed(p, s, off);
   return footprint<T>(off, collapse(p.count, s, s));
 }
 
-/// One element at element offset `off`.
+/// The elements [first, last] (element offsets) as one hull.
 template <class T>
-Window::Footprint element_footprint(Index off) noexcept {
+Window::Footprint span_footprint(Index first, Index last) noexcept {
   constexpr auto es = static_cast<Index>(sizeof(T));
-  return {static_cast<std::ptrdiff_t>(off * es), static_cast<std::ptrdiff_t>((off + 1) * es), 0, 0};
+  return {static_cast<std::ptrdiff_t>(first * es), static_cast<std::ptrdiff_t>((last + 1) * es), 0, 0};
 }
 
 /// Before an index-list scatter stores directly into r's block: Window::order_store over the
-/// hull of the offsets it writes.
+/// hull of the offsets it writes (computed only when this rank has writes in flight to r).
 template <class T>
 void order_list_store(const Window& w, int r, std::span<const std::size_t> order, const Index* off) {
   if (order.empty()) return;
-  Index lo = off[order[0]], hi = lo;
-  for (std::size_t j : order) {
-    lo = std::min(lo, off[j]);
-    hi = std::max(hi, off[j]);
+  Window::Footprint f{};  // empty: meets nothing
+  if (w.writing_to(r)) {
+    Index lo = off[order[0]], hi = lo;
+    for (std::size_t j : order) {
+      lo = std::min(lo, off[j]);
+      hi = std::max(hi, off[j]);
+    }
+    f = span_footprint<T>(lo, hi);
   }
-  constexpr auto es = static_cast<Index>(sizeof(T));
-  w.order_store(r, {static_cast<std::ptrdiff_t>(lo * es), static_cast<std::ptrdiff_t>((hi + 1) * es), 0, 0});
+  w.order_store(r, f);
 }
 
 /// MPI RMA window transport (see the file comment).
@@ -270,16 +291,9 @@ class RmaTransport {
     }
     // Target strides must be positive: flip reversed dimensions, which moves the reversal
     // to the user-buffer side.
-    Shape<N> ts = p.block_str, bs = p.buf_str;
-    Index toff = p.block_off, boff = p.buf_off;
-    for (std::size_t d = 0; d < N; ++d) {
-      if (ts[d] < 0) {
-        toff += (p.count[d] - 1) * ts[d];
-        ts[d] = -ts[d];
-        boff += (p.count[d] - 1) * bs[d];
-        bs[d] = -bs[d];
-      }
-    }
+    Shape<N> ts{}, bs{};
+    Index toff = 0, boff = 0;
+    flip_reversed(p, ts, toff, &bs, &boff);
     const auto it = collapse(p.count, ts, bs);
     bool reversed = false;
     for (int d = 0; d < it.nd; ++d) reversed = reversed || it.sb[static_cast<std::size_t>(d)] < 0;
@@ -287,7 +301,8 @@ class RmaTransport {
       split<D>(p, buf);
       return;
     }
-    const MPI_Datatype base = D == Dir::acc ? acc_type<T>() : mpi_type<T>();
+    // (puts as accumulates' type: a put may travel as an MPI_REPLACE accumulate, order_put)
+    const MPI_Datatype base = D == Dir::get ? mpi_type<T>() : acc_type<T>();
     MpiRegion target(base, sizeof(T), it.nd, it.count.data(), it.sa.data());
     T* origin = buf + boff;
     MpiRegion oreg;
@@ -331,9 +346,12 @@ class RmaTransport {
                   "MPI_Get");
     } else if constexpr (D == Dir::put) {
       // before the call: orders it after this rank's earlier writes to the same elements
-      // (location consistency), and marks r dirty (a failed call may still have issued something)
-      w_.order_write(r, false, footprint<T>(toff, it));
-      if (with_req)
+      // (location consistency: a flush, or, after an earlier put still in flight to another
+      // node, an accumulate with MPI_REPLACE, which MPI orders), and marks r dirty (a failed
+      // call may still have issued something)
+      if (w_.order_put(r, footprint<T>(toff, it)))
+        accumulate(origin, oreg, r, disp, target, MPI_REPLACE, with_req);
+      else if (with_req)
         check_mpi(MPI_Rput(origin, oreg.count(), oreg.type(), r, disp, target.count(), target.type(), win,
                            RequestAccess::add_mpi(*req_)),
                   "MPI_Rput");
@@ -341,19 +359,24 @@ class RmaTransport {
         check_mpi(MPI_Put(origin, oreg.count(), oreg.type(), r, disp, target.count(), target.type(), win),
                   "MPI_Put");
     } else {
-      w_.order_write(r, true, footprint<T>(toff, it));
-      if (with_req)
-        check_mpi(MPI_Raccumulate(origin, oreg.count(), oreg.type(), r, disp, target.count(), target.type(),
-                                  MPI_SUM, win, RequestAccess::add_mpi(*req_)),
-                  "MPI_Raccumulate");
-      else
-        check_mpi(MPI_Accumulate(origin, oreg.count(), oreg.type(), r, disp, target.count(), target.type(),
-                                 MPI_SUM, win),
-                  "MPI_Accumulate");
+      w_.order_acc(r, footprint<T>(toff, it));
+      accumulate(origin, oreg, r, disp, target, MPI_SUM, with_req);
     }
     // Tests only: a failure after this piece was issued and before the transfer finishes
     // (abandon() must complete what was issued before temporaries and buffers go)
     detail::fault_point("transfer.issued");
+  }
+
+  /// MPI_Accumulate (MPI_Raccumulate into req_ if `with_req`) of one piece's regions.
+  void accumulate(const T* origin, const MpiRegion& o, int r, MPI_Aint disp, const MpiRegion& t, MPI_Op op,
+                  bool with_req) {
+    if (with_req)
+      check_mpi(MPI_Raccumulate(origin, o.count(), o.type(), r, disp, t.count(), t.type(), op, w_.win(),
+                                RequestAccess::add_mpi(*req_)),
+                "MPI_Raccumulate");
+    else
+      check_mpi(MPI_Accumulate(origin, o.count(), o.type(), r, disp, t.count(), t.type(), op, w_.win()),
+                "MPI_Accumulate");
   }
 
   /// True if one MPI call can describe the collapsed regions `it` (target side a, buffer
@@ -431,7 +454,7 @@ class RmaTransport {
   T fetch_add(int r, Index off, T inc) {
     T old{};
     const auto disp = static_cast<MPI_Aint>(off * static_cast<Index>(sizeof(T)));
-    w_.order_write(r, true, element_footprint<T>(off));  // after an earlier put there
+    w_.order_acc(r, span_footprint<T>(off, off));  // after an earlier put there
     check_mpi(MPI_Fetch_and_op(&inc, &old, mpi_type<T>(), r, disp, MPI_SUM, w_.win()), "MPI_Fetch_and_op");
     w_.flush(r);
     w_.completed(r);
@@ -443,7 +466,7 @@ class RmaTransport {
   }
   void add_one(int r, Index off, T inc) {
     const auto disp = static_cast<MPI_Aint>(off * static_cast<Index>(sizeof(T)));
-    w_.order_write(r, true, element_footprint<T>(off));
+    w_.order_acc(r, span_footprint<T>(off, off));
     check_mpi(MPI_Accumulate(&inc, 1, mpi_type<T>(), r, disp, 1, mpi_type<T>(), MPI_SUM, w_.win()),
               "MPI_Accumulate");
     w_.flush_local(r);
@@ -503,12 +526,17 @@ class RmaTransport {
       l.vals = vals;
     }
     T* data = l.buf.data();
-    const MPI_Datatype elem = C == ListOp::scatter_acc ? acc_type<T>() : mpi_type<T>();
+    const MPI_Datatype elem = C == ListOp::gather ? mpi_type<T>() : acc_type<T>();
+    bool replace = false;  // a scatter as MPI_REPLACE accumulates (Window::order_put)
     if constexpr (C == ListOp::gather)
       w_.complete_writes_to(r);
-    else if (!disps.empty())  // before the first call (a failed call may still have issued something)
-      w_.order_write(r, C == ListOp::scatter_acc,
-                     {disps.front(), disps.back() + static_cast<MPI_Aint>(sizeof(T)), 0, 0});
+    else if (!disps.empty()) {  // before the first call (a failed call may still have issued something)
+      const Window::Footprint f{disps.front(), disps.back() + static_cast<MPI_Aint>(sizeof(T)), 0, 0};
+      if constexpr (C == ListOp::scatter_acc)
+        w_.order_acc(r, f);
+      else
+        replace = w_.order_put(r, f);
+    }
     note_target(r);         // from here on, abandon() completes what was issued
     // One MPI call per at most mpi_count_limit (INT_MAX) entries: an int counts them.
     for (std::size_t b = 0; b < disps.size(); b += static_cast<std::size_t>(mpi_count_limit)) {
@@ -523,12 +551,14 @@ class RmaTransport {
       int rc;
       if constexpr (C == ListOp::gather)
         rc = MPI_Get(data + b, cnt, elem, r, 0, 1, tt, w_.win());
-      else if constexpr (C == ListOp::scatter)
+      else if (C == ListOp::scatter && !replace)
         rc = MPI_Put(data + b, cnt, elem, r, 0, 1, tt, w_.win());
       else
-        rc = MPI_Accumulate(data + b, cnt, elem, r, 0, 1, tt, MPI_SUM, w_.win());
+        rc = MPI_Accumulate(data + b, cnt, elem, r, 0, 1, tt, replace ? MPI_REPLACE : MPI_SUM, w_.win());
       MPI_Type_free(&tt);
-      check_mpi(rc, C == ListOp::gather ? "MPI_Get" : C == ListOp::scatter ? "MPI_Put" : "MPI_Accumulate");
+      check_mpi(rc, C == ListOp::gather                ? "MPI_Get"
+                    : C == ListOp::scatter && !replace ? "MPI_Put"
+                                                       : "MPI_Accumulate");
       // Tests only: as transfer.issued, for index lists (abandon() completes this call's
       // operations before buf goes; a gather's values never reach the caller's buffer)
       detail::fault_point("list.issued");
