@@ -1,13 +1,13 @@
-#include <garray/runtime/window.hpp>
-
 #include <algorithm>
 #include <atomic>
-
+#include <chrono>
+#include <cstdlib>
 #include <exception>
 #include <garray/runtime/context.hpp>
-
-#include <chrono>
+#include <garray/runtime/window.hpp>
 #include <mutex>
+#include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -64,6 +64,36 @@ MPI_Info make_info(WindowKind kind) {
     MPI_Info_set(info, "alloc_shared_noncontig", "true");
   }
   return info;
+}
+
+/// True if the window's accumulate_ordering orders write after write (MPI's default,
+/// "rar,raw,war,waw"; assumed when the key cannot be read).
+bool write_after_write_ordered(MPI_Win w) {
+  MPI_Info info = MPI_INFO_NULL;
+  if (MPI_Win_get_info(w, &info) != MPI_SUCCESS || info == MPI_INFO_NULL) return true;
+  char value[MPI_MAX_INFO_VAL + 1] = {};
+  int flag = 0;
+#if MPI_VERSION >= 4  // (MPI_Info_get is deprecated there)
+  int len = MPI_MAX_INFO_VAL + 1;
+  const int rc = MPI_Info_get_string(info, "accumulate_ordering", &len, value, &flag);
+#else
+  const int rc = MPI_Info_get(info, "accumulate_ordering", MPI_MAX_INFO_VAL, value, &flag);
+#endif
+  MPI_Info_free(&info);
+  if (rc != MPI_SUCCESS || !flag) return true;
+  const std::string v(value);
+  return v.find("waw") != std::string::npos;
+}
+
+/// GARRAY_ORDERED_PUTS: how a put to another node is ordered after this rank's earlier
+/// write still in flight there (Window::order_put): "replace" (unset: the default) or
+/// "flush" (cheaper where the one-sided component makes a replace a locked
+/// read-modify-write, Open MPI's osc/ucx: docs/performance.md). Throws InvalidArgument.
+bool replace_puts_wanted() {
+  const char* v = std::getenv("GARRAY_ORDERED_PUTS");
+  if (!v || !*v || std::string_view(v) == "replace") return true;
+  if (std::string_view(v) == "flush") return false;
+  throw InvalidArgument(message("GARRAY_ORDERED_PUTS='", v, "': expected 'replace' or 'flush'"));
 }
 
 /// Each rank of ctx by its number in ctx.node_comm(), MPI_UNDEFINED for ranks on other nodes.
@@ -209,8 +239,12 @@ Window::Window(const Context& ctx, std::size_t bytes)
       }
       if (kind_ != WindowKind::shared) {
         const std::vector<int> there = node_ranks(ctx);
+        // Replaces (order_put) rely on MPI ordering one origin's accumulates to the same
+        // elements (accumulate_ordering's default contains waw): without that, or with
+        // GARRAY_ORDERED_PUTS=flush, none
+        const bool ordered = replace_puts_wanted() && write_after_write_ordered(win_);
         remote_.resize(there.size());
-        for (std::size_t r = 0; r < there.size(); ++r) remote_[r] = there[r] == MPI_UNDEFINED;
+        for (std::size_t r = 0; r < there.size(); ++r) remote_[r] = ordered && there[r] == MPI_UNDEFINED;
         if (kind_ == WindowKind::mixed) {  // the blocks of this node's ranks
           peers_.assign(there.size(), nullptr);
           for (std::size_t r = 0; r < there.size(); ++r) {
@@ -401,7 +435,7 @@ void Window::order_acc(int r, const Footprint& f) const {
 bool Window::order_put(int r, const Footprint& f) const {
   const bool remote = !remote_.empty() && remote_[static_cast<std::size_t>(r)];
   const unsigned c = clashes(r, f, all_kinds);
-  const bool replace = remote && (c & (1u << put_kind | 1u << replace_kind)) != 0;
+  const bool replace = remote && c != 0;  // (after a put or sum: once flushed, the next is free)
   // a replace is ordered after replaces; anything else after nothing in flight
   record(r, replace ? replace_kind : put_kind, f, (replace ? c & ~(1u << replace_kind) : c) != 0);
   if (replace) ++stats_->replace_puts;

@@ -997,21 +997,22 @@ namespace {
 /// window kind of `ctx`, each pair in its own part of the rank's slice so that every pair's
 /// order shows in the result: put, accumulate, put over part, accumulate, put over the rest
 /// (part 0); put then read_inc (integers) or accumulate (part 1); scatter then scatter_acc
-/// (part 2); put_nb then acc_nb (part 3). Every rank writes its own random slice (disjoint
-/// from the others', mostly in other ranks' blocks); all ranks' results are compared with a
-/// serial reference after one sync().
+/// (part 2); put_nb then acc_nb (part 3); put, a reversed strided put, put_nb and scatter
+/// over each other (part 4: to another node, MPI_REPLACE accumulates after the first). Every rank writes its
+/// own random slice (disjoint from the others', mostly in other ranks' blocks); all ranks' results are
+/// compared with a serial reference after one sync().
 template <class T>
 bool program_order_holds(const garray::Context& ctx, std::uint64_t seed) {
   test::Rng g(seed);
   const int p = ctx.size(), me = ctx.rank();
   const Index per = 2 + test::uniform(g, 0, 5);  // elements of each part
-  const Index n = 4 * per * p + test::uniform(g, 0, 3);
+  const Index n = 5 * per * p + test::uniform(g, 0, 3);
   garray::GlobalArray<T, 1> a(ctx, {n}, test::random_distribution<1>(g, garray::Shape<1>{n}, p));
   std::vector<T> ref(static_cast<std::size_t>(n), T{0});
   bool ok = true;
   for (int r = 0; r < p; ++r) {
-    // rank r writes [b, b + 4 per), shifted by one rank: mostly into another rank's block
-    const Index b = static_cast<Index>((r + 1) % p) * 4 * per;
+    // rank r writes [b, b + 5 per), shifted by one rank: mostly into another rank's block
+    const Index b = static_cast<Index>((r + 1) % p) * 5 * per;
     const auto part = [&](int k) { return b + k * per; };
     auto at = [&](int k, Index i) -> T& { return ref[static_cast<std::size_t>(part(k) + i)]; };
     const auto draw = [&] {
@@ -1045,12 +1046,29 @@ bool program_order_holds(const garray::Context& ctx, std::uint64_t seed) {
       auto r2 = a.acc_nb(whole(3), span(delta));
       r1.wait();
       r2.wait();
+      // part 4, puts over puts (to another node: replaces after the first): the whole part,
+      // every second element reversed, the whole part nonblocking, two elements by scatter
+      a.put(whole(4), span(init));
+      const Index evens = (per + 1) / 2;
+      std::vector<T> ev_vals(static_cast<std::size_t>(evens));
+      for (Index k = 0; k < evens; ++k)
+        ev_vals[static_cast<std::size_t>(k)] = over[static_cast<std::size_t>(2 * k)];
+      a.put(idx[range(part(4) + 2 * (evens - 1), part(4) - 1, -2)],
+            std::span<const T>(std::vector<T>(ev_vals.rbegin(), ev_vals.rend())));
+      auto r3 = a.put_nb(whole(4), span(delta));
+      r3.wait();
+      const std::vector<garray::Shape<1>> ends{{part(4)}, {part(4) + per - 1}};
+      const std::vector<T> ends_vals{T{11}, T{12}};
+      a.scatter(ends, std::span<const T>(ends_vals));
     }
     for (Index i = 0; i < per; ++i) {
       const auto k = static_cast<std::size_t>(i);
       at(0, i) = i < cut ? init[k] : over[k] + T{2} * delta[k];
       at(3, i) = over[k] + delta[k];
+      at(4, i) = delta[k];
     }
+    at(4, 0) = T{11};
+    at(4, per - 1) = T{12};
     at(1, e) = ev + (std::is_integral_v<T> ? T{3} : ev);
     at(2, per - 1) = T{9 + 5};
     at(2, 0) = T{8 + 2};
@@ -1083,7 +1101,7 @@ TEST_CASE(
     "location consistency costs an MPI_Win_flush only where a write overlaps this rank's earlier one still "
     "in "
     "flight: Stats::ordering_flushes counts them") {
-  // The mechanism behind the case above (Window::order_write / order_store), which no MPI
+  // The mechanism behind the case above (Window::order_put / order_acc / order_store), which no MPI
   // here would catch missing: rank 0 writes to elements of rank 1's block on an rma window
   // (and on a mixed window where rank 1 shares its node: puts are memory copies there).
   int p = 0;
@@ -1097,25 +1115,32 @@ TEST_CASE(
     std::string nodes;
     std::vector<int> want;          // ordering_flushes after each step
     std::vector<int> want_replace;  // replace_puts after each step
+    const char* ordered_puts = nullptr;  // GARRAY_ORDERED_PUTS
   };
   // steps: put x; acc x; acc x; put x; put y; acc x..y; put x; read_inc x; put x; acc own;
   // put own; put x; put x; acc x
-  const std::vector<int> none(14, 0), remote_replaces{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 2};
+  const std::vector<int> none(14, 0), remote_replaces{0, 0, 0, 1, 1, 1, 2, 2, 2, 2, 2, 3, 4, 4};
   const std::vector<Kind> kinds{
-      // rank 1 on another node: a put after a put in flight flushes once and travels as an
-      // MPI_REPLACE accumulate, the next one after that replace needs no flush
+      // rank 1 on another node: a put overlapping a put or accumulate in flight flushes
+      // once and travels as an MPI_REPLACE accumulate, the next one after that replace needs
+      // no flush
       {"rma", "1", {0, 1, 1, 2, 2, 3, 4, 5, 5, 5, 6, 7, 7, 8}, remote_replaces},
       {"mixed", "1", {0, 1, 1, 2, 2, 3, 4, 5, 5, 5, 6, 7, 7, 8}, remote_replaces},
-      // on this node every overlap flushes (cheaper there than a replace)
+      // on this node every overlap flushes (cheaper there than a replace), and so it does
+      // to another node with GARRAY_ORDERED_PUTS=flush
       {"rma", std::to_string(p), {0, 1, 1, 2, 2, 3, 4, 5, 5, 5, 6, 7, 8, 9}, none},
+      {"rma", "1", {0, 1, 1, 2, 2, 3, 4, 5, 5, 5, 6, 7, 8, 9}, none, "flush"},
       // node-local target: puts are stores (ordered after a pending accumulate by a flush),
       // accumulates and read_inc MPI calls (ordered after earlier stores by MPI_Win_sync)
       {"mixed", std::to_string(p), {0, 0, 0, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3}, none}};
   for (const Kind& k : kinds) {
     const test::ScopedEnv window("GARRAY_WINDOW", k.window);
     const test::ScopedEnv nodes("GARRAY_NODE_RANKS", k.nodes.c_str());
+    const test::ScopedEnv ordered("GARRAY_ORDERED_PUTS", k.ordered_puts);
     const garray::Context ctx(MPI_COMM_WORLD, garray::RankOrder::given);
-    INFO("GARRAY_WINDOW " << std::string(k.window) << " -> " << garray::to_string(ctx.window_kind()));
+    INFO("GARRAY_WINDOW " << std::string(k.window) << " -> " << garray::to_string(ctx.window_kind())
+                          << ", GARRAY_NODE_RANKS " << k.nodes << ", GARRAY_ORDERED_PUTS "
+                          << (k.ordered_puts ? k.ordered_puts : "unset"));
     // the counts below are those of the kind asked for (a context that fell back to
     // another kind would count differently)
     CHECK(garray::to_string(ctx.window_kind()) == std::string_view(k.window));
@@ -1228,11 +1253,38 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "GARRAY_ORDERED_PUTS other than replace or flush on one rank: every rank throws at the window's "
+    "creation, that rank naming the value; the context works afterwards") {
+  const garray::Context ctx;
+  const int p = ctx.size(), me = ctx.rank();
+  const test::ScopedEnv window("GARRAY_WINDOW", "rma");
+  const garray::Context rma(MPI_COMM_WORLD, garray::RankOrder::given);
+  std::string msg;
+  {
+    const test::ScopedEnv ordered("GARRAY_ORDERED_PUTS", me == p - 1 ? "fast" : nullptr);
+    try {
+      garray::GlobalArray<double, 1> a(rma, {7 * p});
+    } catch (const garray::Error& e) {
+      msg = e.what();
+    }
+  }
+  INFO(msg);
+  CHECK(msg != "");  // every rank threw
+  if (me == p - 1) CHECK(test::contains(msg, "GARRAY_ORDERED_PUTS='fast': expected 'replace' or 'flush'"));
+  garray::GlobalArray<double, 1> b(rma, {7 * p});
+  const std::vector<double> twos(static_cast<std::size_t>(7 * p), 2.0);
+  if (me == 0) b.put(idx[all], std::span<const double>(twos));
+  b.sync();
+  CHECK(test::whole_array(b) == twos);
+}
+
+TEST_CASE(
     "a write whose ordering flush fails (fault point order.flush) throws before anything of it is issued: "
     "the "
     "earlier write stays, and the array works afterwards") {
-  // semantics.md, Failure rule: a call that threw changed no data. The flush location
-  // consistency makes before a write (Visibility rules 3) comes before the write is issued:
+  // semantics.md, Errors: a one-sided call that throws before it issued anything changed
+  // nothing. The flush location consistency makes before a write (Visibility rules 3) comes
+  // before the write is issued:
   // rank 0 puts, then its overlapping put (or accumulate) fails at that flush, on an rma
   // window with rank 1 on another node (the replace path) and on this node (the flush path).
   int p = 0;
@@ -1254,7 +1306,10 @@ TEST_CASE(
       bool threw = false;
       if (ctx.rank() == 0) {
         a.put(idx[4], std::span<const std::int64_t>(&first, 1));
+        const auto& st = ctx.stats();
+        const std::int64_t flushes = st.ordering_flushes, replaces = st.replace_puts;
         garray::testing::arm_fault("order.flush");
+        std::string other;  // any other exception: reported, and the ranks still meet in sync()
         try {
           if (second_is_acc)
             a.accumulate(idx[4], std::span<const std::int64_t>(&second, 1));
@@ -1262,10 +1317,16 @@ TEST_CASE(
             a.put(idx[4], std::span<const std::int64_t>(&second, 1));
         } catch (const garray::testing::InjectedFault&) {
           threw = true;
+        } catch (const std::exception& e) {
+          other = e.what();
         }
         CHECK_FALSE(garray::testing::fault_armed());  // the point was reached
         garray::testing::disarm_fault();
         CHECK(threw);
+        CHECK(other == "");
+        CHECK(st.ordering_flushes == flushes);  // neither the flush nor a replace counted
+        CHECK(st.replace_puts == replaces);
+        CHECK(a.get(idx[4]) == first);  // read at once (this rank's writes completed first)
       }
       a.sync();
       CHECK(a.get(idx[4]) == first);  // the failed write changed nothing

@@ -254,7 +254,8 @@ THREAD_FILTER='-tc=*GARRAY_PROGRESS*,*progress thread*,*while the target compute
 FAULT_FILTER='-tc=*fault injected on one rank at any collective*'
 ENGINE_FILTER='-sf=*engine.cpp,*aliasing.cpp'
 # location consistency (promises.cpp, 2 test cases): one rank's writes to the same elements
-# in issue order on every window request, puts to the other host as MPI_REPLACE accumulates
+# in issue order on the real nodes' window kinds (unset, rma, mixed); its part 4 puts over
+# puts, which to the other host travel as MPI_REPLACE accumulates after the first
 ORDER_FILTER='-tc=*land in the order it issued them*'
 # rank 0's line of the busy-target case (tests/runtime/progress.cpp) at np 2: served by the
 # thread on rma windows (ranks on one host get shared windows), the bound set on both ranks

@@ -8,7 +8,9 @@
 //                    fetch_add (read_inc) and replicated writes are plain adds under the
 //                    target segment's lock: ONE atomicity domain, the segment lock.
 //   RmaTransport<T>  MPI_Win_allocate windows: each remote piece is one MPI_Get/Put/
-//                    Accumulate with derived datatypes; fetch_add is MPI_Fetch_and_op; the
+//                    Accumulate with derived datatypes (a put that must land after this
+//                    rank's earlier write in flight to another node: an MPI_REPLACE
+//                    accumulate, Window::order_put); fetch_add is MPI_Fetch_and_op; the
 //                    caller's own block is copied directly only for get/put and only in the
 //                    unified memory model. ONE atomicity domain: MPI accumulate-class calls
 //                    (MPI_SUM on the predefined type), atomic with each other by MPI.
